@@ -1,0 +1,41 @@
+# `make demo` and `make test` do their own set-up: a virtualenv with accy in
+# it, and PoCL from Debian's packages when no OpenCL platform exists.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.accy-installed
+export POCL_CACHE_DIR ?= $(CURDIR)/.venv/pocl-cache
+
+.PHONY: demo test lit unit conformance bench lint setup
+
+setup: $(STAMP) $(VENV)/.opencl-checked
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip >/dev/null
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+$(VENV)/.opencl-checked: $(STAMP)
+	tools/ensure_opencl.sh $(BIN)/python
+	touch $@
+
+demo: setup
+	$(BIN)/python examples/demo.py
+
+lit: setup
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -q tests/lit
+
+unit: setup
+	$(BIN)/python -m pytest -q
+
+test: setup lint lit unit
+
+lint: setup
+	$(BIN)/ruff check -q accy tests tools examples
+
+conformance: setup
+	$(BIN)/python -m pytest -q -m '' tests/conformance
+
+bench: setup
+	$(BIN)/python tools/bench/run.py

@@ -1,0 +1,1018 @@
+"""The accy tensor dialect: the program a user writes, before any kernel exists.
+
+Programs are `func.func`s over builtin ranked `tensor<...>` types. Every op here
+is pure and value-semantic, like MLIR's `tosa` or StableHLO: there is no
+aliasing and no memory at this level. The op and property names are a public
+contract (see DESIGN.md); the generic form
+`"accy.op"(operands) <{properties}> : (types) -> types` always parses.
+
+Each op's verifier recomputes the result type from the operands and properties
+(the `infer_*` functions below, which builders share) and names the first thing
+that is wrong. Elementwise ops take operands of one shape: no implicit
+broadcasting (frontends insert `accy.broadcast`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    ParsePropInAttrDict,
+    BaseAttr,
+    IRDLOperation,
+    VarConstraint,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import (
+    ConstantLike,
+    HasParent,
+    IsTerminator,
+    Pure,
+    RecursiveMemoryEffect,
+    SymbolUserOpInterface,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+# --------------------------------------------------------------------------
+# Type helpers shared by verifiers, builders, the reference and the passes.
+# --------------------------------------------------------------------------
+
+FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, FLOAT_TYPES)
+
+
+def is_int(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data > 1
+
+
+def is_bool(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
+def tensor(shape: Sequence[int], element_type: Attribute) -> TensorType:
+    return TensorType(element_type, list(shape))
+
+
+def shape_of(v: SSAValue | Attribute) -> tuple[int, ...]:
+    t = v.type if isinstance(v, SSAValue) else v
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def elem_of(v: SSAValue | Attribute) -> Attribute:
+    t = v.type if isinstance(v, SSAValue) else v
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def _ranked_tensor(op: Operation, v: SSAValue, what: str) -> TensorType:
+    t = v.type
+    if not isinstance(t, TensorType) or any(d < 0 for d in t.get_shape()):
+        raise VerifyException(f"'{op.name}' {what} must be a statically shaped tensor, got {t}")
+    et = t.element_type
+    if not (is_float(et) or isinstance(et, IntegerType)):
+        raise VerifyException(f"'{op.name}' {what} has unsupported element type {et}")
+    return t
+
+
+def _expect_type(op: Operation, got: Attribute, want: Attribute, what: str = "result") -> None:
+    if got != want:
+        raise VerifyException(f"'{op.name}' {what} type should be {want}, got {got}")
+
+
+def _axis(op: Operation, axis: int, rank: int, what: str = "axis") -> int:
+    """Normalises a possibly negative axis, rejecting one out of range."""
+    if not -rank <= axis < max(rank, 1):
+        raise VerifyException(f"'{op.name}' {what} {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def _distinct_axes(op: Operation, axes: Sequence[int], rank: int, what: str) -> list[int]:
+    norm = [_axis(op, a, rank, what) for a in axes]
+    if len(set(norm)) != len(norm):
+        raise VerifyException(f"'{op.name}' {what} {list(axes)} repeat a dimension")
+    return norm
+
+
+def _str_choice(op: Operation, prop: str, choices: Sequence[str]) -> str:
+    value = op.properties[prop]
+    assert isinstance(value, StringAttr)
+    if value.data not in choices:
+        raise VerifyException(
+            f"'{op.name}' {prop} \"{value.data}\" is not one of {', '.join(choices)}"
+        )
+    return value.data
+
+
+# --------------------------------------------------------------------------
+# Shape inference: the single source of truth for result shapes.
+# --------------------------------------------------------------------------
+
+
+def infer_transpose(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
+    if sorted(perm) != list(range(len(shape))):
+        raise ValueError(f"permutation {list(perm)} is not a permutation of 0..{len(shape) - 1}")
+    return tuple(shape[p] for p in perm)
+
+
+def infer_slice(
+    shape: Sequence[int], start: Sequence[int], limit: Sequence[int], stride: Sequence[int]
+) -> tuple[int, ...]:
+    if not len(start) == len(limit) == len(stride) == len(shape):
+        raise ValueError(f"start, limit and stride must each have {len(shape)} entries")
+    out = []
+    for d, (n, a, b, s) in enumerate(zip(shape, start, limit, stride)):
+        if s < 1:
+            raise ValueError(f"stride {s} of dim {d} must be positive")
+        if not 0 <= a <= b <= n:
+            raise ValueError(f"dim {d}: need 0 <= start ({a}) <= limit ({b}) <= size ({n})")
+        out.append((b - a + s - 1) // s)
+    return tuple(out)
+
+
+def infer_dot_general(
+    a: Sequence[int],
+    b: Sequence[int],
+    lhs_batch: Sequence[int],
+    rhs_batch: Sequence[int],
+    lhs_contract: Sequence[int],
+    rhs_contract: Sequence[int],
+) -> tuple[int, ...]:
+    if len(lhs_batch) != len(rhs_batch):
+        raise ValueError("lhs_batch and rhs_batch must have the same length")
+    if len(lhs_contract) != len(rhs_contract):
+        raise ValueError("lhs_contract and rhs_contract must have the same length")
+    for side, shape, dims in (("lhs", a, [*lhs_batch, *lhs_contract]), ("rhs", b, [*rhs_batch, *rhs_contract])):
+        if any(not 0 <= d < len(shape) for d in dims):
+            raise ValueError(f"{side} dimension out of range in {dims} for rank {len(shape)}")
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"{side} batch and contracting dimensions {dims} repeat a dimension")
+    for x, y in zip(lhs_batch, rhs_batch):
+        if a[x] != b[y]:
+            raise ValueError(f"batch dims differ: lhs dim {x} is {a[x]}, rhs dim {y} is {b[y]}")
+    for x, y in zip(lhs_contract, rhs_contract):
+        if a[x] != b[y]:
+            raise ValueError(f"contracting dims differ: lhs dim {x} is {a[x]}, rhs dim {y} is {b[y]}")
+    lhs_free = [d for d in range(len(a)) if d not in (*lhs_batch, *lhs_contract)]
+    rhs_free = [d for d in range(len(b)) if d not in (*rhs_batch, *rhs_contract)]
+    return tuple([a[d] for d in lhs_batch] + [a[d] for d in lhs_free] + [b[d] for d in rhs_free])
+
+
+def infer_reduce(shape: Sequence[int], axes: Sequence[int]) -> tuple[int, ...]:
+    norm = {a % len(shape) for a in axes} if shape else set()
+    return tuple(n for d, n in enumerate(shape) if d not in norm)
+
+
+# --------------------------------------------------------------------------
+# Base classes
+# --------------------------------------------------------------------------
+
+
+class UnaryOp(IRDLOperation):
+    """x -> f(x), same type. `float_only` ops need a float element type."""
+
+    FLOAT_ONLY: ClassVar[bool] = True
+    T: ClassVar = VarConstraint("T", BaseAttr(TensorType))
+    x = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$x attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, x: SSAValue | Operation):
+        x = SSAValue.get(x)
+        super().__init__(operands=[x], result_types=[x.type])
+
+    def verify_(self) -> None:
+        t = _ranked_tensor(self, self.x, "operand")
+        et = t.element_type
+        if self.FLOAT_ONLY and not is_float(et):
+            raise VerifyException(f"'{self.name}' needs a float element type, got {et}")
+        if not self.FLOAT_ONLY and is_bool(et):
+            raise VerifyException(f"'{self.name}' does not take i1 operands")
+        _expect_type(self, self.result.type, t)
+
+
+class BinaryOp(IRDLOperation):
+    """(a, b) -> f(a, b); both operands and the result share one type."""
+
+    ALLOW_FLOAT: ClassVar[bool] = True
+    ALLOW_INT: ClassVar[bool] = True
+    ALLOW_BOOL: ClassVar[bool] = False
+    T: ClassVar = VarConstraint("T", BaseAttr(TensorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        lhs = SSAValue.get(lhs)
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    def verify_(self) -> None:
+        t = _ranked_tensor(self, self.lhs, "lhs")
+        _ranked_tensor(self, self.rhs, "rhs")
+        if self.rhs.type != t:
+            raise VerifyException(
+                f"'{self.name}' operands must have the same type (no implicit "
+                f"broadcasting), got {t} and {self.rhs.type}"
+            )
+        et = t.element_type
+        ok = (
+            (is_float(et) and self.ALLOW_FLOAT)
+            or (is_int(et) and self.ALLOW_INT)
+            or (is_bool(et) and self.ALLOW_BOOL)
+        )
+        if not ok:
+            raise VerifyException(f"'{self.name}' does not take element type {et}")
+        _expect_type(self, self.result.type, t)
+
+
+# --------------------------------------------------------------------------
+# Ops
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A literal tensor (`arith.constant` on tensors, in MLIR)."""
+
+    name = "accy.constant"
+    value = prop_def(DenseIntOrFPElementsAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), ConstantLike())
+
+    def print(self, printer: Printer) -> None:
+        # `accy.constant dense<1.0> : tensor<4xf32>`: the value carries the type.
+        printer.print_string(" ")
+        printer.print_attribute(self.value)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            parser.raise_error(f"accy.constant expects a dense elements attribute, got {value}")
+        op = cls(value)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def __init__(self, value: DenseIntOrFPElementsAttr):
+        super().__init__(properties={"value": value}, result_types=[value.type])
+
+    def verify_(self) -> None:
+        if self.value.type != self.result.type:
+            raise VerifyException(
+                f"'{self.name}' value type {self.value.type} does not match result type {self.result.type}"
+            )
+        _ranked_tensor(self, self.result, "result")
+
+
+def _unary(op_name: str, doc: str, float_only: bool = True) -> type[UnaryOp]:
+    cls = type(
+        op_name.split(".")[1].capitalize() + "Op",
+        (UnaryOp,),
+        {"name": op_name, "__doc__": doc, "FLOAT_ONLY": float_only, "__annotations__": {"FLOAT_ONLY": ClassVar[bool]}},
+    )
+    return irdl_op_definition(cls)
+
+
+def _binary(op_name: str, doc: str, *, float_: bool = True, int_: bool = True, bool_: bool = False) -> type[BinaryOp]:
+    cls = type(
+        op_name.split(".")[1].capitalize() + "Op",
+        (BinaryOp,),
+        {
+            "name": op_name,
+            "__doc__": doc,
+            "ALLOW_FLOAT": float_,
+            "ALLOW_INT": int_,
+            "ALLOW_BOOL": bool_,
+            "__annotations__": dict.fromkeys(("ALLOW_FLOAT", "ALLOW_INT", "ALLOW_BOOL"), ClassVar[bool]),
+        },
+    )
+    return irdl_op_definition(cls)
+
+
+NegOp = _unary("accy.neg", "Elementwise -x.", float_only=False)
+AbsOp = _unary("accy.abs", "Elementwise |x|.", float_only=False)
+ExpOp = _unary("accy.exp", "Elementwise e^x.")
+LogOp = _unary("accy.log", "Elementwise natural logarithm.")
+SqrtOp = _unary("accy.sqrt", "Elementwise square root.")
+RsqrtOp = _unary("accy.rsqrt", "Elementwise 1/sqrt(x).")
+TanhOp = _unary("accy.tanh", "Elementwise hyperbolic tangent.")
+SigmoidOp = _unary("accy.sigmoid", "Elementwise 1/(1+e^-x).")
+ReluOp = _unary("accy.relu", "Elementwise max(x, 0).", float_only=False)
+GeluOp = _unary("accy.gelu", "Elementwise 0.5·x·(1+erf(x/√2)) (the erf form).")
+SinOp = _unary("accy.sin", "Elementwise sine.")
+CosOp = _unary("accy.cos", "Elementwise cosine.")
+ErfOp = _unary("accy.erf", "Elementwise error function.")
+ReciprocalOp = _unary("accy.reciprocal", "Elementwise 1/x.")
+FloorOp = _unary("accy.floor", "Elementwise round toward -inf.")
+CeilOp = _unary("accy.ceil", "Elementwise round toward +inf.")
+
+AddOp = _binary("accy.add", "Elementwise a + b.")
+SubOp = _binary("accy.sub", "Elementwise a - b.")
+MulOp = _binary("accy.mul", "Elementwise a * b.")
+DivOp = _binary("accy.div", "Elementwise a / b; integer division truncates toward zero.")
+MaxOp = _binary("accy.max", "Elementwise max(a, b).")
+MinOp = _binary("accy.min", "Elementwise min(a, b).")
+PowOp = _binary("accy.pow", "Elementwise a ** b.")
+AndOp = _binary("accy.and", "Elementwise logical/bitwise and.", float_=False, bool_=True)
+OrOp = _binary("accy.or", "Elementwise logical/bitwise or.", float_=False, bool_=True)
+XorOp = _binary("accy.xor", "Elementwise logical/bitwise xor.", float_=False, bool_=True)
+
+UNARY_OPS: tuple[type[UnaryOp], ...] = (
+    NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ReluOp,
+    GeluOp, SinOp, CosOp, ErfOp, ReciprocalOp, FloorOp, CeilOp,
+)  # fmt: skip
+BINARY_OPS: tuple[type[BinaryOp], ...] = (
+    AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, AndOp, OrOp, XorOp,
+)  # fmt: skip
+
+
+@irdl_op_definition
+class NotOp(IRDLOperation):
+    """Elementwise logical not of an i1 tensor."""
+
+    name = "accy.not"
+    T: ClassVar = VarConstraint("T", BaseAttr(TensorType))
+    x = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$x attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, x: SSAValue | Operation):
+        x = SSAValue.get(x)
+        super().__init__(operands=[x], result_types=[x.type])
+
+    def verify_(self) -> None:
+        t = _ranked_tensor(self, self.x, "operand")
+        if not is_bool(t.element_type):
+            raise VerifyException(f"'{self.name}' needs an i1 operand, got {t.element_type}")
+        _expect_type(self, self.result.type, t)
+
+
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+@irdl_op_definition
+class CmpOp(IRDLOperation):
+    """Elementwise comparison of two same-typed tensors; the result is i1."""
+
+    name = "accy.cmp"
+    T: ClassVar = VarConstraint("T", BaseAttr(TensorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    predicate = prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, predicate: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        lhs = SSAValue.get(lhs)
+        super().__init__(
+            operands=[lhs, rhs],
+            properties={"predicate": StringAttr(predicate)},
+            result_types=[tensor(shape_of(lhs), i1)],
+        )
+
+    def verify_(self) -> None:
+        _str_choice(self, "predicate", CMP_PREDICATES)
+        t = _ranked_tensor(self, self.lhs, "lhs")
+        if self.rhs.type != t:
+            raise VerifyException(f"'{self.name}' operands must have the same type, got {t} and {self.rhs.type}")
+        _expect_type(self, self.result.type, tensor(t.get_shape(), i1))
+
+
+@irdl_op_definition
+class SelectOp(IRDLOperation):
+    """Elementwise cond ? a : b, with an i1 condition of the same shape."""
+
+    name = "accy.select"
+    cond = operand_def(TensorType)
+    T: ClassVar = VarConstraint("T", BaseAttr(TensorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$cond `,` $lhs `,` $rhs attr-dict `:` type($cond) `,` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, cond: SSAValue | Operation, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        lhs = SSAValue.get(lhs)
+        super().__init__(operands=[cond, lhs, rhs], result_types=[lhs.type])
+
+    def verify_(self) -> None:
+        c = _ranked_tensor(self, self.cond, "condition")
+        t = _ranked_tensor(self, self.lhs, "lhs")
+        if not is_bool(c.element_type):
+            raise VerifyException(f"'{self.name}' condition must be i1, got {c.element_type}")
+        if self.rhs.type != t:
+            raise VerifyException(f"'{self.name}' branches must have the same type, got {t} and {self.rhs.type}")
+        if c.get_shape() != t.get_shape():
+            raise VerifyException(
+                f"'{self.name}' condition shape {list(c.get_shape())} differs from value shape {list(t.get_shape())}"
+            )
+        _expect_type(self, self.result.type, t)
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """Element-type conversion; float→int truncates toward zero, i1→1/0."""
+
+    name = "accy.cast"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$x attr-dict `:` type($x) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, x: SSAValue | Operation, element_type: Attribute):
+        x = SSAValue.get(x)
+        super().__init__(operands=[x], result_types=[tensor(shape_of(x), element_type)])
+
+    def verify_(self) -> None:
+        t = _ranked_tensor(self, self.x, "operand")
+        r = _ranked_tensor(self, self.result, "result")
+        if t.get_shape() != r.get_shape():
+            raise VerifyException(f"'{self.name}' changes the shape from {list(t.get_shape())} to {list(r.get_shape())}")
+
+
+class _ShapeOp(IRDLOperation):
+    """Shared checks of the single-operand shape ops."""
+
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$x attr-dict `:` type($x) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def infer(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def verify_(self) -> None:
+        t = _ranked_tensor(self, self.x, "operand")
+        r = _ranked_tensor(self, self.result, "result")
+        if r.element_type != t.element_type:
+            raise VerifyException(f"'{self.name}' changes the element type from {t.element_type} to {r.element_type}")
+        try:
+            want = self.infer(tuple(t.get_shape()))
+        except ValueError as e:
+            raise VerifyException(f"'{self.name}' {e}") from None
+        if tuple(r.get_shape()) != want:
+            raise VerifyException(f"'{self.name}' result shape should be {list(want)}, got {list(r.get_shape())}")
+
+
+@irdl_op_definition
+class ReshapeOp(_ShapeOp):
+    """Row-major reshape; the result type gives the shape."""
+
+    name = "accy.reshape"
+
+    def __init__(self, x: SSAValue | Operation, shape: Sequence[int]):
+        x = SSAValue.get(x)
+        super().__init__(operands=[x], result_types=[tensor(shape, elem_of(x))])
+
+    def infer(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        out = shape_of(self.result)
+        n_in, n_out = _numel(shape), _numel(out)
+        if n_in != n_out:
+            raise ValueError(f"cannot reshape {n_in} elements into {list(out)} ({n_out} elements)")
+        return out
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@irdl_op_definition
+class TransposeOp(_ShapeOp):
+    """result dim i = operand dim permutation[i]."""
+
+    name = "accy.transpose"
+    permutation = prop_def(DenseArrayBase)
+
+    def __init__(self, x: SSAValue | Operation, permutation: Sequence[int]):
+        x = SSAValue.get(x)
+        super().__init__(
+            operands=[x],
+            properties={"permutation": i64_array(permutation)},
+            result_types=[tensor(infer_transpose(shape_of(x), permutation), elem_of(x))],
+        )
+
+    def infer(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return infer_transpose(shape, self.permutation.get_values())
+
+
+@irdl_op_definition
+class BroadcastOp(_ShapeOp):
+    """StableHLO broadcast_in_dim: operand dim i goes to result dim dims[i]; its
+    size is 1 or equal to that result dim."""
+
+    name = "accy.broadcast"
+    dims = prop_def(DenseArrayBase)
+
+    def __init__(self, x: SSAValue | Operation, dims: Sequence[int], shape: Sequence[int]):
+        x = SSAValue.get(x)
+        super().__init__(
+            operands=[x], properties={"dims": i64_array(dims)}, result_types=[tensor(shape, elem_of(x))]
+        )
+
+    def infer(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        out = shape_of(self.result)
+        dims = self.dims.get_values()
+        if len(dims) != len(shape):
+            raise ValueError(f"dims has {len(dims)} entries, operand rank is {len(shape)}")
+        if any(not 0 <= d < len(out) for d in dims) or len(set(dims)) != len(dims):
+            raise ValueError(f"dims {list(dims)} must be distinct result dims below {len(out)}")
+        if list(dims) != sorted(dims):
+            raise ValueError(f"dims {list(dims)} must be increasing")
+        for i, d in enumerate(dims):
+            if shape[i] not in (1, out[d]):
+                raise ValueError(f"operand dim {i} of size {shape[i]} cannot broadcast to result dim {d} of size {out[d]}")
+        return out
+
+
+@irdl_op_definition
+class SliceOp(_ShapeOp):
+    """StableHLO slice: elements start[d], start[d]+stride[d], ... < limit[d]."""
+
+    name = "accy.slice"
+    start = prop_def(DenseArrayBase)
+    limit = prop_def(DenseArrayBase)
+    stride = prop_def(DenseArrayBase)
+
+    def __init__(
+        self, x: SSAValue | Operation, start: Sequence[int], limit: Sequence[int], stride: Sequence[int] | None = None
+    ):
+        x = SSAValue.get(x)
+        stride = list(stride) if stride is not None else [1] * len(start)
+        super().__init__(
+            operands=[x],
+            properties={"start": i64_array(start), "limit": i64_array(limit), "stride": i64_array(stride)},
+            result_types=[tensor(infer_slice(shape_of(x), start, limit, stride), elem_of(x))],
+        )
+
+    def infer(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return infer_slice(shape, self.start.get_values(), self.limit.get_values(), self.stride.get_values())
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Joins tensors of one element type along `axis`; other dims must agree."""
+
+    name = "accy.concat"
+    xs = var_operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$xs attr-dict `:` `(` type($xs) `)` `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, xs: Sequence[SSAValue | Operation], axis: int):
+        vals = [SSAValue.get(x) for x in xs]
+        shape = list(shape_of(vals[0]))
+        shape[axis] = sum(shape_of(v)[axis] for v in vals)
+        super().__init__(
+            operands=[vals], properties={"axis": IntegerAttr(axis, i64)}, result_types=[tensor(shape, elem_of(vals[0]))]
+        )
+
+    def verify_(self) -> None:
+        if not self.xs:
+            raise VerifyException(f"'{self.name}' needs at least one operand")
+        ts = [_ranked_tensor(self, x, f"operand #{i}") for i, x in enumerate(self.xs)]
+        rank = len(ts[0].get_shape())
+        axis = _axis(self, self.axis.value.data, rank)
+        shape = list(ts[0].get_shape())
+        for i, t in enumerate(ts[1:], 1):
+            if t.element_type != ts[0].element_type:
+                raise VerifyException(f"'{self.name}' operand #{i} has element type {t.element_type}, expected {ts[0].element_type}")
+            s = list(t.get_shape())
+            if len(s) != rank or any(a != b for d, (a, b) in enumerate(zip(s, shape)) if d != axis):
+                raise VerifyException(f"'{self.name}' operand #{i} shape {s} does not match {shape} off axis {axis}")
+        shape[axis] = sum(t.get_shape()[axis] for t in ts)
+        _expect_type(self, self.result.type, tensor(shape, ts[0].element_type))
+
+
+@irdl_op_definition
+class DotGeneralOp(IRDLOperation):
+    """StableHLO dot_general: result dims are the batch dims, then lhs free
+    dims, then rhs free dims, each in operand order."""
+
+    name = "accy.dot_general"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    lhs_batch = prop_def(DenseArrayBase)
+    rhs_batch = prop_def(DenseArrayBase)
+    lhs_contract = prop_def(DenseArrayBase)
+    rhs_contract = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        lhs: SSAValue | Operation,
+        rhs: SSAValue | Operation,
+        lhs_batch: Sequence[int] = (),
+        rhs_batch: Sequence[int] = (),
+        lhs_contract: Sequence[int] = (1,),
+        rhs_contract: Sequence[int] = (0,),
+    ):
+        lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
+        shape = infer_dot_general(shape_of(lhs), shape_of(rhs), lhs_batch, rhs_batch, lhs_contract, rhs_contract)
+        super().__init__(
+            operands=[lhs, rhs],
+            properties={
+                "lhs_batch": i64_array(lhs_batch),
+                "rhs_batch": i64_array(rhs_batch),
+                "lhs_contract": i64_array(lhs_contract),
+                "rhs_contract": i64_array(rhs_contract),
+            },
+            result_types=[tensor(shape, elem_of(lhs))],
+        )
+
+    def dims(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        return (
+            self.lhs_batch.get_values(),
+            self.rhs_batch.get_values(),
+            self.lhs_contract.get_values(),
+            self.rhs_contract.get_values(),
+        )
+
+    def verify_(self) -> None:
+        a = _ranked_tensor(self, self.lhs, "lhs")
+        b = _ranked_tensor(self, self.rhs, "rhs")
+        if a.element_type != b.element_type or is_bool(a.element_type):
+            raise VerifyException(f"'{self.name}' operands must share a numeric element type, got {a.element_type} and {b.element_type}")
+        try:
+            shape = infer_dot_general(a.get_shape(), b.get_shape(), *self.dims())
+        except ValueError as e:
+            raise VerifyException(f"'{self.name}' {e}") from None
+        _expect_type(self, self.result.type, tensor(shape, a.element_type))
+
+
+REDUCE_KINDS = ("sum", "prod", "max", "min", "mean")
+SCAN_KINDS = ("sum", "prod", "max", "min")
+
+
+@irdl_op_definition
+class ReduceOp(IRDLOperation):
+    """Reduces `axes` with `kind`; the reduced dims are removed."""
+
+    name = "accy.reduce"
+    x = operand_def(TensorType)
+    kind = prop_def(StringAttr)
+    axes = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$x attr-dict `:` type($x) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, x: SSAValue | Operation, kind: str, axes: Sequence[int]):
+        x = SSAValue.get(x)
+        super().__init__(
+            operands=[x],
+            properties={"kind": StringAttr(kind), "axes": i64_array(axes)},
+            result_types=[tensor(infer_reduce(shape_of(x), axes), elem_of(x))],
+        )
+
+    def norm_axes(self) -> tuple[int, ...]:
+        rank = len(shape_of(self.x))
+        return tuple(sorted(a % rank for a in self.axes.get_values()))
+
+    def verify_(self) -> None:
+        kind = _str_choice(self, "kind", REDUCE_KINDS)
+        t = _ranked_tensor(self, self.x, "operand")
+        if is_bool(t.element_type) or (kind == "mean" and not is_float(t.element_type)):
+            raise VerifyException(f"'{self.name}' {kind} does not take element type {t.element_type}")
+        _distinct_axes(self, self.axes.get_values(), len(t.get_shape()), "axes")
+        _expect_type(self, self.result.type, tensor(infer_reduce(t.get_shape(), self.axes.get_values()), t.element_type))
+
+
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """Inclusive scan along `axis` (exclusive: the first element is the identity;
+    reverse: scans from the end)."""
+
+    name = "accy.scan"
+    T: ClassVar = VarConstraint("T", BaseAttr(TensorType))
+    x = operand_def(T)
+    kind = prop_def(StringAttr)
+    axis = prop_def(IntegerAttr)
+    exclusive = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    reverse = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$x attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, x: SSAValue | Operation, kind: str, axis: int, exclusive: bool = False, reverse: bool = False):
+        x = SSAValue.get(x)
+        super().__init__(
+            operands=[x],
+            properties={
+                "kind": StringAttr(kind),
+                "axis": IntegerAttr(axis, i64),
+                "exclusive": BoolAttr.from_bool(exclusive),
+                "reverse": BoolAttr.from_bool(reverse),
+            },
+            result_types=[x.type],
+        )
+
+    def verify_(self) -> None:
+        _str_choice(self, "kind", SCAN_KINDS)
+        t = _ranked_tensor(self, self.x, "operand")
+        if is_bool(t.element_type):
+            raise VerifyException(f"'{self.name}' does not take element type i1")
+        _axis(self, self.axis.value.data, len(t.get_shape()))
+        _expect_type(self, self.result.type, t)
+
+
+class _AxisFloatOp(IRDLOperation):
+    """softmax / log_softmax along `axis` of a float tensor."""
+
+    T: ClassVar = VarConstraint("T", BaseAttr(TensorType))
+    x = operand_def(T)
+    axis = prop_def(IntegerAttr)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$x attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, x: SSAValue | Operation, axis: int = -1):
+        x = SSAValue.get(x)
+        super().__init__(operands=[x], properties={"axis": IntegerAttr(axis, i64)}, result_types=[x.type])
+
+    def verify_(self) -> None:
+        t = _ranked_tensor(self, self.x, "operand")
+        if not is_float(t.element_type):
+            raise VerifyException(f"'{self.name}' needs a float element type, got {t.element_type}")
+        if not t.get_shape():
+            raise VerifyException(f"'{self.name}' needs an operand of rank >= 1")
+        _axis(self, self.axis.value.data, len(t.get_shape()))
+        _expect_type(self, self.result.type, t)
+
+
+@irdl_op_definition
+class SoftmaxOp(_AxisFloatOp):
+    """exp(x - max) / sum(exp(x - max)) along `axis` (numerically stable)."""
+
+    name = "accy.softmax"
+
+
+@irdl_op_definition
+class LogSoftmaxOp(_AxisFloatOp):
+    """x - max - log(sum(exp(x - max))) along `axis` (numerically stable)."""
+
+    name = "accy.log_softmax"
+
+
+@irdl_op_definition
+class LayerNormOp(IRDLOperation):
+    """(x - mean) / sqrt(var + epsilon) * gamma + beta over the last dim, with
+    the population variance; gamma and beta have the last dim's shape."""
+
+    name = "accy.layer_norm"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    epsilon = prop_def(FloatAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$x `,` $gamma `,` $beta attr-dict `:` type($x) `,` type($gamma) `,` type($beta) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, x: SSAValue | Operation, gamma: SSAValue | Operation, beta: SSAValue | Operation, epsilon: float = 1e-5):
+        x = SSAValue.get(x)
+        super().__init__(
+            operands=[x, gamma, beta],
+            properties={"epsilon": FloatAttr(epsilon, Float32Type())},
+            result_types=[x.type],
+        )
+
+    def verify_(self) -> None:
+        t = _ranked_tensor(self, self.x, "operand")
+        if not is_float(t.element_type) or not t.get_shape():
+            raise VerifyException(f"'{self.name}' needs a float operand of rank >= 1, got {t}")
+        want = tensor(t.get_shape()[-1:], t.element_type)
+        for what, v in (("gamma", self.gamma), ("beta", self.beta)):
+            if v.type != want:
+                raise VerifyException(f"'{self.name}' {what} must be {want} (the last dim of x), got {v.type}")
+        _expect_type(self, self.result.type, t)
+
+
+@irdl_op_definition
+class AttentionOp(IRDLOperation):
+    """softmax(scale·q·kᵀ [masked where key > query]) · v, with q [..,Sq,D],
+    k [..,Sk,D], v [..,Sk,Dv] -> [..,Sq,Dv]."""
+
+    name = "accy.attention"
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    scale = prop_def(FloatAttr)
+    causal = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self, q: SSAValue | Operation, k: SSAValue | Operation, v: SSAValue | Operation, scale: float, causal: bool = False
+    ):
+        q, v = SSAValue.get(q), SSAValue.get(v)
+        shape = (*shape_of(q)[:-1], shape_of(v)[-1])
+        super().__init__(
+            operands=[q, k, v],
+            properties={"scale": FloatAttr(scale, Float32Type()), "causal": BoolAttr.from_bool(causal)},
+            result_types=[tensor(shape, elem_of(q))],
+        )
+
+    def verify_(self) -> None:
+        q = _ranked_tensor(self, self.q, "q")
+        k = _ranked_tensor(self, self.k, "k")
+        v = _ranked_tensor(self, self.v, "v")
+        qs, ks, vs = q.get_shape(), k.get_shape(), v.get_shape()
+        if not is_float(q.element_type) or not (q.element_type == k.element_type == v.element_type):
+            raise VerifyException(f"'{self.name}' q, k and v must share a float element type")
+        if not (len(qs) == len(ks) == len(vs) >= 2):
+            raise VerifyException(f"'{self.name}' q, k and v must have one rank >= 2, got {len(qs)}, {len(ks)}, {len(vs)}")
+        if qs[:-2] != ks[:-2] or qs[:-2] != vs[:-2]:
+            raise VerifyException(f"'{self.name}' batch dims of q {list(qs[:-2])}, k {list(ks[:-2])}, v {list(vs[:-2])} differ")
+        if qs[-1] != ks[-1]:
+            raise VerifyException(f"'{self.name}' q and k head dims differ: {qs[-1]} and {ks[-1]}")
+        if ks[-2] != vs[-2]:
+            raise VerifyException(f"'{self.name}' k and v sequence lengths differ: {ks[-2]} and {vs[-2]}")
+        _expect_type(self, self.result.type, tensor((*qs[:-1], vs[-1]), q.element_type))
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminator of `accy.iterate`: the carried values for the next trip."""
+
+    name = "accy.yield"
+    values = var_operand_def(TensorType)
+    traits = lazy_traits_def(lambda: (IsTerminator(), Pure(), HasParent(IterateOp)))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, values: Sequence[SSAValue | Operation]):
+        super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class IterateOp(IRDLOperation):
+    """Runs its one-block region `count` times (like `scf.for` with
+    iter_args): the block arguments are the carried values, starting at
+    `inits`; the results are the values yielded by the last trip (the inits
+    when count is 0)."""
+
+    name = "accy.iterate"
+    inits = var_operand_def(TensorType)
+    count = prop_def(IntegerAttr)
+    body = region_def("single_block")
+    res = var_result_def(TensorType)
+    traits = traits_def(RecursiveMemoryEffect())
+
+    def __init__(self, inits: Sequence[SSAValue | Operation], count: int, body: Region):
+        vals = [SSAValue.get(v) for v in inits]
+        super().__init__(
+            operands=[vals],
+            properties={"count": IntegerAttr(count, i64)},
+            regions=[body],
+            result_types=[[v.type for v in vals]],
+        )
+
+    def verify_(self) -> None:
+        if self.count.value.data < 0:
+            raise VerifyException(f"'{self.name}' count must be >= 0, got {self.count.value.data}")
+        types = [v.type for v in self.inits]
+        block = self.body.block
+        if [a.type for a in block.args] != types:
+            raise VerifyException(f"'{self.name}' block argument types must match the init types {types}")
+        if [r.type for r in self.res] != types:
+            raise VerifyException(f"'{self.name}' result types must match the init types {types}")
+        last = block.last_op
+        if not isinstance(last, YieldOp):
+            raise VerifyException(f"'{self.name}' body must end in accy.yield")
+        if [v.type for v in last.values] != types:
+            raise VerifyException(f"'{self.name}' yielded types {[v.type for v in last.values]} must match {types}")
+
+
+class _KernelCallSymbolUser(SymbolUserOpInterface):
+    def verify(self, op: Operation) -> None:
+        # The callee may be a custom kernel defined outside this module
+        # (registered with the runtime); it is resolved when compiling.
+        return None
+
+
+@irdl_op_definition
+class KernelCallOp(IRDLOperation):
+    """Runs the custom kernel `callee` on `inputs`, producing tensors of the
+    result types. `global_size` / `local_size` are its launch sizes."""
+
+    name = "accy.kernel_call"
+    inputs = var_operand_def(TensorType)
+    callee = prop_def(SymbolRefAttr)
+    global_size = opt_prop_def(DenseArrayBase)
+    local_size = opt_prop_def(DenseArrayBase)
+    outs = var_result_def(TensorType)
+    traits = traits_def(_KernelCallSymbolUser())
+    assembly_format = "$callee `(` $inputs `)` attr-dict `:` `(` type($inputs) `)` `->` type($outs)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        callee: str,
+        inputs: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+        global_size: Sequence[int] | None = None,
+        local_size: Sequence[int] | None = None,
+    ):
+        props: dict[str, Attribute] = {"callee": SymbolRefAttr(callee)}
+        if global_size is not None:
+            props["global_size"] = i64_array(global_size)
+        if local_size is not None:
+            props["local_size"] = i64_array(local_size)
+        super().__init__(operands=[list(inputs)], properties=props, result_types=[list(result_types)])
+
+    def verify_(self) -> None:
+        for i, v in enumerate(self.inputs):
+            _ranked_tensor(self, v, f"input #{i}")
+        if not self.outs:
+            raise VerifyException(f"'{self.name}' must produce at least one result")
+        for name in ("global_size", "local_size"):
+            sizes = getattr(self, name)
+            if sizes is not None and (not 1 <= len(sizes.get_values()) <= 3 or min(sizes.get_values()) < 1):
+                raise VerifyException(f"'{self.name}' {name} must have 1 to 3 positive entries")
+
+
+ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (*UNARY_OPS, *BINARY_OPS, NotOp, CmpOp, SelectOp, CastOp)
+VIEW_OPS: tuple[type[IRDLOperation], ...] = (ReshapeOp, TransposeOp, BroadcastOp, SliceOp)
+
+Accy = Dialect(
+    "accy",
+    [
+        ConstantOp,
+        *ELEMENTWISE_OPS,
+        *VIEW_OPS,
+        ConcatOp,
+        DotGeneralOp,
+        ReduceOp,
+        ScanOp,
+        SoftmaxOp,
+        LogSoftmaxOp,
+        LayerNormOp,
+        AttentionOp,
+        IterateOp,
+        YieldOp,
+        KernelCallOp,
+    ],
+    [],
+)
+
