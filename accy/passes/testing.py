@@ -1,0 +1,112 @@
+"""Passes and analyses that exist to test the pass manager (MLIR's `test-*`).
+
+- `TestAnalysis` counts the ops of a module; `TestDependentAnalysis` is
+  computed from it, so invalidating the first drops the second.
+- `test-analysis-cache` asks for both and prints the answers and the
+  manager's hit/miss/invalidation figures so far: lit tests FileCheck them.
+- `test-rewrite-claiming-preserved` renames nothing but adds an attribute and
+  claims to preserve all analyses: `--check-preserved` must catch it.
+- `test-fail` raises, to test failure reporting and reproducers.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.ir import Operation
+
+from accy.passes.pass_manager import AccyPass, Analysis, AnalysisManager, PreservedAnalyses
+
+
+class TestAnalysis(Analysis):
+    """Counts the operations nested in the op (the op itself excluded)."""
+
+    __test__ = False  # not a pytest class
+    name = "test-analysis"
+    version = 1
+    description = "counts the ops of a module (tests the analysis cache)"
+
+    def __init__(self, op: Operation, am: AnalysisManager) -> None:
+        super().__init__(op, am)
+        self.op_count = sum(1 for _ in op.walk()) - 1
+
+    def print(self) -> str:
+        return f"test-analysis: {self.op_count} ops\n"
+
+    def statistics(self) -> dict[str, int | float]:
+        return {"ops": self.op_count}
+
+
+class TestDependentAnalysis(Analysis):
+    """Twice the op count of `TestAnalysis`: exists to depend on it."""
+
+    __test__ = False
+    name = "test-dependent-analysis"
+    version = 1
+    description = "derived from test-analysis (tests transitive invalidation)"
+
+    def __init__(self, op: Operation, am: AnalysisManager) -> None:
+        super().__init__(op, am)
+        self.doubled = 2 * am.get(TestAnalysis, op).op_count
+
+    def print(self) -> str:
+        return f"test-dependent-analysis: {self.doubled}\n"
+
+
+@dataclass(frozen=True)
+class TestAnalysisCachePass(AccyPass):
+    """Prints test analyses and the cache figures; preserves what it is told.
+
+    `preserve` is "all", "none" or "test-analysis" (keep only that one), and
+    `touch` adds a unit attribute to the module so that the IR changes."""
+
+    name: ClassVar[str] = "test-analysis-cache"
+    version: ClassVar[int] = 1
+    preserve: str = "all"
+    touch: bool = False
+
+    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+        dep = am.get(TestDependentAnalysis, module)
+        base = am.get(TestAnalysis, module)
+        figures = ", ".join(
+            f"{name}: hits={s.hits} misses={s.misses} invalidations={s.invalidations}"
+            for name, s in sorted(am.stats.items())
+        )
+        sys.stdout.write(f"// {base.print().strip()}; {dep.print().strip()}\n// cache: {figures}\n")
+        if self.touch:
+            count = len([k for k in module.attributes if k.startswith("test.touched")])
+            module.attributes[f"test.touched{count}"] = UnitAttr()
+        if self.preserve == "all":
+            return PreservedAnalyses.all()
+        if self.preserve == "test-analysis":
+            return PreservedAnalyses.of(TestAnalysis)
+        if self.preserve == "none":
+            return PreservedAnalyses.none()
+        raise ValueError(f"preserve must be all, none or test-analysis, got '{self.preserve}'")
+
+
+@dataclass(frozen=True)
+class TestRewriteClaimingPreservedPass(AccyPass):
+    """Changes the IR (adds an attribute) yet claims to preserve everything."""
+
+    name: ClassVar[str] = "test-rewrite-claiming-preserved"
+    version: ClassVar[int] = 1
+
+    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+        module.attributes["test.changed"] = UnitAttr()
+        return PreservedAnalyses.all()
+
+
+@dataclass(frozen=True)
+class TestFailPass(AccyPass):
+    """Raises an error, as a buggy pass would."""
+
+    name: ClassVar[str] = "test-fail"
+    version: ClassVar[int] = 1
+    message: str = "deliberate failure"
+
+    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+        raise RuntimeError(self.message)
