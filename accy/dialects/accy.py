@@ -932,16 +932,18 @@ class IterateOp(IRDLOperation):
         if self.count.value.data < 0:
             raise VerifyException(f"'{self.name}' count must be >= 0, got {self.count.value.data}")
         types = [v.type for v in self.inits]
+        # Lists of attributes print as their Python reprs: spell them as MLIR does.
+        shown = f"({', '.join(map(str, types))})"
         block = self.body.block
         if [a.type for a in block.args] != types:
-            raise VerifyException(f"'{self.name}' block argument types must match the init types {types}")
+            raise VerifyException(f"'{self.name}' block argument types must match the init types {shown}")
         if [r.type for r in self.res] != types:
-            raise VerifyException(f"'{self.name}' result types must match the init types {types}")
+            raise VerifyException(f"'{self.name}' result types must match the init types {shown}")
         last = block.last_op
         if not isinstance(last, YieldOp):
             raise VerifyException(f"'{self.name}' body must end in accy.yield")
         if [v.type for v in last.values] != types:
-            raise VerifyException(f"'{self.name}' yielded types {[v.type for v in last.values]} must match {types}")
+            raise VerifyException(f"'{self.name}' yielded types ({', '.join(str(v.type) for v in last.values)}) must match {shown}")
 
 
 class _KernelCallSymbolUser(SymbolUserOpInterface):

@@ -1,0 +1,4 @@
+"""Backends: print kernel IR as an artifact a device builds (OpenCL C, LLVM IR).
+
+Backends read the IR the passes produced and never import the runtime.
+"""

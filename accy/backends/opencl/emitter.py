@@ -1,0 +1,763 @@
+"""OpenCL C from kernel IR: one `__kernel` per `gpu.func` of `gpu.module @kernels`.
+
+The input follows docs/kernel-ir.md; the output is meant to be read:
+
+- kernel arguments are the global buffers, `__global float* restrict b0`
+  (`const` when the kernel never stores to it); a launch must not pass one
+  buffer to two arguments;
+- every SSA value is a typed local (`float v3 = exp(v2);`), scalar constants
+  are written in place as literals;
+- `scf.for` is `for (long i0 = lb; i0 < ub; i0 += step)`; its iter_args are
+  mutable locals declared before the loop, assigned by `scf.yield`; `scf.if`
+  with results declares them before the `if`;
+- `vector<WxT>` is `TW` (`float16`), loaded and stored with `vloadW`/`vstoreW`;
+  `vector<Wxi1>` is `intW` (OpenCL's -1/0 comparison masks);
+- math ops are OpenCL built-ins (exp, log, sqrt, rsqrt, tanh, sin, cos, erf,
+  floor, ceil, fabs, pow, fma, ...); `arith.maximumf`/`minimumf` are `fmax`/
+  `fmin`, which return the other operand when one is NaN;
+- `memref.alloca` in `#gpu.address_space<workgroup>` is `__local T lN[size];`
+  at kernel scope; a plain `memref.alloca` is a private array `T pN[size];`;
+  multi-dimensional allocas are flattened row-major;
+- `gpu.barrier` is `barrier(CLK_LOCAL_MEM_FENCE)`, `gpu.global_id x` is
+  `get_global_id(0)`, and so on.
+
+An op outside the conventions is declined with `OpenCLEmitError` naming it.
+This module reads IR only; it never imports the runtime.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects import gpu
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    VectorType,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from accy.dialects.host import AddressSpace, AddressSpaceAttr
+from accy.dialects.target import TargetProfile
+
+KERNELS_MODULE = "kernels"
+
+
+class OpenCLEmitError(ValueError):
+    """The kernel IR holds something the OpenCL C backend does not print."""
+
+
+# --------------------------------------------------------------------------
+# Types and literals
+# --------------------------------------------------------------------------
+
+_INT_NAMES = {1: "bool", 8: "char", 16: "short", 32: "int", 64: "long"}
+_VECTOR_WIDTHS = (2, 3, 4, 8, 16)
+
+
+def scalar_c_type(t: Attribute) -> str:
+    if isinstance(t, IndexType):
+        return "long"
+    if isinstance(t, IntegerType) and t.width.data in _INT_NAMES:
+        return _INT_NAMES[t.width.data]
+    if isinstance(t, Float32Type):
+        return "float"
+    if isinstance(t, Float64Type):
+        return "double"
+    if isinstance(t, Float16Type):
+        return "half"
+    raise OpenCLEmitError(f"opencl: no OpenCL C type for {t}")
+
+
+def c_type(t: Attribute) -> str:
+    """The OpenCL C type of a scalar or `vector<WxT>` value (i1 lanes are int)."""
+    if isinstance(t, VectorType):
+        shape = t.get_shape()
+        if len(shape) != 1 or shape[0] not in _VECTOR_WIDTHS:
+            raise OpenCLEmitError(f"opencl: vector type {t} is not 1-D of width 2, 3, 4, 8 or 16")
+        elem = t.element_type
+        base = "int" if _is_bool(elem) else scalar_c_type(elem)
+        return f"{base}{shape[0]}"
+    return scalar_c_type(t)
+
+
+def _is_bool(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
+def _elem(t: Attribute) -> Attribute:
+    return t.element_type if isinstance(t, VectorType) else t
+
+
+def _width(t: Attribute) -> int:
+    return t.get_shape()[0] if isinstance(t, VectorType) else 1
+
+
+def _unsigned(t: Attribute) -> str:
+    """The unsigned OpenCL C type of the same width as integer type `t`."""
+    name = c_type(t)
+    return "u" + name
+
+
+def _bits(t: Attribute) -> int:
+    e = _elem(t)
+    if isinstance(e, IndexType):
+        return 64
+    if isinstance(e, IntegerType):
+        return e.width.data
+    return {Float16Type: 16, Float32Type: 32, Float64Type: 64}[type(e)]
+
+
+def float_literal(value: float, t: Attribute) -> str:
+    if math.isnan(value):
+        text = "NAN"
+    elif math.isinf(value):
+        text = "INFINITY" if value > 0 else "(-INFINITY)"
+    else:
+        if isinstance(t, Float64Type):
+            text = repr(float(value))
+        else:
+            text = str(np.float32(value))
+        if not any(c in text for c in ".en"):
+            text += ".0"
+        if not isinstance(t, Float64Type):
+            text += "f"
+        if value < 0:
+            text = f"({text})"
+    if isinstance(t, Float64Type) and not text.replace("(", "").lstrip("-")[:1].isdigit():
+        return f"((double){text})"
+    if isinstance(t, Float16Type):
+        return f"((half){text})"
+    return text
+
+
+def int_literal(value: int, t: Attribute) -> str:
+    if _is_bool(t):
+        return "true" if value & 1 else "false"
+    if isinstance(t, IntegerType) and t.width.data == 64 or isinstance(t, IndexType):
+        if not -(2**31) <= value < 2**31:
+            text = f"{value}L" if value != -(2**63) else "(-9223372036854775807L - 1)"
+            return f"({text})" if value < 0 else text
+    return f"({value})" if value < 0 else str(value)
+
+
+def _lane(i: int) -> str:
+    return f"s{i:x}"
+
+
+# --------------------------------------------------------------------------
+# Reductions: OpenCL C has no horizontal reduce; small helpers, tree order.
+# --------------------------------------------------------------------------
+
+_COMBINE: dict[str, Callable[[str, str], str]] = {
+    "add": lambda a, b: f"{a} + {b}",
+    "mul": lambda a, b: f"{a} * {b}",
+    "maximumf": lambda a, b: f"fmax({a}, {b})",
+    "maxnumf": lambda a, b: f"fmax({a}, {b})",
+    "minimumf": lambda a, b: f"fmin({a}, {b})",
+    "minnumf": lambda a, b: f"fmin({a}, {b})",
+    "maxsi": lambda a, b: f"max({a}, {b})",
+    "minsi": lambda a, b: f"min({a}, {b})",
+    "and": lambda a, b: f"{a} & {b}",
+    "or": lambda a, b: f"{a} | {b}",
+    "xor": lambda a, b: f"{a} ^ {b}",
+}
+
+
+def _reduction_helper(kind: str, elem: str, width: int) -> tuple[str, str]:
+    """(name, definition) of `elem accy_reduce_<kind>_<elem><W>(elem<W> v)`."""
+    name = f"accy_reduce_{kind}_{elem}{width}"
+    combine = _COMBINE[kind]
+    lines = [f"static inline {elem} {name}({elem}{width} v) {{"]
+    if width == 3:
+        lines.append(f"  return {combine(combine('v.s0', 'v.s1'), 'v.s2')};")
+    else:
+        cur, w = "v", width
+        while w > 1:
+            h = w // 2
+            lines.append(f"  {elem}{h if h > 1 else ''} r{h} = {combine(cur + '.lo', cur + '.hi')};")
+            cur, w = f"r{h}", h
+        lines.append(f"  return {cur};")
+    lines.append("}")
+    return name, "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Op tables
+# --------------------------------------------------------------------------
+
+_BINARY_C = {
+    "arith.addi": "+", "arith.addf": "+",
+    "arith.subi": "-", "arith.subf": "-",
+    "arith.muli": "*", "arith.mulf": "*",
+    "arith.divf": "/", "arith.divsi": "/", "arith.remsi": "%",
+    "arith.andi": "&", "arith.ori": "|", "arith.xori": "^",
+    "arith.shli": "<<", "arith.shrsi": ">>",
+}  # fmt: skip
+_UNSIGNED_BINARY_C = {"arith.divui": "/", "arith.remui": "%", "arith.shrui": ">>"}
+_BINARY_CALL = {
+    "arith.maximumf": "fmax", "arith.maxnumf": "fmax",
+    "arith.minimumf": "fmin", "arith.minnumf": "fmin",
+    "arith.maxsi": "max", "arith.minsi": "min",
+    "math.powf": "pow", "math.atan2": "atan2", "math.copysign": "copysign",
+}  # fmt: skip
+_UNARY_MATH = {
+    "math.exp": "exp", "math.exp2": "exp2", "math.expm1": "expm1",
+    "math.log": "log", "math.log2": "log2", "math.log10": "log10", "math.log1p": "log1p",
+    "math.sqrt": "sqrt", "math.rsqrt": "rsqrt", "math.cbrt": "cbrt",
+    "math.tanh": "tanh", "math.sin": "sin", "math.cos": "cos", "math.tan": "tan",
+    "math.sinh": "sinh", "math.cosh": "cosh", "math.asin": "asin", "math.acos": "acos",
+    "math.atan": "atan", "math.asinh": "asinh", "math.acosh": "acosh", "math.atanh": "atanh",
+    "math.erf": "erf", "math.floor": "floor", "math.ceil": "ceil", "math.trunc": "trunc",
+    "math.round": "round", "math.roundeven": "rint", "math.absf": "fabs",
+}  # fmt: skip
+_CMPI = ["==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="]  # eq ne slt sle sgt sge ult ule ugt uge
+# cmpf predicates (false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true):
+# C's relational operators are the ordered comparisons; `!=` is une.
+_CMPF: list[Callable[[str, str], str] | None] = [
+    None,
+    lambda a, b: f"{a} == {b}",
+    lambda a, b: f"{a} > {b}",
+    lambda a, b: f"{a} >= {b}",
+    lambda a, b: f"{a} < {b}",
+    lambda a, b: f"{a} <= {b}",
+    lambda a, b: f"islessgreater({a}, {b})",
+    lambda a, b: f"isordered({a}, {b})",
+    lambda a, b: f"!islessgreater({a}, {b})",
+    lambda a, b: f"!({a} <= {b})",
+    lambda a, b: f"!({a} < {b})",
+    lambda a, b: f"!({a} >= {b})",
+    lambda a, b: f"!({a} > {b})",
+    lambda a, b: f"{a} != {b}",
+    lambda a, b: f"isunordered({a}, {b})",
+    None,
+]
+_IDS = {
+    "gpu.global_id": "get_global_id",
+    "gpu.thread_id": "get_local_id",
+    "gpu.block_id": "get_group_id",
+    "gpu.block_dim": "get_local_size",
+    "gpu.grid_dim": "get_num_groups",
+}
+_DIMS = {"x": 0, "y": 1, "z": 2}
+_SIGNED_OF_BITS = {8: "char", 16: "short", 32: "int", 64: "long"}
+
+
+# --------------------------------------------------------------------------
+# The kernel printer
+# --------------------------------------------------------------------------
+
+
+class _KernelEmitter:
+    """Prints one `gpu.func` kernel; collects the helpers it needs."""
+
+    def __init__(self, func: gpu.FuncOp, helpers: dict[str, str]) -> None:
+        self.func = func
+        self.kernel = func.sym_name.data
+        self.helpers = helpers
+        self.names: dict[SSAValue, str] = {}
+        self.counters: dict[str, int] = {}
+        self.local_decls: list[str] = []
+        self.lines: list[str] = []
+        self.depth = 1
+        # scf.yield targets of the enclosing scf.for / scf.if bodies.
+        self.yield_targets: list[Sequence[str]] = []
+
+    # -- helpers -------------------------------------------------------
+
+    def fail(self, op: Operation, why: str = "not part of the kernel IR conventions (docs/kernel-ir.md)") -> OpenCLEmitError:
+        return OpenCLEmitError(f"opencl: kernel @{self.kernel}: cannot emit '{op.name}': {why}")
+
+    def fresh(self, prefix: str) -> str:
+        n = self.counters.get(prefix, 0)
+        self.counters[prefix] = n + 1
+        return f"{prefix}{n}"
+
+    def line(self, text: str) -> None:
+        self.lines.append("  " * self.depth + text)
+
+    def get(self, v: SSAValue) -> str:
+        return self.names[v]
+
+    def define(self, v: SSAValue, expr: str) -> None:
+        name = self.fresh("v")
+        self.names[v] = name
+        self.line(f"{c_type(v.type)} {name} = {expr};")
+
+    def convert(self, expr: str, src: Attribute, dst: Attribute) -> str:
+        """`expr` of type `src` as type `dst` (C cast for scalars, convert_ for vectors)."""
+        if c_type(src) == c_type(dst):
+            return expr
+        if isinstance(dst, VectorType):
+            return f"convert_{c_type(dst)}({expr})"
+        return f"({c_type(dst)})({expr})"
+
+    def as_unsigned(self, expr: str, t: Attribute) -> str:
+        if isinstance(t, VectorType):
+            return f"as_{_unsigned(t)}({expr})"
+        return f"({_unsigned(t)})({expr})"
+
+    def mask(self, expr: str, operand_type: Attribute) -> str:
+        """A vector comparison of `operand_type` lanes as the intW mask type."""
+        if isinstance(operand_type, VectorType) and _bits(operand_type) != 32:
+            return f"convert_int{_width(operand_type)}({expr})"
+        return expr
+
+    def address(self, op: Operation, memref: SSAValue, indices: Sequence[SSAValue]) -> str:
+        """`base + linear index` (row-major over the memref's static shape)."""
+        t = memref.type
+        assert isinstance(t, MemRefType)
+        shape = t.get_shape()
+        if any(d < 0 for d in shape):
+            raise self.fail(op, f"memref {t} has a dynamic shape")
+        if memref not in self.names:
+            raise self.fail(op, "its memref is neither a kernel argument nor a memref.alloca")
+        terms = []
+        for d, idx in enumerate(indices):
+            stride = math.prod(shape[d + 1 :])
+            terms.append(self.get(idx) if stride == 1 else f"{self.get(idx)} * {stride}")
+        return " + ".join(terms) if terms else "0"
+
+    # -- structure -----------------------------------------------------
+
+    def emit(self) -> str:
+        func = self.func
+        if func.kernel is None:
+            raise OpenCLEmitError(f"opencl: gpu.func @{self.kernel} is not a kernel (helper functions are not supported)")
+        if len(func.body.blocks) != 1:
+            raise OpenCLEmitError(f"opencl: kernel @{self.kernel} has {len(func.body.blocks)} blocks; kernels are structured (one block)")
+        block = func.body.block
+        written = self._written_buffers()
+        params = []
+        for i, arg in enumerate(block.args):
+            t = arg.type
+            if not isinstance(t, MemRefType) or len(t.get_shape()) != 1:
+                raise OpenCLEmitError(
+                    f"opencl: kernel @{self.kernel} argument {i} has type {t}; kernel arguments are flat 1-D memrefs"
+                )
+            name = f"b{i}"
+            self.names[arg] = name
+            const = "" if arg in written else "const "
+            params.append(f"__global {const}{scalar_c_type(t.element_type)}* restrict {name}")
+        self.emit_block(block, top=True)
+        header = []
+        kind = func.attributes.get("accy.kind")
+        if isinstance(kind, StringAttr):
+            header.append(f"// kind: {kind.data}")
+        attrs = ""
+        if func.known_block_size is not None:
+            sizes = ", ".join(str(s) for s in func.known_block_size.get_values())
+            attrs = f"__attribute__((reqd_work_group_size({sizes}))) "
+        sig = f"__kernel {attrs}void {self.kernel}("
+        if len(params) > 2:
+            header.append(sig + "\n" + ",\n".join("    " + p for p in params) + ") {")
+        else:
+            header.append(sig + ", ".join(params) + ") {")
+        body = ["  " + d for d in self.local_decls] + self.lines
+        return "\n".join(header + body + ["}"])
+
+    def _written_buffers(self) -> set[SSAValue]:
+        written: set[SSAValue] = set()
+        for op in self.func.walk():
+            if op.name == "memref.store":
+                written.add(op.operands[1])
+            elif op.name == "vector.store":
+                written.add(op.operands[1])
+        return written
+
+    def emit_block(self, block: Block, top: bool = False) -> None:
+        for op in block.ops:
+            if top and op is block.last_op and op.name == "gpu.return":
+                continue
+            self.emit_op(op)
+
+    def emit_op(self, op: Operation) -> None:
+        handler = _HANDLERS.get(op.name)
+        if handler is None:
+            if op.name in _BINARY_C:
+                return self.binary(op, _BINARY_C[op.name])
+            if op.name in _UNSIGNED_BINARY_C:
+                return self.unsigned_binary(op, _UNSIGNED_BINARY_C[op.name])
+            if op.name in _BINARY_CALL:
+                return self.define(op.results[0], f"{_BINARY_CALL[op.name]}({self.get(op.operands[0])}, {self.get(op.operands[1])})")
+            if op.name in _UNARY_MATH:
+                return self.define(op.results[0], f"{_UNARY_MATH[op.name]}({self.get(op.operands[0])})")
+            if op.name in _IDS:
+                dim = _DIMS[op.properties["dimension"].data.value]  # type: ignore[union-attr]
+                return self.define(op.results[0], f"{_IDS[op.name]}({dim})")
+            raise self.fail(op)
+        handler(self, op)
+
+    # -- arith ---------------------------------------------------------
+
+    def binary(self, op: Operation, c_op: str) -> None:
+        self.define(op.results[0], f"{self.get(op.operands[0])} {c_op} {self.get(op.operands[1])}")
+
+    def unsigned_binary(self, op: Operation, c_op: str) -> None:
+        t = op.results[0].type
+        a, b = (self.as_unsigned(self.get(v), t) for v in op.operands)
+        back = f"as_{c_type(t)}" if isinstance(t, VectorType) else f"({c_type(t)})"
+        self.define(op.results[0], f"{back}({a} {c_op} {b})")
+
+    def constant(self, op: Operation) -> None:
+        value = op.properties.get("value", op.attributes.get("value"))
+        t = op.results[0].type
+        if isinstance(value, IntegerAttr):
+            self.names[op.results[0]] = int_literal(value.value.data, t)
+        elif isinstance(value, FloatAttr):
+            self.names[op.results[0]] = float_literal(value.value.data, t)
+        elif isinstance(value, DenseIntOrFPElementsAttr) and isinstance(t, VectorType):
+            elem = t.element_type
+            values = value.get_values()
+            lit = float_literal if isinstance(elem, Float16Type | Float32Type | Float64Type) else int_literal
+            if _is_bool(elem):
+                lanes = ["-1" if v else "0" for v in values]
+            else:
+                lanes = [lit(v, elem) for v in values]  # type: ignore[operator]
+            if len(set(lanes)) == 1:
+                self.names[op.results[0]] = f"(({c_type(t)})({lanes[0]}))"
+            else:
+                self.names[op.results[0]] = f"(({c_type(t)})({', '.join(lanes)}))"
+        else:
+            raise self.fail(op, f"constant {value} of type {t} is not a scalar or a vector")
+
+    def cmpi(self, op: Operation) -> None:
+        pred = op.properties["predicate"].value.data  # type: ignore[union-attr]
+        a, b = (self.get(v) for v in op.operands)
+        t = op.operands[0].type
+        if pred >= 6:  # unsigned predicates
+            a, b = self.as_unsigned(a, t), self.as_unsigned(b, t)
+        self.define(op.results[0], self.mask(f"{a} {_CMPI[pred]} {b}", t))
+
+    def cmpf(self, op: Operation) -> None:
+        pred = op.properties["predicate"].value.data  # type: ignore[union-attr]
+        t = op.operands[0].type
+        res = op.results[0].type
+        form = _CMPF[pred]
+        if form is None:
+            truth = pred == 15
+            expr = (f"(({c_type(res)})({-1 if truth else 0}))" if isinstance(res, VectorType)
+                    else ("true" if truth else "false"))  # fmt: skip
+            self.names[op.results[0]] = expr
+            return
+        self.define(op.results[0], self.mask(form(self.get(op.operands[0]), self.get(op.operands[1])), t))
+
+    def select(self, op: Operation) -> None:
+        c, a, b = (self.get(v) for v in op.operands)
+        cond_t = op.operands[0].type
+        t = op.results[0].type
+        if isinstance(cond_t, VectorType):
+            # select(b, a, c) = c ? a : b per lane; c must have the lanes' bit width.
+            bits = _bits(t) if not _is_bool(_elem(t)) else 32
+            if bits != 32:
+                c = f"convert_{_SIGNED_OF_BITS[bits]}{_width(t)}({c})"
+            self.define(op.results[0], f"select({b}, {a}, {c})")
+        else:
+            self.define(op.results[0], f"{c} ? {a} : {b}")
+
+    def cast(self, op: Operation) -> None:
+        src, dst = op.operands[0].type, op.results[0].type
+        x = self.get(op.operands[0])
+        vec = isinstance(dst, VectorType)
+        if _is_bool(_elem(src)) and op.name in ("arith.extui", "arith.uitofp", "arith.index_cast", "arith.extsi", "arith.sitofp"):
+            if vec:  # lanes are -1/0
+                x = f"({x} & 1)" if op.name in ("arith.extui", "arith.uitofp") else x
+                return self.define(op.results[0], f"convert_{c_type(dst)}({x})")
+            if op.name in ("arith.extsi", "arith.sitofp"):
+                return self.define(op.results[0], f"-({c_type(dst)})({x})")
+            return self.define(op.results[0], f"({c_type(dst)})({x})")
+        if _is_bool(_elem(dst)):  # trunci to i1: the low bit
+            if vec:
+                return self.define(op.results[0], f"-(convert_{c_type(dst)}({x} & 1))")
+            return self.define(op.results[0], f"({x} & 1) != 0")
+        if op.name in ("arith.uitofp", "arith.extui", "arith.index_castui"):  # zero-extend: from unsigned
+            u = self.as_unsigned(x, src)
+            return self.define(op.results[0], f"convert_{c_type(dst)}({u})" if vec else f"({c_type(dst)})({u})")
+        if op.name == "arith.fptoui":
+            if vec:
+                return self.define(op.results[0], f"as_{c_type(dst)}(convert_{_unsigned(dst)}({x}))")
+            return self.define(op.results[0], f"({c_type(dst)})({_unsigned(dst)})({x})")
+        if op.name == "arith.bitcast":
+            return self.define(op.results[0], f"as_{c_type(dst)}({x})")
+        self.define(op.results[0], self.convert(x, src, dst))
+
+    # -- math ----------------------------------------------------------
+
+    def fma(self, op: Operation) -> None:
+        a, b, c = (self.get(v) for v in op.operands)
+        self.define(op.results[0], f"fma({a}, {b}, {c})")
+
+    def absi(self, op: Operation) -> None:
+        t = op.results[0].type
+        x = self.get(op.operands[0])
+        # OpenCL's abs returns the unsigned type; reinterpret it (abs(INT_MIN) wraps as in MLIR).
+        self.define(op.results[0], f"as_{c_type(t)}(abs({x}))" if isinstance(t, VectorType) else f"({c_type(t)})abs({x})")
+
+    # -- gpu -----------------------------------------------------------
+
+    def barrier(self, op: Operation) -> None:
+        self.line("barrier(CLK_LOCAL_MEM_FENCE);")
+
+    def ret(self, op: Operation) -> None:
+        self.line("return;")
+
+    # -- memory --------------------------------------------------------
+
+    def alloca(self, op: Operation) -> None:
+        t = op.results[0].type
+        assert isinstance(t, MemRefType)
+        if any(d < 0 for d in t.get_shape()) or op.operands:
+            raise self.fail(op, f"{t} is not statically shaped")
+        elem = scalar_c_type(t.element_type)
+        size = max(1, math.prod(t.get_shape()))
+        space = t.memory_space
+        if isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP:
+            name = self.fresh("l")
+            self.local_decls.append(f"__local {elem} {name}[{size}];")
+        elif isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.GLOBAL:
+            raise self.fail(op, "global memory cannot be allocated inside a kernel")
+        elif isinstance(space, AddressSpaceAttr) or isinstance(space, NoneAttr):
+            name = self.fresh("p")
+            self.line(f"{elem} {name}[{size}];")
+        else:
+            raise self.fail(op, f"memory space {space} is not #gpu.address_space<workgroup|private>")
+        self.names[op.results[0]] = name
+
+    def load(self, op: Operation) -> None:
+        memref, *indices = op.operands
+        self.define(op.results[0], f"{self.get(memref)}[{self.address(op, memref, indices)}]")
+
+    def store(self, op: Operation) -> None:
+        value, memref, *indices = op.operands
+        self.line(f"{self.get(memref)}[{self.address(op, memref, indices)}] = {self.get(value)};")
+
+    def vector_load(self, op: Operation) -> None:
+        memref, *indices = op.operands
+        w = _width(op.results[0].type)
+        self.define(op.results[0], f"vload{w}(0, {self.get(memref)} + {self.address(op, memref, indices)})")
+
+    def vector_store(self, op: Operation) -> None:
+        value, memref, *indices = op.operands
+        w = _width(value.type)
+        self.line(f"vstore{w}({self.get(value)}, 0, {self.get(memref)} + {self.address(op, memref, indices)});")
+
+    # -- vector --------------------------------------------------------
+
+    def broadcast(self, op: Operation) -> None:
+        src, t = op.operands[0], op.results[0].type
+        if isinstance(src.type, VectorType):
+            if src.type != t:
+                raise self.fail(op, f"only scalar -> vector broadcasts are supported, got {src.type} -> {t}")
+            self.names[op.results[0]] = self.get(src)
+            return
+        x = self.get(src)
+        if _is_bool(src.type):
+            x = f"-(int)({x})"
+        self.define(op.results[0], f"({c_type(t)})({x})")
+
+    def reduction(self, op: Operation) -> None:
+        vec = op.operands[0]
+        kind = op.properties["kind"].data.value  # type: ignore[union-attr]
+        if kind not in _COMBINE:
+            raise self.fail(op, f"reduction kind '{kind}' is not supported")
+        elem = scalar_c_type(_elem(vec.type))
+        name, text = _reduction_helper(kind, elem, _width(vec.type))
+        self.helpers.setdefault(name, text)
+        expr = f"{name}({self.get(vec)})"
+        if len(op.operands) > 1:
+            expr = _COMBINE[kind](self.get(op.operands[1]), expr)
+        self.define(op.results[0], expr)
+
+    def _static_lane(self, op: Operation) -> int:
+        positions = op.properties["static_position"].get_values()  # type: ignore[union-attr]
+        if len(positions) != 1 or positions[0] < 0 or len(op.operands) > (1 if op.name == "vector.extract" else 2):
+            raise self.fail(op, "only a single constant lane position is supported")
+        return positions[0]
+
+    def extract(self, op: Operation) -> None:
+        lane = self._static_lane(op)
+        self.define(op.results[0], f"{self.get(op.operands[0])}.{_lane(lane)}")
+
+    def insert(self, op: Operation) -> None:
+        lane = self._static_lane(op)
+        source, dest = op.operands[0], op.operands[1]
+        self.define(op.results[0], self.get(dest))
+        value = self.get(source)
+        if _is_bool(source.type):
+            value = f"-(int)({value})"
+        self.line(f"{self.get(op.results[0])}.{_lane(lane)} = {value};")
+
+    # -- scf -----------------------------------------------------------
+
+    def declare_results(self, results: Sequence[SSAValue], inits: Sequence[str] | None) -> list[str]:
+        names = []
+        for i, r in enumerate(results):
+            name = self.fresh("a")
+            self.names[r] = name
+            init = f" = {inits[i]}" if inits is not None else ""
+            self.line(f"{c_type(r.type)} {name}{init};")
+            names.append(name)
+        return names
+
+    def for_(self, op: Operation) -> None:
+        lb, ub, step, *inits = op.operands
+        body = op.regions[0].block
+        carried = self.declare_results(op.results, [self.get(v) for v in inits])
+        iv = self.fresh("i")
+        self.names[body.args[0]] = iv
+        for arg, name in zip(body.args[1:], carried, strict=True):
+            self.names[arg] = name
+        ty = c_type(lb.type)
+        self.line(f"for ({ty} {iv} = {self.get(lb)}; {iv} < {self.get(ub)}; {iv} += {self.get(step)}) {{")
+        self.nested(body, carried)
+        self.line("}")
+
+    def if_(self, op: Operation) -> None:
+        results = self.declare_results(op.results, None)
+        self.line(f"if ({self.get(op.operands[0])}) {{")
+        self.nested(op.regions[0].block, results)
+        other = op.regions[1]
+        if other.blocks and any(o.name != "scf.yield" or o.operands for o in other.block.ops):
+            self.line("} else {")
+            self.nested(op.regions[1].block, results)
+        self.line("}")
+
+    def nested(self, block: Block, targets: Sequence[str]) -> None:
+        self.depth += 1
+        self.yield_targets.append(targets)
+        self.emit_block(block)
+        self.yield_targets.pop()
+        self.depth -= 1
+
+    def yield_(self, op: Operation) -> None:
+        targets = self.yield_targets[-1] if self.yield_targets else None
+        if targets is None:
+            raise self.fail(op, "scf.yield outside scf.for / scf.if")
+        values = [self.get(v) for v in op.operands]
+        # Parallel assignment: read every value before writing any target it names.
+        clash = any(v in targets and v != t for v, t in zip(values, targets, strict=True))
+        if clash:
+            temps = []
+            for v, r in zip(values, op.operands, strict=True):
+                tmp = self.fresh("t")
+                self.line(f"{c_type(r.type)} {tmp} = {v};")
+                temps.append(tmp)
+            values = temps
+        for t, v in zip(targets, values, strict=True):
+            if t != v:
+                self.line(f"{t} = {v};")
+
+
+_HANDLERS: dict[str, Callable[[_KernelEmitter, Operation], None]] = {
+    "arith.constant": _KernelEmitter.constant,
+    "arith.cmpi": _KernelEmitter.cmpi,
+    "arith.cmpf": _KernelEmitter.cmpf,
+    "arith.select": _KernelEmitter.select,
+    "arith.negf": lambda e, op: e.define(op.results[0], f"-{e.get(op.operands[0])}"),
+    **{
+        name: _KernelEmitter.cast
+        for name in (
+            "arith.index_cast", "arith.index_castui", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+            "arith.fptoui", "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci",
+            "arith.bitcast",
+        )
+    },  # fmt: skip
+    "math.fma": _KernelEmitter.fma,
+    "vector.fma": _KernelEmitter.fma,
+    "math.absi": _KernelEmitter.absi,
+    "gpu.barrier": _KernelEmitter.barrier,
+    "gpu.return": _KernelEmitter.ret,
+    "memref.alloca": _KernelEmitter.alloca,
+    "memref.load": _KernelEmitter.load,
+    "memref.store": _KernelEmitter.store,
+    "vector.load": _KernelEmitter.vector_load,
+    "vector.store": _KernelEmitter.vector_store,
+    "vector.broadcast": _KernelEmitter.broadcast,
+    "vector.reduction": _KernelEmitter.reduction,
+    "vector.extract": _KernelEmitter.extract,
+    "vector.insert": _KernelEmitter.insert,
+    "scf.for": _KernelEmitter.for_,
+    "scf.if": _KernelEmitter.if_,
+    "scf.yield": _KernelEmitter.yield_,
+}
+
+
+# --------------------------------------------------------------------------
+# Module level
+# --------------------------------------------------------------------------
+
+
+def _symbol(attr: Attribute) -> str:
+    """A symbol name held as a StringAttr or a SymbolRefAttr (`@kernels`)."""
+    return attr.data if isinstance(attr, StringAttr) else attr.string_value()  # type: ignore[attr-defined]
+
+
+def kernel_module(module: ModuleOp) -> gpu.ModuleOp:
+    """The module's `gpu.module @kernels` (error if it has none)."""
+    found = [op for op in module.body.block.ops if isinstance(op, gpu.ModuleOp)]
+    for op in found:
+        if _symbol(op.sym_name) == KERNELS_MODULE:
+            return op
+    if len(found) == 1:
+        return found[0]
+    raise OpenCLEmitError(
+        "opencl: the module holds no gpu.module @kernels (run the kernelize pass first: accy-opt -p kernelize -t opencl)"
+    )
+
+
+def kernel_funcs(module: ModuleOp) -> list[gpu.FuncOp]:
+    """The `gpu.func`s of the module's kernels, in order."""
+    funcs = []
+    for op in kernel_module(module).body.block.ops:
+        if not isinstance(op, gpu.FuncOp):
+            raise OpenCLEmitError(f"opencl: gpu.module @kernels holds '{op.name}'; only gpu.func kernels are supported")
+        funcs.append(op)
+    return funcs
+
+
+def _uses_type(gmod: gpu.ModuleOp, kinds: tuple[type, ...]) -> bool:
+    def involves(t: Attribute) -> bool:
+        if isinstance(t, VectorType | MemRefType):
+            return isinstance(t.element_type, kinds)
+        return isinstance(t, kinds)
+
+    for op in gmod.walk():
+        for v in (*op.results, *op.operands):
+            if involves(v.type):
+                return True
+        for region in op.regions:
+            for block in region.blocks:
+                if any(involves(a.type) for a in block.args):
+                    return True
+    return False
+
+
+def build_options(module: ModuleOp) -> str:
+    """OpenCL compiler options the module's target asks for (`-cl-fast-relaxed-math` under math=fast)."""
+    return "-cl-fast-relaxed-math" if TargetProfile.of_module(module).math == "fast" else ""
+
+
+def emit_opencl(module: ModuleOp) -> str:
+    """The OpenCL C source of every kernel of `module` (see the module docstring)."""
+    gmod = kernel_module(module)
+    helpers: dict[str, str] = {}
+    kernels = [_KernelEmitter(f, helpers).emit() for f in kernel_funcs(module)]
+    head = [f"// OpenCL C for gpu.module @{_symbol(gmod.sym_name)}, generated by accy"]
+    if _uses_type(gmod, (Float64Type,)):
+        head.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    if _uses_type(gmod, (Float16Type,)):
+        head.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    parts = ["\n".join(head), *helpers.values(), *kernels]
+    return "\n\n".join(parts) + "\n"

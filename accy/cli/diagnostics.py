@@ -1,0 +1,73 @@
+"""How the command-line tools fail: one clear message, never a traceback.
+
+A tool's body raises `ToolError` (or any of the known error types below) and
+`run_tool` turns it into `<tool>: error: <message>` (or the located diagnostic
+a parse/verify error already is) on stderr and an exit code. `--traceback`
+re-raises instead, for debugging accy itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+from accy.runtime.source import SourceDiagnostic, format_diagnostic
+
+
+class ToolError(Exception):
+    """An error the user can fix, reported as one line."""
+
+
+class ReportedError(ToolError):
+    """An error whose text is already the complete report, printed as is."""
+
+
+def describe(error: BaseException) -> str:
+    """The text a user sees for `error`."""
+    match error:
+        case SourceDiagnostic():
+            return error.text
+        case ParseError():
+            return format_diagnostic(error.span, error.msg)
+        case ArgSpecParseError():
+            # "Error parsing pass pipeline specification:\n<context>"
+            return "invalid pass pipeline: " + str(error).split("\n", 1)[-1].strip()
+        case FileNotFoundError() if error.filename:
+            return f"no such file: '{error.filename}'"
+        case UnicodeDecodeError():
+            return f"input is not UTF-8 text ({error.reason} at byte {error.start})"
+        case DiagnosticException():
+            return str(error).strip()
+        case _:
+            return str(error).strip() or type(error).__name__
+
+
+def run_tool(tool: str, body: Callable[[], int], traceback: bool) -> int:
+    """Runs `body`, mapping failures to a message on stderr and exit code 1."""
+    try:
+        return body()
+    except KeyboardInterrupt:
+        return 130
+    except SystemExit:
+        raise
+    except BaseException as e:  # ArgSpecParseError is a BaseException
+        if traceback:
+            raise
+        text = describe(e)
+        if isinstance(e, SourceDiagnostic | ParseError | ReportedError):
+            print(text, file=sys.stderr)
+        elif isinstance(e, ToolError | ValueError | KeyError | FileNotFoundError | DiagnosticException | ArgSpecParseError | OSError):
+            print(f"{tool}: error: {text}", file=sys.stderr)
+        else:
+            print(
+                f"{tool}: internal error: {type(e).__name__}: {text} (rerun with --traceback for details)",
+                file=sys.stderr,
+            )
+        return 1
+
+
+def wants_traceback(argv: list[str]) -> bool:
+    """Whether `--traceback` is on the command line, before argparse has run."""
+    return "--traceback" in argv

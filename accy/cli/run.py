@@ -1,0 +1,149 @@
+"""`accy-run`: compile one function of an `.mlir` file for a device and run it.
+
+    accy-run prog.mlir --random 0                      # print the outputs
+    accy-run prog.mlir --inputs in.npz --out out.npz   # arg0, arg1, ... -> out0, ...
+    accy-run prog.mlir --device opencl --check         # against the reference
+    accy-run prog.mlir --stats --profile
+
+`--stats` prints one JSON object on one line, the last line of stdout.
+Errors are one `accy-run: error: ...` line (a located diagnostic for bad IR)
+and exit status 1; `--check` past tolerance exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from accy.cli.diagnostics import ToolError, run_tool, wants_traceback
+from accy.runtime.devices import get_device, known_devices
+from accy.runtime.executable import Executable, compile
+
+TOOL = "accy-run"
+CHECK_FAILED = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=TOOL, description="Compile a function of an .mlir file for a device and run it.")
+    p.add_argument("file", help="the .mlir file")
+    p.add_argument("--fn", default="main", help="the function to run (default: main)")
+    given = p.add_mutually_exclusive_group()
+    given.add_argument("--inputs", metavar="FILE.npz", help="arguments as arrays arg0, arg1, ... in an .npz file")
+    given.add_argument(
+        "--random",
+        metavar="SEED",
+        type=int,
+        help="random arguments: standard normal floats, 0/1 for i1, integers in [-5, 5] (default: seed 0)",
+    )
+    p.add_argument("--out", metavar="FILE.npz", help="write the results as out0, out1, ... instead of printing them")
+    p.add_argument("--device", default="reference", help=f"where to run ({', '.join(known_devices())}; default: reference)")
+    p.add_argument("--check", action="store_true", help="compare with the reference interpreter; exit 2 past tolerance")
+    p.add_argument("--stats", action="store_true", help="print one JSON line: device, kernels, peak_bytes, compile_s, run_s, fallbacks")
+    p.add_argument("--profile", action="store_true", help="print each kernel launch: name, kind, sizes, device time")
+    p.add_argument("--strict", action="store_true", help="fail instead of running a work item on the host reference path")
+    p.add_argument("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
+    return p
+
+
+def load_inputs(path: str, exe: Executable) -> list[np.ndarray]:
+    """Arrays arg0..argN-1 of an .npz file, checked against the signature."""
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ToolError(f"no such file: '{path}'") from None
+    except (ValueError, OSError) as e:
+        raise ToolError(f"cannot read '{path}' as .npz: {e}") from None
+    if not hasattr(archive, "files"):
+        raise ToolError(f"'{path}' is a single .npy array, not an .npz archive with keys arg0, arg1, ...")
+    want = [f"arg{i}" for i in range(len(exe.input_types))]
+    missing = [k for k in want if k not in archive.files]
+    extra = [k for k in archive.files if k not in want]
+    if missing or extra:
+        problem = f"has no key {', '.join(missing)}" if missing else f"has unexpected key {', '.join(extra)}"
+        raise ToolError(
+            f"'{path}' {problem} (its keys: {', '.join(archive.files) or 'none'}); "
+            f"@{exe.fn} takes {len(want)} argument(s), as keys {', '.join(want) or '(none)'}"
+        )
+    return exe.check_inputs([archive[k] for k in want])
+
+
+def _print_outputs(exe: Executable, outputs: Sequence[np.ndarray]) -> None:
+    with np.printoptions(threshold=32, edgeitems=3, linewidth=100):
+        for i, (value, t) in enumerate(zip(outputs, exe.output_types, strict=True)):
+            print(f"out{i}: {t}")
+            print(repr(value))
+
+
+def _print_profile(exe: Executable) -> None:
+    launches = exe.stats.profile
+    print(f"profile: {len(launches)} launch(es), {sum(l.seconds for l in launches) * 1e3:.3f} ms on device")
+    if not launches:
+        return
+    print(f"  {'kernel':<32} {'kind':<16} {'global':<16} {'local':<12} {'time':>10}")
+    for l in launches:
+        local = "x".join(map(str, l.local_size)) if l.local_size else "-"
+        print(f"  {l.name:<32} {l.kind:<16} {'x'.join(map(str, l.global_size)):<16} {local:<12} {l.seconds * 1e3:>7.3f} ms")
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not Path(args.file).is_file():
+        raise ToolError(f"no such file: '{args.file}'")
+    device = get_device(args.device)
+    exe = compile(Path(args.file), device=device, fn=args.fn, strict=args.strict)
+    if args.inputs is not None:
+        inputs = load_inputs(args.inputs, exe)
+    else:
+        inputs = exe.random_inputs(0 if args.random is None else args.random)
+
+    start = time.perf_counter()
+    outputs = exe(*inputs, profile=args.profile)
+    run_s = time.perf_counter() - start
+
+    if args.out is not None:
+        np.savez(args.out, **{f"out{i}": o for i, o in enumerate(outputs)})
+    else:
+        _print_outputs(exe, outputs)
+    if args.profile:
+        _print_profile(exe)
+
+    status = 0
+    stats: dict[str, object] = {
+        "device": args.device,
+        "fn": exe.fn,
+        "kernels": exe.stats.kernels,
+        "peak_bytes": exe.stats.peak_bytes,
+        "compile_s": round(exe.compile_s, 6),
+        "run_s": round(run_s, 6),
+        "fallbacks": exe.stats.fallbacks,
+    }
+    if args.check:
+        comparisons = exe.compare_with_reference(inputs, outputs)
+        for i, c in enumerate(comparisons):
+            verdict = "ok" if c.ok else "MISMATCH"
+            print(f"check out{i}: max abs err {c.max_abs:.3e}, max rel err {c.max_rel:.3e} (rtol={c.rtol:g}, atol={c.atol:g}): {verdict}")
+        stats["max_abs_err"] = max((c.max_abs for c in comparisons), default=0.0)
+        stats["max_rel_err"] = max((c.max_rel for c in comparisons), default=0.0)
+        stats["check_ok"] = all(c.ok for c in comparisons)
+        if not stats["check_ok"]:
+            print(f"{TOOL}: error: results differ from the reference interpreter beyond tolerance", file=sys.stderr)
+            status = CHECK_FAILED
+    if args.stats:
+        print(json.dumps(stats))
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `accy-run` entry point; returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(args_list)
+    return run_tool(TOOL, lambda: _run(args), wants_traceback(args_list))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

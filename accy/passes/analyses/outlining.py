@@ -1,0 +1,98 @@
+"""outlining: the kernel each work item becomes.
+
+For each work item of the schedule, in schedule order, an `OutlinedKernel`:
+its kind and ops (from the item), the values it reads from outside and the
+values it must store, and a stable name `{func}_k{index}_{kind}`.
+
+- inputs: function arguments, constants (`accy.constant` results) and other
+  kernels' outputs, in the order the kernel's ops first read them. Views are
+  never inputs: they are ops inside the kernel, reading their base.
+- outputs: values computed inside that are returned or read by a kernel that
+  does not compute them itself (a recomputed value is never an output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.dialects import func
+from xdsl.ir import Operation, SSAValue
+
+from accy.passes.analyses import ValueNames, body_ops, func_name
+from accy.passes.analyses.schedule import Schedule, _external_operands
+from accy.passes.pass_manager import Analysis, AnalysisManager
+
+
+@dataclass
+class OutlinedKernel:
+    name: str
+    """Stable: f"{func_name}_k{index}_{kind}"."""
+    kind: str
+    ops: list[Operation]
+    inputs: list[SSAValue]
+    """Values from outside, in first-use order."""
+    outputs: list[SSAValue]
+    """Values used after the kernel or returned."""
+    anchor: Operation | None = None
+    attrs: dict[str, object] | None = None
+    """The work item's pattern facts (see `WorkItem.attrs`)."""
+
+
+class Outlining(Analysis):
+    """One kernel per work item: kind, ops, inputs, outputs, stable name."""
+
+    name: ClassVar[str] = "outlining"
+    version: ClassVar[int] = 1
+    description: ClassVar[str] = "one kernel per work item: its ops, inputs from outside and outputs"
+
+    def __init__(self, op: Operation, am: AnalysisManager) -> None:
+        super().__init__(op, am)
+        schedule = am.get(Schedule, op)
+        fname = func_name(op)
+        returned: set[SSAValue] = set()
+        for top in body_ops(op):
+            if isinstance(top, func.ReturnOp):
+                returned.update(top.operands)
+        members = [set(item.ops) for item in schedule.items]
+        # Which kernels read a value that they do not compute themselves.
+        read_from_outside: dict[SSAValue, list[int]] = {}
+        inputs: list[list[SSAValue]] = []
+        for k, item in enumerate(schedule.items):
+            ins: dict[SSAValue, None] = {}
+            for inner in item.ops:
+                for v in _external_operands(inner):
+                    owner = v.owner
+                    if isinstance(owner, Operation) and owner in members[k]:
+                        continue
+                    ins.setdefault(v)
+            inputs.append(list(ins))
+            for v in ins:
+                read_from_outside.setdefault(v, []).append(k)
+        self.kernels: list[OutlinedKernel] = []
+        stored: set[SSAValue] = set()
+        for k, item in enumerate(schedule.items):
+            outs = []
+            for inner in item.ops:
+                for r in inner.results:
+                    if r in stored:
+                        continue  # computed by an earlier kernel too (recomputed)
+                    if r in returned or any(j != k for j in read_from_outside.get(r, ())):
+                        outs.append(r)
+                        stored.add(r)
+            self.kernels.append(
+                OutlinedKernel(
+                    f"{fname}_k{k}_{item.kind}", item.kind, list(item.ops), inputs[k], outs, item.anchor, item.attrs
+                )
+            )
+
+    def print(self) -> str:
+        names = ValueNames(self.op)
+        lines = [f"outlining @{func_name(self.op)}: {len(self.kernels)} kernels"]
+        for kern in self.kernels:
+            lines.append(f"  kernel {kern.name}: ins({names.join(kern.inputs)}) outs({names.join(kern.outputs)})")
+            lines.append(f"    ops: {', '.join(o.name for o in kern.ops)}")
+        return "\n".join(lines) + "\n"
+
+    def statistics(self) -> dict[str, int | float]:
+        return {"kernels": len(self.kernels)}

@@ -1,0 +1,663 @@
+"""schedule: the program split into work items, each of which becomes one kernel.
+
+The schedule groups the top-level ops of a function into work items and orders
+them so that every item runs after the items it reads from. Each item has a
+kind, the kernel it becomes (`KINDS`), and an anchor, the op that gives the
+kind (None for pure elementwise and shape items).
+
+What is not a work item:
+- `accy.constant`: constants are kernel inputs with a buffer of their own.
+- Views (`accy.transpose`, `accy.slice`, `accy.broadcast`, and an
+  `accy.reshape` that strides can express; see `ShapeLayout`): they are index
+  math inside every item that reads them, and are listed in those items' ops.
+  A view becomes (part of) a `shape` item only where a copy is needed: when it
+  is returned. A reshape no strides can express is a copy: a `shape` item of
+  its own, or part of an elementwise item that computes its operand.
+
+Fusion rules, applied in this order:
+1. Row pipelines. A reduction along the innermost axis, or a named
+   `accy.softmax`/`accy.log_softmax` along the last axis or `accy.layer_norm`,
+   seeds a row domain: rows R and row length N of its operand [*R, N]. Every
+   connected op that works on those rows joins: elementwise ops on [*R, N] or
+   on R (or [*R, 1]), further innermost reductions of [*R, N], named row ops,
+   reached through views that keep the row index (reshape R <-> [*R, 1],
+   broadcast of R or [*R, 1] back to [*R, N] along the leading dims). If the
+   group holds a named row op, more than one reduction, or a reduced value
+   broadcast back onto the rows, it is ONE `row_pipeline` item: softmax,
+   log_softmax and layer_norm are each one kernel, named or written with
+   primitives, with their elementwise prologue and epilogue.
+2. Flash attention. A row pipeline whose only row-sized input from a kernel is
+   a dot_general q·kᵀ [*B, Sq, Sk] (used by nothing else), and whose only
+   output feeds the lhs of one dot_general contracting Sk (p·v), is ONE
+   `flash_attention` item with both dots (scale and mask in between are part
+   of the row pipeline). `accy.attention` is one such item. No Sq×Sk value
+   leaves the item, so it never owns an Sq×Sk buffer.
+3. Epilogues. Elementwise work after a dot_general, reduction, scan, row
+   pipeline or flash attention, on the anchor's result shape and reading the
+   item's result directly (no view in between), fuses in: bias, activation,
+   residual add after a dot_general are one kernel with it.
+4. Elementwise chains. Elementwise ops (and the views between them) fuse into
+   one `elementwise` item when the result is acyclic and every value the item
+   stores has one shape (so that one index space computes them all).
+5. Prologues. An elementwise item whose values are read only by one
+   dot_general, reduction, scan, row pipeline or flash attention item (and
+   not returned) fuses into it as a prologue: the consumer computes it from
+   the inputs as it reads them, once per element it reads.
+6. Shared values. A value read by several items is recomputed in each of them
+   when that is cheap: it is computed by at most `RECOMPUTE_LIMIT`
+   elementwise ops that read only function arguments and constants, and it
+   is not returned. Otherwise it is computed once and stored.
+No merge may make the item graph cyclic: each rule checks that first.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from xdsl.dialects import func
+from xdsl.ir import Operation, SSAValue
+
+from accy.dialects.accy import (
+    ELEMENTWISE_OPS,
+    AttentionOp,
+    BroadcastOp,
+    ConcatOp,
+    ConstantOp,
+    DotGeneralOp,
+    IterateOp,
+    KernelCallOp,
+    LayerNormOp,
+    LogSoftmaxOp,
+    ReduceOp,
+    ReshapeOp,
+    ScanOp,
+    SoftmaxOp,
+    shape_of,
+)
+from accy.passes.analyses import ValueNames, body_ops, func_name
+from accy.passes.analyses.shape_layout import VIEW_OP_TYPES, ShapeLayout
+from accy.passes.pass_manager import Analysis, AnalysisManager
+
+KINDS = (
+    "elementwise",
+    "shape",
+    "dot_general",
+    "reduction",
+    "row_pipeline",
+    "scan",
+    "flash_attention",
+    "iterate",
+    "kernel_call",
+)
+
+RECOMPUTE_LIMIT = 8
+"""At most this many elementwise ops are recomputed in each reader (rule 6)."""
+
+# Kinds that take elementwise work in as a prologue or an epilogue.
+_FUSING = ("dot_general", "reduction", "scan", "row_pipeline", "flash_attention")
+
+
+@dataclass
+class WorkItem:
+    """One future kernel."""
+
+    kind: str
+    ops: list[Operation]
+    """Tensor ops inside, in program order (views and recomputed elementwise
+    ops included)."""
+    anchor: Operation | None
+    """The op that gives the kind; None for pure elementwise/shape items."""
+    attrs: dict[str, object] = field(default_factory=dict)
+    """Facts of the pattern: `rows`, `row_length` for row pipelines and flash
+    attention; `qk`, `pv` (the two dot_generals) and `probs` (the softmax
+    output) for flash attention written with primitives."""
+
+
+# --------------------------------------------------------------------------
+# The op graph, with views transparent
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Edge:
+    """`value` of `producer` (None: an argument or constant) reaches
+    `consumer` through the view ops `chain` (outermost last)."""
+
+    producer: Operation | None
+    consumer: Operation
+    value: SSAValue
+    chain: tuple[Operation, ...]
+
+
+class _Graph:
+    """The top-level compute ops of a function and the data edges between
+    them. True views are not nodes: an edge runs through them."""
+
+    def __init__(self, fn: Operation, layout: ShapeLayout) -> None:
+        self.layout = layout
+        self.returned: set[SSAValue] = set()
+        self.nodes: list[Operation] = []
+        for op in body_ops(fn):
+            if isinstance(op, func.ReturnOp):
+                self.returned.update(op.operands)
+            elif not isinstance(op, ConstantOp) and not self.is_view(op):
+                self.nodes.append(op)
+        self.index = {op: i for i, op in enumerate(body_ops(fn))}
+        self.ins: dict[Operation, list[_Edge]] = {op: [] for op in self.nodes}
+        self.outs: dict[Operation, list[_Edge]] = {op: [] for op in self.nodes}
+        for op in self.nodes:
+            for v in _external_operands(op):
+                e = self._edge(v, op)
+                self.ins[op].append(e)
+                if e.producer is not None:
+                    self.outs[e.producer].append(e)
+        # Values returned through a chain of views, and those views.
+        self.returned_views: list[Operation] = []
+        for v in self.returned:
+            if isinstance(v.owner, Operation) and self.is_view(v.owner):
+                self.returned_views.append(v.owner)
+
+    def is_view(self, op: Operation) -> bool:
+        return isinstance(op, VIEW_OP_TYPES) and self.layout.is_view(op.results[0])
+
+    def _edge(self, v: SSAValue, consumer: Operation) -> _Edge:
+        chain: list[Operation] = []
+        while isinstance(v.owner, Operation) and self.is_view(v.owner):
+            chain.append(v.owner)
+            v = v.owner.operands[0]
+        owner = v.owner if isinstance(v.owner, Operation) else None
+        producer = owner if owner in self.ins else None
+        return _Edge(producer, consumer, v, tuple(reversed(chain)))
+
+    def base_edge(self, view: Operation) -> _Edge:
+        """The edge a returned view reads: its base value and view chain."""
+        return self._edge(view.results[0], view)
+
+    def is_returned(self, v: SSAValue) -> bool:
+        return v in self.returned or any(
+            self.is_view(u.operation) and self.is_returned(u.operation.results[0]) for u in v.uses
+        )
+
+
+def _external_operands(op: Operation) -> list[SSAValue]:
+    """Operands of `op` and values its regions read from outside it."""
+    seen: dict[SSAValue, None] = dict.fromkeys(op.operands)
+    for inner in op.walk():
+        for v in inner.operands:
+            owner = v.owner
+            definer = owner if isinstance(owner, Operation) else owner.parent_op()
+            if not _inside(definer, op):
+                seen.setdefault(v)
+    return list(seen)
+
+
+def _inside(op: Operation | None, ancestor: Operation) -> bool:
+    while op is not None:
+        if op is ancestor:
+            return True
+        op = op.parent_op()
+    return False
+
+
+# --------------------------------------------------------------------------
+# Groups
+# --------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Group:
+    ops: set[Operation]
+    tag: str
+    """A kind of `KINDS`, or "copy" for a reshape that needs a copy."""
+    anchor: Operation | None = None
+    attrs: dict[str, object] = field(default_factory=dict)
+
+
+def _rank(grp: _Group) -> int:
+    if grp.anchor is not None:
+        return 2
+    return 1 if grp.tag == "elementwise" else 0
+
+
+def _initial_tag(op: Operation) -> tuple[str, Operation | None]:
+    if isinstance(op, ELEMENTWISE_OPS):
+        return "elementwise", None
+    if isinstance(op, ReshapeOp):
+        return "copy", None
+    if isinstance(op, VIEW_OP_TYPES):  # only views that must copy reach here
+        return "copy", None
+    for cls, kind in (
+        (DotGeneralOp, "dot_general"),
+        (ReduceOp, "reduction"),
+        (ScanOp, "scan"),
+        ((SoftmaxOp, LogSoftmaxOp, LayerNormOp), "row_pipeline"),
+        (AttentionOp, "flash_attention"),
+        (IterateOp, "iterate"),
+        (KernelCallOp, "kernel_call"),
+        (ConcatOp, "shape"),
+    ):
+        if isinstance(op, cls):
+            return kind, op
+    raise ValueError(f"schedule: cannot schedule op '{op.name}': it is not an accy tensor op")
+
+
+def _last_axis(op: Operation) -> bool:
+    """A named softmax/log_softmax along the last axis."""
+    assert isinstance(op, SoftmaxOp | LogSoftmaxOp)
+    rank = len(shape_of(op.x))
+    return op.axis.value.data % rank == rank - 1
+
+
+class _Fuser:
+    """Applies the fusion rules of the module docstring to one function."""
+
+    def __init__(self, g: _Graph) -> None:
+        self.g = g
+        self.groups: list[_Group] = []
+        self.of: dict[Operation, _Group] = {}
+        for op in g.nodes:
+            tag, anchor = _initial_tag(op)
+            self._new({op}, tag, anchor)
+
+    def _new(self, ops: set[Operation], tag: str, anchor: Operation | None) -> _Group:
+        grp = _Group(set(ops), tag, anchor)
+        self.groups.append(grp)
+        for op in ops:
+            self.of[op] = grp
+        return grp
+
+    # -- queries ----------------------------------------------------------
+
+    def succ_groups(self, grp: _Group) -> set[_Group]:
+        return {self.of[e.consumer] for op in grp.ops for e in self.g.outs[op]} - {grp}
+
+    def pred_groups(self, grp: _Group) -> set[_Group]:
+        return {self.of[e.producer] for op in grp.ops for e in self.g.ins[op] if e.producer is not None} - {grp}
+
+    def acyclic_merge(self, a: _Group, b: _Group) -> bool:
+        """Merging `a` and `b` leaves the group graph acyclic: no path
+        between them runs through a third group."""
+        start = (self.succ_groups(a) | self.succ_groups(b)) - {a, b}
+        seen: set[int] = set()
+        stack = list(start)
+        while stack:
+            grp = stack.pop()
+            if grp is a or grp is b:
+                return False
+            if id(grp) in seen:
+                continue
+            seen.add(id(grp))
+            stack.extend(self.succ_groups(grp))
+        return True
+
+    def stored(self, ops: set[Operation]) -> list[SSAValue]:
+        """Values computed in `ops` that something outside reads or that are
+        returned: what an item of these ops must store."""
+        out: dict[SSAValue, None] = {}
+        for op in ops:
+            for e in self.g.outs[op]:
+                if e.consumer not in ops:
+                    out.setdefault(e.value)
+            for r in op.results:
+                if self.g.is_returned(r):
+                    out.setdefault(r)
+        return list(out)
+
+    def merge(self, a: _Group, b: _Group) -> _Group:
+        """Merges `b` into `a`. An anchored kind wins over elementwise work,
+        which wins over copies."""
+        if _rank(b) > _rank(a):
+            a.tag, a.anchor, a.attrs = b.tag, b.anchor, b.attrs
+        elif _rank(a) == 0 and _rank(b) == 0 and a.tag != b.tag:
+            a.tag = "shape"
+        a.ops |= b.ops
+        for op in b.ops:
+            self.of[op] = a
+        self.groups.remove(b)
+        return a
+
+    def try_merge(self, a: _Group, b: _Group, one_shape: bool = False) -> bool:
+        if a is b or not self.acyclic_merge(a, b):
+            return False
+        if one_shape and len({shape_of(v) for v in self.stored(a.ops | b.ops)}) > 1:
+            return False
+        self.merge(a, b)
+        return True
+
+    def single(self, op: Operation) -> bool:
+        return len(self.of[op].ops) == 1
+
+    # -- rule 1: row pipelines -------------------------------------------
+
+    def row_pipelines(self) -> None:
+        for seed in self.g.nodes:
+            if not self.single(seed):
+                continue
+            rows = self._row_seed(seed)
+            if rows is not None:
+                self._grow_rows(seed, *rows)
+
+    @staticmethod
+    def _row_seed(op: Operation) -> tuple[tuple[int, ...], int] | None:
+        if isinstance(op, ReduceOp):
+            shape = shape_of(op.x)
+            if shape and op.norm_axes() == (len(shape) - 1,):
+                return shape[:-1], shape[-1]
+        elif isinstance(op, SoftmaxOp | LogSoftmaxOp) and _last_axis(op) or isinstance(op, LayerNormOp):
+            shape = shape_of(op.operands[0])
+            return shape[:-1], shape[-1]
+        return None
+
+    def _in_rows(self, op: Operation, rows: tuple[int, ...], n: int) -> bool:
+        full = (*rows, n)
+        if isinstance(op, ELEMENTWISE_OPS):
+            return shape_of(op.results[0]) in (full, rows, (*rows, 1))
+        if isinstance(op, ReduceOp | SoftmaxOp | LogSoftmaxOp | LayerNormOp):
+            return self._row_seed(op) == (rows, n)
+        return False
+
+    @staticmethod
+    def _row_chain(chain: Sequence[Operation], rows: tuple[int, ...], n: int) -> bool:
+        """Views that keep the row index: R <-> [*R, 1] reshapes, and
+        broadcasts of R or [*R, 1] onto [*R, N] along the leading dims."""
+        r = len(rows)
+        for view in chain:
+            src, dst = shape_of(view.operands[0]), shape_of(view.results[0])
+            if isinstance(view, ReshapeOp) and {src, dst} <= {rows, (*rows, 1)}:
+                continue
+            if isinstance(view, BroadcastOp) and dst == (*rows, n):
+                want = tuple(range(r)) if src == rows else tuple(range(r + 1)) if src == (*rows, 1) else None
+                if view.dims.get_values() == want:
+                    continue
+            return False
+        return True
+
+    def _grow_rows(self, seed: Operation, rows: tuple[int, ...], n: int) -> None:
+        grp = self.of[seed]
+        queue = [seed]
+        while queue:
+            op = queue.pop(0)
+            edges = [(e.producer, e) for e in self.g.ins[op]] + [(e.consumer, e) for e in self.g.outs[op]]
+            for other, e in edges:
+                if other is None or other in grp.ops or not self.single(other):
+                    continue
+                if not self._in_rows(other, rows, n) or not self._row_chain(e.chain, rows, n):
+                    continue
+                if self.try_merge(grp, self.of[other]):
+                    queue.append(other)
+        if self._is_row_pipeline(grp, rows):
+            grp.tag = "row_pipeline"
+            grp.anchor = min((op for op in grp.ops if self._row_seed(op)), key=self.g.index.__getitem__)
+            grp.attrs = {"rows": rows, "row_length": n}
+        else:  # a plain reduction: undo, rules 3 and 5 fuse it
+            self.groups.remove(grp)
+            for op in sorted(grp.ops, key=self.g.index.__getitem__):
+                self._new({op}, *_initial_tag(op))
+
+    def _is_row_pipeline(self, grp: _Group, rows: tuple[int, ...]) -> bool:
+        if any(isinstance(op, SoftmaxOp | LogSoftmaxOp | LayerNormOp) for op in grp.ops):
+            return True
+        reduces = [op for op in grp.ops if isinstance(op, ReduceOp)]
+        if len(reduces) > 1:
+            return True
+        # A reduced value broadcast back onto the rows it came from.
+        derived: set[Operation] = set()
+        for op in sorted(grp.ops, key=self.g.index.__getitem__):
+            if isinstance(op, ReduceOp) or any(e.producer in derived for e in self.g.ins[op]):
+                derived.add(op)
+        return any(
+            e.producer in derived and any(isinstance(v, BroadcastOp) for v in e.chain)
+            for op in grp.ops
+            for e in self.g.ins[op]
+        )
+
+    # -- rule 2: flash attention -----------------------------------------
+
+    def flash_attention(self) -> None:
+        for grp in [g for g in self.groups if g.tag == "row_pipeline"]:
+            self._try_flash(grp)
+
+    def _try_flash(self, grp: _Group) -> None:
+        rows, n = grp.attrs["rows"], grp.attrs["row_length"]
+        assert isinstance(rows, tuple) and isinstance(n, int)
+        rank = len(rows) + 1
+        full = (*rows, n)
+        if rank < 2:
+            return
+        batch = tuple(range(rank - 2))
+        stored = self.stored(grp.ops)
+        if len(stored) != 1 or shape_of(stored[0]) != full or self.g.is_returned(stored[0]):
+            return
+        probs = stored[0]
+        readers = [e for op in grp.ops for e in self.g.outs[op] if e.consumer not in grp.ops]
+        if len(readers) != 1 or readers[0].chain:
+            return
+        pv = readers[0].consumer
+        if not (
+            isinstance(pv, DotGeneralOp)
+            and self.single(pv)
+            and pv.lhs is probs
+            and pv.rhs is not probs
+            and pv.dims()[0] == batch
+            and pv.dims()[1] == batch
+            and pv.dims()[2] == (rank - 1,)
+            and len(pv.dims()[3]) == 1
+            and len(shape_of(pv.rhs)) == rank
+        ):
+            return
+        sources = {
+            e.producer
+            for op in grp.ops
+            for e in self.g.ins[op]
+            if e.producer is not None and e.producer not in grp.ops and shape_of(e.value) == full
+        }
+        dots = [p for p in sources if isinstance(p, DotGeneralOp)]
+        if len(dots) != 1:
+            return
+        qk = dots[0]
+        if not (
+            self.single(qk)
+            and all(e.consumer in grp.ops and not e.chain for e in self.g.outs[qk])
+            and not self.g.is_returned(qk.result)
+            and qk.dims()[0] == batch
+            and qk.dims()[1] == batch
+            and len(qk.dims()[2]) == 1
+            and len(qk.dims()[3]) == 1
+            and len(shape_of(qk.lhs)) == rank
+            and len(shape_of(qk.rhs)) == rank
+        ):
+            return
+        if not self.acyclic_merge(grp, self.of[qk]):
+            return
+        self.merge(grp, self.of[qk])
+        if not self.acyclic_merge(grp, self.of[pv]):
+            return  # unreachable: pv reads only grp and its own rhs
+        self.merge(grp, self.of[pv])
+        grp.tag, grp.anchor = "flash_attention", pv
+        grp.attrs = {"rows": rows, "row_length": n, "qk": qk, "pv": pv, "probs": probs}
+
+    # -- rule 3: epilogues -------------------------------------------------
+
+    def epilogues(self) -> None:
+        for grp in sorted(
+            (g for g in self.groups if g.tag in _FUSING and g.anchor is not None),
+            key=lambda g: self.g.index[g.anchor],  # type: ignore[index]
+        ):
+            if grp.tag == "row_pipeline":
+                rows = grp.attrs["rows"]
+                assert isinstance(rows, tuple)
+                domain = {(*rows, grp.attrs["row_length"]), rows}
+            else:
+                assert grp.anchor is not None
+                domain = {shape_of(grp.anchor.results[0])}
+            changed = True
+            while changed:
+                changed = False
+                for e in [e for op in grp.ops for e in self.g.outs[op]]:
+                    c = e.consumer
+                    if c in grp.ops or not isinstance(c, ELEMENTWISE_OPS) or not self.single(c):
+                        continue
+                    if e.chain or shape_of(c.results[0]) not in domain:
+                        continue
+                    if self.try_merge(grp, self.of[c]):
+                        changed = True
+
+    # -- rule 4: elementwise chains ---------------------------------------
+
+    def elementwise_chains(self) -> None:
+        for op in self.g.nodes:
+            for e in self.g.ins[op]:
+                a, b = self.of[op], self.of[e.producer] if e.producer is not None else None
+                if b is None or a is b:
+                    continue
+                if a.tag in ("elementwise", "copy") and b.tag in ("elementwise", "copy"):
+                    self.try_merge(a, b, one_shape=True)
+
+    # -- rule 5: prologues ---------------------------------------------------
+
+    def prologues(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for grp in list(self.groups):
+                if grp.tag != "elementwise" or any(not isinstance(op, ELEMENTWISE_OPS) for op in grp.ops):
+                    continue
+                if any(self.g.is_returned(v) for v in self.stored(grp.ops)):
+                    continue
+                readers = self.succ_groups(grp)
+                if len(readers) != 1:
+                    continue
+                (reader,) = readers
+                if reader.tag in _FUSING and self.try_merge(reader, grp):
+                    changed = True
+
+    # -- returned views ---------------------------------------------------
+
+    def returned_views(self) -> None:
+        """A returned view must be stored contiguously: a copy, fused into
+        the elementwise item that computes its base where one shape allows."""
+        for view in self.g.returned_views:
+            if view in self.of:
+                continue
+            base = self.g.base_edge(view)
+            self.g.outs.setdefault(view, [])
+            self.g.ins[view] = [base]
+            if base.producer is not None:
+                self.g.outs[base.producer].append(base)
+            grp = self._new({view}, "shape", None)
+            if base.producer is not None and self.of[base.producer].tag == "elementwise":
+                self.try_merge(self.of[base.producer], grp, one_shape=True)
+
+    # -- rule 6: shared values ----------------------------------------------
+
+    def recompute(self) -> dict[_Group, list[Operation]]:
+        """Extra ops each group recomputes (cheap shared values)."""
+        extra: dict[_Group, list[Operation]] = {}
+        for grp in list(self.groups):
+            if (
+                grp.tag != "elementwise"
+                or len(grp.ops) > RECOMPUTE_LIMIT
+                or any(not isinstance(op, ELEMENTWISE_OPS) for op in grp.ops)
+                or self.pred_groups(grp)
+                or any(self.g.is_returned(v) for v in self.stored(grp.ops))
+            ):
+                continue
+            readers = self.succ_groups(grp)
+            if not readers or any(r.tag not in (*_FUSING, "elementwise") for r in readers):
+                continue
+            self.groups.remove(grp)
+            for r in readers:
+                extra.setdefault(r, []).extend(grp.ops)
+        return extra
+
+
+# --------------------------------------------------------------------------
+# The analysis
+# --------------------------------------------------------------------------
+
+
+class Schedule(Analysis):
+    """The work items of a function in a dependency-respecting order."""
+
+    name: ClassVar[str] = "schedule"
+    version: ClassVar[int] = 1
+    description: ClassVar[str] = "work items (what fuses into one kernel) in dependency order"
+
+    def __init__(self, op: Operation, am: AnalysisManager) -> None:
+        super().__init__(op, am)
+        layout = am.get(ShapeLayout, op)
+        graph = _Graph(op, layout)
+        fuser = _Fuser(graph)
+        fuser.row_pipelines()
+        fuser.flash_attention()
+        fuser.epilogues()
+        fuser.elementwise_chains()
+        fuser.prologues()
+        fuser.returned_views()
+        extra = fuser.recompute()
+        self.items: list[WorkItem] = _order(graph, fuser, extra)
+
+    def item_of(self, op: Operation) -> list[int]:
+        """Indices of the items that contain `op` (several for a recomputed op)."""
+        return [i for i, item in enumerate(self.items) if op in item.ops]
+
+    def print(self) -> str:
+        names = ValueNames(self.op)
+        lines = [f"schedule @{func_name(self.op)}: {len(self.items)} work items"]
+        for i, item in enumerate(self.items):
+            ops = ", ".join(op.name for op in item.ops)
+            anchor = f" (anchor {item.anchor.name} -> {names.join(item.anchor.results)})" if item.anchor else ""
+            lines.append(f"  item {i} {item.kind}: {ops}{anchor}")
+        return "\n".join(lines) + "\n"
+
+    def statistics(self) -> dict[str, int | float]:
+        return {"kernels": len(self.items)}
+
+
+def _order(g: _Graph, fuser: _Fuser, extra: dict[_Group, list[Operation]]) -> list[WorkItem]:
+    """Items in dependency order; ties go to the item whose last op comes
+    first in the program."""
+    groups = fuser.groups
+    members = {id(grp): grp.ops | set(extra.get(grp, ())) for grp in groups}
+    key = {id(grp): max(g.index[op] for op in grp.ops) for grp in groups}
+    preds: dict[int, set[int]] = {id(grp): set() for grp in groups}
+    for grp in groups:
+        for op in members[id(grp)]:
+            for e in g.ins[op]:
+                if e.producer is not None and e.producer not in members[id(grp)]:
+                    preds[id(grp)].add(id(fuser.of[e.producer]))
+    by_id = {id(grp): grp for grp in groups}
+    succs: dict[int, list[int]] = {k: [] for k in by_id}
+    for k, ps in preds.items():
+        for p in ps:
+            succs[p].append(k)
+    waiting = {k: len(ps) for k, ps in preds.items()}
+    ready = [(key[k], k) for k, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    items: list[WorkItem] = []
+    while ready:
+        _, k = heapq.heappop(ready)
+        grp = by_id[k]
+        ops = _with_views(g, members[k])
+        kind = "elementwise" if grp.tag == "copy" and any(isinstance(o, ELEMENTWISE_OPS) for o in ops) else grp.tag
+        kind = "shape" if kind == "copy" else kind
+        items.append(WorkItem(kind, sorted(ops, key=g.index.__getitem__), grp.anchor, dict(grp.attrs)))
+        for s in succs[k]:
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                heapq.heappush(ready, (key[s], s))
+    if len(items) != len(groups):
+        raise ValueError("schedule: the fused work items depend on each other in a cycle (a fusion bug)")
+    return items
+
+
+def _with_views(g: _Graph, ops: Iterable[Operation]) -> set[Operation]:
+    """`ops` and the views they read through."""
+    out = set(ops)
+    for op in list(out):
+        for e in g.ins[op]:
+            out.update(e.chain)
+    return out

@@ -1,0 +1,803 @@
+"""Shared kernel-building helpers of the lowerings.
+
+Every lowering builds one `gpu.func` through a `KernelBuilder`: its arguments
+are the kernel's buffers (flat 1-D memrefs, i1 stored as i8), its body is
+built by appending ops to the current block, with helpers for index math,
+constants (hoisted to the top of the kernel), `scf.for` / `scf.if` regions and
+loads/stores through a value's `BufferRef` (offset + strides: a view is index
+math, never a copy).
+
+`Expr` evaluates a tensor value of the kernel at a point of its index space:
+kernel inputs are loaded through their layout, values produced by the
+kernel's own elementwise / view / concat ops are computed from their operands
+(views map the coordinates), and a lowering may pin values (a reduction's
+accumulator, a dot's tile) with `Expr.pin`. Every lowering's prologue and
+epilogue goes through it, so each op of the contract has exactly one
+implementation in kernel IR (`apply_elementwise`).
+
+An `Expr` has a width: 1 evaluates scalars, W > 1 evaluates `vector<WxT>` of
+W consecutive elements along the last dimension (coordinates name the first
+lane). Vector evaluation needs no views inside the kernel (`vectorizable`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import arith, gpu, memref, scf, vector
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    VectorType,
+    i8,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from accy.dialects import accy
+from accy.dialects.host import WORKGROUP
+from accy.dialects.target import TargetProfile
+
+# --------------------------------------------------------------------------
+# Results of a lowering
+# --------------------------------------------------------------------------
+
+
+class Decline(Exception):
+    """A lowering cannot (or may not, under the math tier) lower a kernel; the
+    message is the reason the remark shows."""
+
+
+@dataclass
+class LoweredKernel:
+    """A kernel function plus how to launch it: `grid` work-groups of `block`
+    work-items per dimension, over `buffers` (the kernel's arguments, in order)."""
+
+    func: gpu.FuncOp
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    buffers: list[Any]
+
+
+# --------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------
+
+_ITEMSIZE = {Float16Type: 2, Float32Type: 4, Float64Type: 8}
+
+
+def storage_type(t: Attribute) -> Attribute:
+    """The element type a buffer stores for values of type `t` (i1 -> i8)."""
+    return i8 if accy.is_bool(t) else t
+
+
+def itemsize(t: Attribute) -> int:
+    t = storage_type(t)
+    for cls, n in _ITEMSIZE.items():
+        if isinstance(t, cls):
+            return n
+    assert isinstance(t, IntegerType)
+    return max(1, t.width.data // 8)
+
+
+def buffer_type(buffer: Any, element_type: Attribute) -> MemRefType:
+    """The flat memref a buffer is seen as, for values of `element_type`."""
+    st = storage_type(element_type)
+    return MemRefType(st, [max(1, buffer.nbytes // itemsize(st))])
+
+
+def numel(shape: Sequence[int]) -> int:
+    return math.prod(shape)
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))
+
+
+def collapse(shape: Sequence[int], stride_sets: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
+    """Merges adjacent dims that every layout in `stride_sets` walks as one
+    (stride[d] == stride[d+1] * shape[d+1]); drops size-1 dims. Returns the
+    new shape and each layout's strides over it (at least one dim)."""
+    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    out_shape: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in stride_sets]
+    for d in dims:
+        if out_shape and all(s[-1] == st[d] * shape[d] for s, st in zip(out_strides, stride_sets, strict=False)):
+            out_shape[-1] *= shape[d]
+            for s, st in zip(out_strides, stride_sets, strict=False):
+                s[-1] = st[d]
+            continue
+        out_shape.append(shape[d])
+        for s, st in zip(out_strides, stride_sets, strict=False):
+            s.append(st[d])
+    if not out_shape:
+        return [1], [[0] for _ in stride_sets]
+    return out_shape, out_strides
+
+
+# --------------------------------------------------------------------------
+# The kernel builder
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Access:
+    """How a value is addressed: buffer argument, element offset, strides
+    over the coordinates the kernel indexes it with."""
+
+    arg: SSAValue
+    offset: int
+    strides: tuple[int, ...]
+    element_type: Attribute
+
+
+def plan_buffer(plan: Any, ref: Any) -> Any:
+    """The `Buffer` a `BufferRef` points into (refs name buffers by id)."""
+    buf = ref.buffer
+    if not isinstance(buf, int):
+        return buf
+    by_id = getattr(plan, "_accy_buffers_by_id", None)
+    if by_id is None:
+        by_id = {b.id: b for b in plan.buffers}
+        plan._accy_buffers_by_id = by_id
+    return by_id[buf]
+
+
+@dataclass
+class KernelBuilder:
+    """Builds one `gpu.func @<name> kernel` over the buffers of `values`
+    (kernel inputs, then outputs), as the buffer plan places them."""
+
+    name: str
+    kind: str
+    profile: TargetProfile
+    plan: Any
+    values: Sequence[SSAValue]
+    buffers: list[Any] = field(default_factory=list)
+    access: dict[SSAValue, Access] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        arg_of: dict[int, int] = {}
+        types: list[Attribute] = []
+        for v in self.values:
+            if v not in self.plan.refs:
+                raise Decline(f"the buffer plan places no buffer for {v.name_hint or v}")
+            buf = plan_buffer(self.plan, self.plan.refs[v])
+            if buf.id not in arg_of:
+                arg_of[buf.id] = len(self.buffers)
+                self.buffers.append(buf)
+                types.append(buffer_type(buf, accy.elem_of(v)))
+            elif storage_type(accy.elem_of(v)) != types[arg_of[buf.id]].element_type:
+                raise Decline(f"buffer of {v} is read with two element types")
+        self.func = gpu.FuncOp(self.name, (types, []), kernel=True)
+        self.func.attributes["accy.kind"] = StringAttr(self.kind)
+        entry = self.func.body.block
+        for v in self.values:
+            ref = self.plan.refs[v]
+            arg = entry.args[arg_of[plan_buffer(self.plan, ref).id]]
+            self.access[v] = Access(arg, ref.offset, tuple(ref.strides), accy.elem_of(v))
+        self.block = entry
+        self._anchor = gpu.ReturnOp([])
+        entry.add_op(self._anchor)
+        self._consts: dict[tuple[Any, Attribute], SSAValue] = {}
+        self._const_tail: Operation | None = None
+        self.const_value: dict[SSAValue, int] = {}
+
+    # -- inserting -----------------------------------------------------
+
+    def op(self, op: Operation) -> Operation:
+        if self.block is self.func.body.block:
+            self.block.insert_op_before(op, self._anchor)
+        else:
+            self.block.add_op(op)
+        return op
+
+    def val(self, op: Operation) -> SSAValue:
+        return self.op(op).results[0]
+
+    def finish(self) -> gpu.FuncOp:
+        return self.func
+
+    # -- constants (hoisted to the top) -----------------------------------
+
+    def const(self, value: int | float | bool, t: Attribute) -> SSAValue:
+        """A constant of scalar type or `vector<..>` type `t` (a broadcast)."""
+        key = (value if not isinstance(value, float) or not math.isnan(value) else "nan", t)
+        if key in self._consts:
+            return self._consts[key]
+        if isinstance(t, VectorType):
+            scalar = self.const(value, t.element_type)
+            c = vector.BroadcastOp(scalar, t)
+        elif isinstance(t, IndexType):
+            c = arith.ConstantOp.from_int_and_width(int(value), t)
+        elif isinstance(t, IntegerType):
+            v = int(value)
+            if t.width.data == 1:
+                v = -1 if v else 0  # i1 `true` is the one-bit -1
+            c = arith.ConstantOp(IntegerAttr(v, t))
+        else:
+            c = arith.ConstantOp(FloatAttr(float(value), t))
+        # Constants sit at the top of the kernel in creation order, so each
+        # dominates every use (a vector splat follows its scalar).
+        entry = self.func.body.block
+        if self._const_tail is None:
+            entry.insert_op_before(c, entry.first_op)  # type: ignore[arg-type]
+        else:
+            entry.insert_op_after(c, self._const_tail)
+        self._const_tail = c
+        self._consts[key] = c.results[0]
+        if isinstance(t, IndexType):
+            self.const_value[c.results[0]] = int(value)
+        return c.results[0]
+
+    def idx(self, n: int) -> SSAValue:
+        return self.const(n, IndexType())
+
+    # -- index math (folds constants) --------------------------------------
+
+    def add(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+        a, b = self._as_idx(a), self._as_idx(b)
+        ca, cb = self.const_value.get(a), self.const_value.get(b)
+        if ca is not None and cb is not None:
+            return self.idx(ca + cb)
+        if ca == 0:
+            return b
+        if cb == 0:
+            return a
+        return self.val(arith.AddiOp(a, b))
+
+    def sub(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+        a, b = self._as_idx(a), self._as_idx(b)
+        ca, cb = self.const_value.get(a), self.const_value.get(b)
+        if ca is not None and cb is not None:
+            return self.idx(ca - cb)
+        if cb == 0:
+            return a
+        return self.val(arith.SubiOp(a, b))
+
+    def mul(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+        a, b = self._as_idx(a), self._as_idx(b)
+        ca, cb = self.const_value.get(a), self.const_value.get(b)
+        if ca is not None and cb is not None:
+            return self.idx(ca * cb)
+        if ca == 0 or cb == 0:
+            return self.idx(0)
+        if ca == 1:
+            return b
+        if cb == 1:
+            return a
+        return self.val(arith.MuliOp(a, b))
+
+    def div(self, a: SSAValue, n: int) -> SSAValue:
+        """a / n for non-negative a."""
+        ca = self.const_value.get(a)
+        if ca is not None:
+            return self.idx(ca // n)
+        return a if n == 1 else self.val(arith.DivSIOp(a, self.idx(n)))
+
+    def rem(self, a: SSAValue, n: int) -> SSAValue:
+        ca = self.const_value.get(a)
+        if ca is not None:
+            return self.idx(ca % n)
+        return self.idx(0) if n == 1 else self.val(arith.RemSIOp(a, self.idx(n)))
+
+    def min(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+        a, b = self._as_idx(a), self._as_idx(b)
+        ca, cb = self.const_value.get(a), self.const_value.get(b)
+        if ca is not None and cb is not None:
+            return self.idx(min(ca, cb))
+        return self.val(arith.MinSIOp(a, b))
+
+    def lt(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+        return self.val(arith.CmpiOp(self._as_idx(a), self._as_idx(b), "slt"))
+
+    def _as_idx(self, a: SSAValue | int) -> SSAValue:
+        return self.idx(a) if isinstance(a, int) else a
+
+    def delinearize(self, flat: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
+        """Row-major coordinates of `flat` in `shape`."""
+        coords: list[SSAValue] = []
+        rest = flat
+        for d in reversed(range(len(shape))):
+            n = shape[d]
+            if d == 0:
+                coords.append(rest)
+            else:
+                coords.append(self.rem(rest, n))
+                rest = self.div(rest, n)
+        return list(reversed(coords))
+
+    def linearize(self, coords: Sequence[SSAValue], shape: Sequence[int]) -> SSAValue:
+        flat = self.idx(0)
+        for c, n in zip(coords, shape, strict=False):
+            flat = self.add(self.mul(flat, n), c)
+        return flat
+
+    def address(self, acc: Access, coords: Sequence[SSAValue]) -> SSAValue:
+        assert len(coords) == len(acc.strides), (coords, acc.strides)
+        flat = self.idx(acc.offset)
+        for c, s in zip(coords, acc.strides, strict=False):
+            if s:
+                flat = self.add(flat, self.mul(c, s))
+        return flat
+
+    # -- ids ---------------------------------------------------------------
+
+    def global_id(self, dim: str = "x") -> SSAValue:
+        return self.val(gpu.GlobalIdOp(gpu.DimensionAttr(dim)))
+
+    def group_id(self, dim: str = "x") -> SSAValue:
+        return self.val(gpu.BlockIdOp(gpu.DimensionAttr(dim)))
+
+    def local_id(self, dim: str = "x") -> SSAValue:
+        return self.val(gpu.ThreadIdOp(gpu.DimensionAttr(dim)))
+
+    def barrier(self) -> None:
+        self.op(gpu.BarrierOp())
+
+    # -- regions -----------------------------------------------------------
+
+    def for_(
+        self,
+        lo: SSAValue | int,
+        hi: SSAValue | int,
+        step: SSAValue | int,
+        inits: Sequence[SSAValue],
+        body: Callable[[SSAValue, list[SSAValue]], Sequence[SSAValue]],
+    ) -> list[SSAValue]:
+        """scf.for lo..hi by step carrying `inits`; `body(iv, carried)` returns
+        the next carried values. A loop known to run once is inlined."""
+        lo, hi, step = self._as_idx(lo), self._as_idx(hi), self._as_idx(step)
+        clo, chi, cst = (self.const_value.get(x) for x in (lo, hi, step))
+        if clo is not None and chi is not None and cst is not None:
+            if chi <= clo:
+                return list(inits)
+            if clo + cst >= chi:
+                return list(body(lo, list(inits)))
+        block = Block(arg_types=[IndexType(), *[v.type for v in inits]])
+        loop = scf.ForOp(lo, hi, step, list(inits), Region(block))
+        self.op(loop)
+        outer, self.block = self.block, block
+        results = body(block.args[0], list(block.args[1:]))
+        self.op(scf.YieldOp(*results))
+        self.block = outer
+        return list(loop.results)
+
+    def if_(
+        self,
+        cond: SSAValue,
+        then: Callable[[], Sequence[SSAValue]],
+        else_: Callable[[], Sequence[SSAValue]] | None = None,
+        result_types: Sequence[Attribute] = (),
+    ) -> list[SSAValue]:
+        """scf.if; each branch builder returns its yielded values."""
+        blocks = [Block(), Block()] if else_ is not None or result_types else [Block()]
+        op = scf.IfOp(cond, list(result_types), Region(blocks[0]), Region(blocks[1]) if len(blocks) > 1 else None)
+        self.op(op)
+        outer = self.block
+        for blk, fn in zip(blocks, (then, else_ or (lambda: [])), strict=False):
+            self.block = blk
+            self.op(scf.YieldOp(*fn()))
+        self.block = outer
+        return list(op.results)
+
+    # -- memory --------------------------------------------------------------
+
+    def load(self, acc: Access, coords: Sequence[SSAValue], width: int = 1) -> SSAValue:
+        """The value at `coords` (width > 1: W consecutive elements along the
+        last coordinate), converted from storage (i8 -> i1)."""
+        et = acc.element_type
+        st = storage_type(et)
+        if width == 1:
+            x = self.val(memref.LoadOp.get(acc.arg, [self.address(acc, coords)]))
+        elif not acc.strides or acc.strides[-1] == 0:
+            s = self.val(memref.LoadOp.get(acc.arg, [self.address(acc, coords)]))
+            x = self.val(vector.BroadcastOp(s, VectorType(st, [width])))
+        elif acc.strides[-1] == 1:
+            x = self.val(vector.LoadOp(acc.arg, [self.address(acc, coords)], VectorType(st, [width])))
+        else:  # a strided row: gather lane by lane
+            x = self.const(0, VectorType(st, [width]))
+            for lane in range(width):
+                lc = [*coords[:-1], self.add(coords[-1], lane)]
+                s = self.val(memref.LoadOp.get(acc.arg, [self.address(acc, lc)]))
+                x = self.val(vector.InsertOp(s, x, [lane]))
+        if accy.is_bool(et):
+            x = cmp(self, "ne", x, self.const(0, x.type), integer=True)
+        return x
+
+    def store(self, acc: Access, coords: Sequence[SSAValue], x: SSAValue, width: int = 1) -> None:
+        if accy.is_bool(acc.element_type):
+            x = self.val(arith.SelectOp(x, self.const(1, _like(x.type, i8)), self.const(0, _like(x.type, i8))))
+        if width == 1:
+            self.op(memref.StoreOp.get(x, acc.arg, [self.address(acc, coords)]))
+        elif acc.strides[-1] == 1:
+            self.op(vector.StoreOp(x, acc.arg, [self.address(acc, coords)]))
+        else:
+            for lane in range(width):
+                lc = [*coords[:-1], self.add(coords[-1], lane)]
+                s = self.val(vector.ExtractOp(x, [lane], storage_type(acc.element_type)))
+                self.op(memref.StoreOp.get(s, acc.arg, [self.address(acc, lc)]))
+
+    def local_array(self, n: int, t: Attribute, workgroup: bool) -> SSAValue:
+        """A static local (work-group shared) or private array of n elements."""
+        if workgroup:
+            return self.val(memref.AllocaOp.get(t, shape=[n], memory_space=WORKGROUP))
+        return self.val(memref.AllocaOp.get(t, shape=[n]))
+
+
+def _like(t: Attribute, element: Attribute) -> Attribute:
+    return VectorType(element, t.get_shape()) if isinstance(t, VectorType) else element
+
+
+def element_type_of(t: Attribute) -> Attribute:
+    return t.element_type if isinstance(t, VectorType) else t
+
+
+def _retyped(op: Operation, t: Attribute) -> Operation:
+    """`op` with result type `t` (xDSL's cmp builders always return scalar i1)."""
+    return type(op).create(operands=list(op.operands), result_types=[t], properties=dict(op.properties))
+
+
+_FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+_ICMP = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+
+
+def cmp(kb: KernelBuilder, pred: str, a: SSAValue, b: SSAValue, integer: bool) -> SSAValue:
+    """a <pred> b (numpy semantics: a NaN compares unequal to everything)."""
+    op = arith.CmpiOp(a, b, _ICMP[pred]) if integer else arith.CmpfOp(a, b, _FCMP[pred])
+    if isinstance(a.type, VectorType):
+        op = _retyped(op, VectorType(IntegerType(1), a.type.get_shape()))
+    return kb.val(op)
+
+
+# --------------------------------------------------------------------------
+# Elementwise ops in kernel IR: one implementation per op of the contract
+# --------------------------------------------------------------------------
+
+SQRT1_2 = 0.7071067811865476
+
+
+def _is_float_t(t: Attribute) -> bool:
+    return accy.is_float(element_type_of(t))
+
+
+def int_pow(kb: KernelBuilder, base: SSAValue, exp: SSAValue) -> SSAValue:
+    """base ** exp for integers by squaring (exp < 0 gives 0, 1 for base 1)."""
+    t = base.type
+    bits = element_type_of(t).width.data
+    one, zero, two = kb.const(1, t), kb.const(0, t), kb.const(2, t)
+
+    def step(_: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
+        r, b, e = c
+        odd = cmp(kb, "ne", kb.val(arith.RemSIOp(e, two)), zero, integer=True)
+        r = kb.val(arith.SelectOp(odd, kb.val(arith.MuliOp(r, b)), r))
+        return [r, kb.val(arith.MuliOp(b, b)), kb.val(arith.DivSIOp(e, two))]
+
+    r = kb.for_(0, bits, 1, [one, base, exp], step)[0]
+    neg = cmp(kb, "lt", exp, zero, integer=True)
+    base_one = cmp(kb, "eq", base, one, integer=True)
+    return kb.val(arith.SelectOp(neg, kb.val(arith.SelectOp(base_one, one, zero)), r))
+
+
+def cast(kb: KernelBuilder, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
+    """accy.cast of one scalar: float->int truncates, i1 -> 1/0, x -> i1 is x != 0."""
+    if src == dst:
+        return x
+    if accy.is_bool(dst):
+        return cmp(kb, "ne", x, kb.const(0, x.type), integer=not accy.is_float(src))
+    if accy.is_bool(src):
+        return kb.val(arith.SelectOp(x, kb.const(1, dst), kb.const(0, dst)))
+    if accy.is_float(src) and accy.is_float(dst):
+        wider = itemsize(dst) > itemsize(src)
+        return kb.val(arith.ExtFOp(x, dst) if wider else arith.TruncFOp(x, dst))
+    if accy.is_float(src):
+        return kb.val(arith.FPToSIOp(x, dst))
+    if accy.is_float(dst):
+        return kb.val(arith.SIToFPOp(x, dst))
+    wider = itemsize(dst) > itemsize(src)
+    return kb.val(arith.ExtSIOp(x, dst) if wider else arith.TruncIOp(x, dst))
+
+
+def apply_elementwise(kb: KernelBuilder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+    """Kernel IR for one elementwise tensor op on scalars or vectors `args`."""
+    x = args[0]
+    t = x.type
+    fl = _is_float_t(t)
+
+    def c(v: float) -> SSAValue:
+        return kb.const(v, t)
+
+    match op:
+        case accy.NegOp():
+            return kb.val(arith.NegfOp(x) if fl else arith.SubiOp(c(0), x))
+        case accy.AbsOp():
+            return kb.val(mathd.AbsFOp(x) if fl else mathd.AbsIOp(x))
+        case accy.ReluOp():
+            return kb.val(arith.MaximumfOp(x, c(0.0)) if fl else arith.MaxSIOp(x, c(0)))
+        case accy.SigmoidOp():
+            e = kb.val(mathd.ExpOp(kb.val(arith.NegfOp(x))))
+            return kb.val(arith.DivfOp(c(1.0), kb.val(arith.AddfOp(c(1.0), e))))
+        case accy.GeluOp():
+            erf = kb.val(mathd.ErfOp(kb.val(arith.MulfOp(x, c(SQRT1_2)))))
+            half_x = kb.val(arith.MulfOp(x, c(0.5)))
+            return kb.val(arith.MulfOp(half_x, kb.val(arith.AddfOp(c(1.0), erf))))
+        case accy.ReciprocalOp():
+            return kb.val(arith.DivfOp(c(1.0), x))
+        case accy.RsqrtOp():
+            # 1/sqrt: correctly rounded parts; OpenCL's rsqrt is a 2-ulp approximation.
+            if kb.profile.math == "fast":
+                return kb.val(mathd.RsqrtOp(x))
+            return kb.val(arith.DivfOp(c(1.0), kb.val(mathd.SqrtOp(x))))
+        case accy.NotOp():
+            return kb.val(arith.XOrIOp(x, kb.const(1, t)))
+        case accy.CmpOp():
+            return cmp(kb, op.predicate.data, x, args[1], integer=not fl)
+        case accy.SelectOp():
+            return kb.val(arith.SelectOp(args[0], args[1], args[2]))
+        case accy.CastOp():
+            return cast(kb, x, accy.elem_of(op.x), accy.elem_of(op.result))
+        case accy.PowOp() if not fl:
+            return int_pow(kb, x, args[1])
+    if type(op) in _UNARY_MATH:
+        return kb.val(_UNARY_MATH[type(op)](x))
+    pair = _BINARY.get(type(op))
+    if pair is None:
+        raise Decline(f"no kernel form for {op.name}")
+    cls = pair[0] if fl else pair[1]
+    if cls is None:
+        raise Decline(f"{op.name} does not take {element_type_of(t)}")
+    return kb.val(cls(x, args[1]))
+
+
+_UNARY_MATH: dict[type, type[Operation]] = {
+    accy.ExpOp: mathd.ExpOp,
+    accy.LogOp: mathd.LogOp,
+    accy.SqrtOp: mathd.SqrtOp,
+    accy.TanhOp: mathd.TanhOp,
+    accy.SinOp: mathd.SinOp,
+    accy.CosOp: mathd.CosOp,
+    accy.ErfOp: mathd.ErfOp,
+    accy.FloorOp: mathd.FloorOp,
+    accy.CeilOp: mathd.CeilOp,
+}
+_BINARY: dict[type, tuple[type[Operation] | None, type[Operation] | None]] = {
+    accy.AddOp: (arith.AddfOp, arith.AddiOp),
+    accy.SubOp: (arith.SubfOp, arith.SubiOp),
+    accy.MulOp: (arith.MulfOp, arith.MuliOp),
+    accy.DivOp: (arith.DivfOp, arith.DivSIOp),
+    accy.MaxOp: (arith.MaximumfOp, arith.MaxSIOp),
+    accy.MinOp: (arith.MinimumfOp, arith.MinSIOp),
+    accy.PowOp: (mathd.PowFOp, None),
+    accy.AndOp: (None, arith.AndIOp),
+    accy.OrOp: (None, arith.OrIOp),
+    accy.XorOp: (None, arith.XOrIOp),
+}
+
+ELEMENTWISE = tuple(accy.ELEMENTWISE_OPS)
+VIEWS = tuple(accy.VIEW_OPS)
+
+
+def vectorizable(ops: Sequence[Operation]) -> bool:
+    """Whether `Expr` can evaluate these ops W lanes at a time: no views or
+    concats (they move lanes across dims), no casts (scalar-only builders)."""
+    return all(isinstance(op, ELEMENTWISE) and not isinstance(op, accy.CastOp) for op in ops)
+
+
+# --------------------------------------------------------------------------
+# Evaluating tensor values at a point
+# --------------------------------------------------------------------------
+
+
+class Expr:
+    """Evaluates values of a kernel at coordinates (see the module docstring).
+
+    `ops` are the kernel's tensor ops that this evaluator may compute;
+    `access` maps kernel inputs to how they are loaded (by default the
+    builder's own, through the BufferRef). Results are cached per block, so a
+    value used twice is computed once where it dominates.
+    """
+
+    def __init__(
+        self,
+        kb: KernelBuilder,
+        ops: Sequence[Operation],
+        width: int = 1,
+        access: dict[SSAValue, Access] | None = None,
+    ) -> None:
+        self.kb = kb
+        self.width = width
+        self.producers = {r: op for op in ops for r in op.results}
+        self.access = access if access is not None else kb.access
+        self.pinned: dict[SSAValue, Callable[[Sequence[SSAValue]], SSAValue]] = {}
+        self._memo: dict[tuple[Block, SSAValue, tuple[SSAValue, ...]], SSAValue] = {}
+
+    def pin(self, value: SSAValue, fn: Callable[[Sequence[SSAValue]], SSAValue]) -> None:
+        """Evaluate `value` with `fn(coords)` (a lowering's own result)."""
+        self.pinned[value] = fn
+
+    def at(self, value: SSAValue, coords: Sequence[SSAValue]) -> SSAValue:
+        key_coords = tuple(coords)
+        block: Block | None = self.kb.block
+        while block is not None:
+            hit = self._memo.get((block, value, key_coords))
+            if hit is not None:
+                return hit
+            parent = block.parent_op()
+            block = parent.parent_block() if parent is not None else None
+        result = self._compute(value, list(coords))
+        self._memo[(self.kb.block, value, key_coords)] = result
+        return result
+
+    def _compute(self, value: SSAValue, coords: list[SSAValue]) -> SSAValue:
+        kb = self.kb
+        if value in self.pinned:
+            return self.pinned[value](coords)
+        op = self.producers.get(value)
+        if op is None:
+            if value in self.access:
+                return kb.load(self.access[value], coords, self.width)
+            raise Decline(f"value {value.name_hint or value} is neither computed by the kernel nor one of its inputs")
+        if isinstance(op, ELEMENTWISE):
+            return apply_elementwise(kb, op, [self.at(o, coords) for o in op.operands])
+        if isinstance(op, accy.ConstantOp):
+            return self._constant(op)
+        if self.width != 1:
+            raise Decline(f"{op.name} inside a vectorised kernel")
+        if isinstance(op, accy.ConcatOp):
+            return self._concat(op, coords)
+        if isinstance(op, VIEWS):
+            return self.at(op.operands[0], self.view_coords(op, coords))
+        raise Decline(f"{op.name} cannot be computed elementwise")
+
+    def _constant(self, op: accy.ConstantOp) -> SSAValue:
+        value = op.value
+        assert isinstance(value, DenseIntOrFPElementsAttr)
+        vals = value.get_values()
+        if len(set(vals)) > 1:
+            raise Decline("a non-splat constant must be a kernel input")
+        et = accy.elem_of(op.result)
+        t = VectorType(et, [self.width]) if self.width > 1 else et
+        return self.kb.const(vals[0] if vals else 0, t)
+
+    def view_coords(self, op: Operation, coords: list[SSAValue]) -> list[SSAValue]:
+        """The operand coordinates a view reads at result coordinates `coords`."""
+        kb = self.kb
+        src = accy.shape_of(op.operands[0])
+        match op:
+            case accy.TransposeOp():
+                out = [kb.idx(0)] * len(src)
+                for i, p in enumerate(op.permutation.get_values()):
+                    out[p] = coords[i]
+                return out
+            case accy.BroadcastOp():
+                return [kb.idx(0) if src[i] == 1 else coords[d] for i, d in enumerate(op.dims.get_values())]
+            case accy.SliceOp():
+                starts, steps = op.start.get_values(), op.stride.get_values()
+                return [kb.add(kb.mul(x, s), a) for x, a, s in zip(coords, starts, steps, strict=False)]
+            case accy.ReshapeOp():
+                return kb.delinearize(kb.linearize(coords, accy.shape_of(op.result)), src)
+        raise Decline(f"unknown view {op.name}")
+
+    def _concat(self, op: accy.ConcatOp, coords: list[SSAValue]) -> SSAValue:
+        kb = self.kb
+        rank = len(coords)
+        axis = op.axis.value.data % rank
+        pieces: list[tuple[SSAValue, int]] = []
+        lo = 0
+        for x in op.xs:
+            pieces.append((x, lo))
+            lo += accy.shape_of(x)[axis]
+        t = storage_free_type(accy.elem_of(op.result))
+
+        def piece(i: int) -> SSAValue:
+            x, start = pieces[i]
+            shifted = [*coords[:axis], kb.sub(coords[axis], start), *coords[axis + 1 :]]
+            if i == len(pieces) - 1:
+                return self.at(x, shifted)
+            end = pieces[i + 1][1]
+            return kb.if_(
+                kb.lt(coords[axis], end),
+                lambda: [self.at(x, shifted)],
+                lambda: [piece(i + 1)],
+                [t],
+            )[0]
+
+        return piece(0)
+
+
+def storage_free_type(t: Attribute) -> Attribute:
+    """The type a kernel computes values of element type `t` in (i1 stays i1)."""
+    return t
+
+
+def launch_1d(total: int, profile: TargetProfile, local: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    """Work-groups and work-group size covering `total` work-items in x
+    (the kernel guards ids >= total). Returns (grid, block, padded total)."""
+    total = max(total, 1)
+    if local is None:
+        local = 256 if profile.profile == "gpu" else 64
+    local = max(1, min(local, profile.max_work_group_size, total))
+    groups = -(-total // local)
+    return (groups, 1, 1), (local, 1, 1), groups * local
+
+
+def guarded(kb: KernelBuilder, gid: SSAValue, total: int, padded: int, body: Callable[[], None]) -> None:
+    """Runs `body` only for ids below `total` (no guard when the launch is exact)."""
+    if padded == total:
+        body()
+        return
+
+    def then() -> list[SSAValue]:
+        body()
+        return []
+
+    kb.if_(kb.lt(gid, total), then)
+
+
+# --------------------------------------------------------------------------
+# Combining values (reductions and scans)
+# --------------------------------------------------------------------------
+
+_COMBINE: dict[str, tuple[type[Operation], type[Operation]]] = {
+    "sum": (arith.AddfOp, arith.AddiOp),
+    "mean": (arith.AddfOp, arith.AddiOp),
+    "prod": (arith.MulfOp, arith.MuliOp),
+    "max": (arith.MaximumfOp, arith.MaxSIOp),
+    "min": (arith.MinimumfOp, arith.MinSIOp),
+}
+
+
+def combine(kb: KernelBuilder, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    """a (+ * max min) b for reduction/scan `kind` (max/min propagate NaN, as numpy)."""
+    f, i = _COMBINE[kind]
+    return kb.val((f if _is_float_t(a.type) else i)(a, b))
+
+
+def identity(kind: str, t: Attribute) -> float | int:
+    """The neutral element of `kind` for element type `t`."""
+    et = element_type_of(t)
+    if kind in ("sum", "mean"):
+        return 0
+    if kind == "prod":
+        return 1
+    if accy.is_float(et):
+        return -math.inf if kind == "max" else math.inf
+    bits = et.width.data
+    return -(2 ** (bits - 1)) if kind == "max" else 2 ** (bits - 1) - 1
+
+
+def vector_total(kb: KernelBuilder, kind: str, v: SSAValue) -> SSAValue:
+    """Combines the lanes of vector `v` (vector.reduction)."""
+    et = element_type_of(v.type)
+    name = {"sum": "add", "mean": "add", "prod": "mul", "max": "maximumf", "min": "minimumf"}[kind]
+    op = vector.ReductionOp.create(
+        operands=[v],
+        result_types=[et],
+        properties={"kind": vector.CombiningKindAttr(vector.CombiningKindFlag(name)),
+                    "fastmath": arith.FastMathFlagsAttr("none")},
+    )
+    return kb.val(op)
+
+
+def place(rank: int, axes: Sequence[int], reduced: Sequence[SSAValue], kept: Sequence[SSAValue]) -> list[SSAValue]:
+    """Full coordinates from the reduced dims' and the kept dims' coordinates."""
+    out: list[SSAValue] = []
+    ri, ki = iter(reduced), iter(kept)
+    for d in range(rank):
+        out.append(next(ri) if d in axes else next(ki))
+    return out

@@ -1,0 +1,111 @@
+"""Lowering of elementwise work items: any fused chain of elementwise ops and
+views, one or more outputs.
+
+Each work-item owns W consecutive elements of an output row (W = the target's
+vector width): it evaluates the chain with `vector<WxT>` loads, math and
+stores, and the last, partial chunk of a row falls back to a scalar loop.
+Before that, dims that every buffer walks as one are merged (a contiguous
+tensor becomes one long row; a bias broadcast over rows keeps two dims), so
+vectors span whole rows. A chain with views inside it (a transpose of a
+computed value, say) evaluates one element per work-item through the view's
+index math instead. The same kernel serves CPUs and GPUs: on a GPU the
+vector width is small and work-groups are larger (`launch_1d`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from xdsl.ir import SSAValue
+
+from accy.dialects import accy
+from accy.dialects.target import TargetProfile
+from accy.passes.kernelization.common import (
+    Access,
+    Expr,
+    KernelBuilder,
+    LoweredKernel,
+    collapse,
+    guarded,
+    launch_1d,
+    numel,
+    vectorizable,
+)
+
+
+def lower_elementwise(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
+    """An elementwise kernel, vectorised when the chain has no inner views."""
+    width = profile.vector_width if vectorizable(kernel.ops) else 1
+    return lower_pointwise(kernel, plan, profile, width)
+
+
+def lower_pointwise(kernel: Any, plan: Any, profile: TargetProfile, width: int) -> LoweredKernel:
+    """Computes every output of `kernel` element by element (`width` lanes at
+    a time where it can). Outputs of different shapes share one launch, each
+    guarded by its own element count."""
+    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs])
+    groups: dict[tuple[int, ...], list[SSAValue]] = {}
+    for out in kernel.outputs:
+        groups.setdefault(accy.shape_of(out), []).append(out)
+    plans = [_plan_group(kb, kernel, shape, outs, width) for shape, outs in groups.items()]
+    total = max(p.count for p in plans)
+    grid, block, padded = launch_1d(total, profile)
+    gid = kb.global_id()
+    for p in plans:
+        guarded(kb, gid, p.count, padded, lambda p=p: p.emit(gid))
+    return LoweredKernel(kb.finish(), grid, block, kb.buffers)
+
+
+class _Group:
+    """The outputs of one shape, and how work-items map onto them."""
+
+    def __init__(
+        self, kb: KernelBuilder, ops: Sequence[Any], shape: list[int], outs: list[SSAValue],
+        access: dict[SSAValue, Access], width: int,
+    ) -> None:
+        self.kb, self.ops, self.shape, self.outs, self.access = kb, ops, shape, outs, access
+        self.last = shape[-1] if shape else 1
+        self.width = width if self.last >= width else 1
+        self.per_row = -(-self.last // self.width)
+        self.count = numel(shape[:-1]) * self.per_row
+
+    def emit(self, gid: SSAValue) -> None:
+        kb, w, last = self.kb, self.width, self.last
+        if w == 1:
+            self._store(kb.delinearize(gid, self.shape), 1)
+            return
+        row, col = kb.div(gid, self.per_row), kb.mul(kb.rem(gid, self.per_row), w)
+        prefix = kb.delinearize(row, self.shape[:-1])
+        if last % w == 0:
+            self._store([*prefix, col], w)
+            return
+
+        def full() -> list[SSAValue]:
+            self._store([*prefix, col], w)
+            return []
+
+        def tail() -> list[SSAValue]:
+            kb.for_(col, last, 1, [], lambda i, _: (self._store([*prefix, i], 1), [])[1])
+            return []
+
+        kb.if_(kb.lt(kb.add(col, w), last + 1), full, tail)
+
+    def _store(self, coords: list[SSAValue], width: int) -> None:
+        expr = Expr(self.kb, self.ops, width, self.access)
+        for out in self.outs:
+            self.kb.store(self.access[out], coords, expr.at(out, coords), width)
+
+
+def _plan_group(kb: KernelBuilder, kernel: Any, shape: tuple[int, ...], outs: list[SSAValue], width: int) -> _Group:
+    if width == 1 and not vectorizable(kernel.ops):
+        # Views inside the chain: coordinates stay in the outputs' own shape.
+        return _Group(kb, kernel.ops, list(shape), outs, kb.access, 1)
+    # No inner views: every input has the outputs' shape, so the dims can be
+    # merged wherever all buffers allow it.
+    leaves = [v for v in kernel.inputs if accy.shape_of(v) == shape] + outs
+    new_shape, strides = collapse(shape, [kb.access[v].strides for v in leaves])
+    access = {v: Access(kb.access[v].arg, kb.access[v].offset, tuple(s), kb.access[v].element_type)
+              for v, s in zip(leaves, strides, strict=False)}
+    return _Group(kb, kernel.ops, new_shape, outs, access, width)
+

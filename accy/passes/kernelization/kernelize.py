@@ -1,0 +1,274 @@
+"""The kernelize pass: tensor functions -> kernels plus a host schedule.
+
+For each `func.func` the pass asks the analysis manager for the `Outlining`
+(one kernel per work item, with its kind, ops, inputs and outputs) and the
+`BufferPlan` (a buffer per value crossing a kernel boundary; views are
+offsets and strides into their base's buffer), reads the module's
+`TargetProfile`, and hands each outlined kernel to the one lowering of its
+kind. What comes out (see the kernel IR conventions):
+
+- one `gpu.module @kernels` holding a `gpu.func @<kernel> kernel` per lowered
+  kernel (attribute `accy.kind`);
+- the function rewritten over flat `memref<NxT>` buffers: arguments and
+  results are buffers (the original tensor types are kept as the attribute
+  `accy.signature`); `memref.alloc` / `memref.dealloc` follow the plan (an
+  allocation per plan buffer, freed after its last use); constants become
+  `accy_host.constant`; each kernel is a `gpu.launch_func`; a kernel whose
+  lowering declined becomes `accy_host.fallback` holding its tensor ops (plus
+  the view ops that lead from whole buffers to its inputs), run by the
+  runtime on the host reference path;
+- `accy.peak_bytes` on the function: the plan's peak.
+
+A decline under the `exact` math tier prints a remark to stderr (the
+`remark` hook); with `strict=true`, or under the `fast` tier, it is an error.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from xdsl.dialects import arith, func, gpu, memref
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr, UnitAttr, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from accy.dialects import accy
+from accy.dialects.host import ConstantOp as HostConstantOp
+from accy.dialects.host import FallbackOp, YieldOp
+from accy.dialects.target import TargetProfile
+from accy.passes.kernelization.common import (
+    Decline,
+    LoweredKernel,
+    buffer_type,
+    plan_buffer,
+    row_major_strides,
+    storage_type,
+)
+from accy.passes.kernelization.dot import lower_dot
+from accy.passes.kernelization.elementwise import lower_elementwise
+from accy.passes.kernelization.reduction import lower_reduction
+from accy.passes.kernelization.scan import lower_scan
+from accy.passes.kernelization.shape import lower_shape
+from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
+
+Lowering = Callable[[Any, Any, TargetProfile], LoweredKernel]
+
+#: kind -> lowering. Kinds without one (row_pipeline, flash_attention,
+#: iterate, kernel_call) decline and run on the host reference path.
+LOWERINGS: dict[str, Lowering] = {
+    "elementwise": lower_elementwise,
+    "shape": lower_shape,
+    "reduction": lower_reduction,
+    "scan": lower_scan,
+    "dot_general": lower_dot,
+}
+
+KERNELS_MODULE = "kernels"
+SIGNATURE_ATTR = "accy.signature"
+PEAK_BYTES_ATTR = "accy.peak_bytes"
+
+
+def print_remark(text: str) -> None:
+    print(f"remark: {text}", file=sys.stderr)
+
+
+#: Where decline remarks go; tests and tools may replace it.
+remark: Callable[[str], None] = print_remark
+
+
+@dataclass(frozen=True)
+class KernelizePass(AccyPass):
+    """Lowers each tensor function to kernels (one `gpu.func` per work item, by
+    kind) and a host schedule of buffers, launches and host fallbacks."""
+
+    name: ClassVar[str] = "kernelize"
+    version: ClassVar[int] = 1
+    description: ClassVar[str] = "tensor functions -> gpu.module @kernels + a host schedule over buffers"
+
+    strict: bool = False
+
+    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+        from accy.passes.analyses.bufferization import BufferPlan
+        from accy.passes.analyses.outlining import Outlining
+
+        profile = TargetProfile.of_module(module)
+        funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and SIGNATURE_ATTR not in op.attributes]
+        if not funcs:
+            return PreservedAnalyses.all()
+        kernels = _kernels_module(module)
+        for f in funcs:
+            if f.body.blocks and not f.is_declaration:
+                outlining = am.get(Outlining, f)
+                plan = am.get(BufferPlan, f)
+                _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict).build()
+        module.attributes["gpu.container_module"] = UnitAttr()
+        return PreservedAnalyses.none()
+
+
+def _kernels_module(module: ModuleOp) -> gpu.ModuleOp:
+    for op in module.ops:
+        if isinstance(op, gpu.ModuleOp) and op.sym_name.data == KERNELS_MODULE:
+            return op
+    kernels = gpu.ModuleOp(StringAttr(KERNELS_MODULE), Region(Block()))  # type: ignore[arg-type]
+    module.body.block.add_op(kernels)
+    return kernels
+
+
+def _contiguous(ref: Any) -> bool:
+    return ref.offset == 0 and all(
+        s == r for n, s, r in zip(ref.shape, ref.strides, row_major_strides(ref.shape), strict=False) if n != 1
+    )
+
+
+class _HostBuilder:
+    """Rewrites one function into its host schedule."""
+
+    def __init__(
+        self, f: func.FuncOp, kernels: list[Any], plan: Any, profile: TargetProfile,
+        module: gpu.ModuleOp, strict: bool,
+    ) -> None:
+        self.f, self.kernels, self.plan, self.profile = f, kernels, plan, profile
+        self.module, self.strict = module, strict
+        self.block = Block()
+        self.buffers: dict[tuple[int, Any], SSAValue] = {}
+        self.pinned: set[tuple[int, Any]] = set()
+
+    def _key(self, v: SSAValue) -> tuple[int, Any]:
+        return (plan_buffer(self.plan, self.plan.refs[v]).id, storage_type(accy.elem_of(v)))
+
+    def _type(self, v: SSAValue) -> Any:
+        if v in self.plan.refs:
+            return buffer_type(plan_buffer(self.plan, self.plan.refs[v]), accy.elem_of(v))
+        return buffer_type(_Size(accy.shape_of(v), accy.elem_of(v)), accy.elem_of(v))
+
+    def _buffer(self, v: SSAValue) -> SSAValue:
+        """The host memref holding `v`'s buffer, allocated on first use."""
+        key = self._key(v)
+        if key not in self.buffers:
+            owner = v.owner
+            if isinstance(owner, accy.ConstantOp):
+                op: Operation = HostConstantOp(owner.value, self._type(v))
+            else:
+                op = memref.AllocOp.get(self._type(v).element_type, shape=self._type(v).get_shape())
+            self.block.add_op(op)
+            self.buffers[key] = op.results[0]
+        return self.buffers[key]
+
+    def build(self) -> None:
+        f, plan = self.f, self.plan
+        old_type = f.function_type
+        for arg in f.args:
+            barg = self.block.insert_arg(self._type(arg), len(self.block.args))
+            if arg in plan.refs:
+                self.buffers[self._key(arg)] = barg
+                self.pinned.add(self._key(arg))
+        ret = f.body.block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        results = list(ret.arguments)
+        self.pinned |= {self._key(r) for r in results if r in plan.refs}
+
+        last_use: dict[tuple[int, Any], int] = {}
+        for i, k in enumerate(self.kernels):
+            for v in (*k.inputs, *k.outputs):
+                if v in plan.refs:
+                    last_use[self._key(v)] = i
+
+        for i, k in enumerate(self.kernels):
+            self._schedule(k)
+            for key, last in last_use.items():
+                if last == i and key not in self.pinned and key in self.buffers:
+                    self.block.add_op(memref.DeallocOp.get(self.buffers[key]))
+
+        for r in results:
+            if r not in plan.refs:
+                raise ValueError(f"the buffer plan of @{f.sym_name.data} places no buffer for a returned value")
+        outs = [self._buffer(r) for r in results]
+        self.block.add_op(func.ReturnOp(*outs))
+        new = func.FuncOp(
+            f.sym_name.data, ([a.type for a in self.block.args], [o.type for o in outs]), Region(self.block)
+        )
+        new.attributes |= {k: v for k, v in f.attributes.items() if k not in ("sym_name", "function_type")}
+        new.attributes[SIGNATURE_ATTR] = old_type
+        new.attributes[PEAK_BYTES_ATTR] = IntegerAttr(int(getattr(plan, "peak_bytes", 0)), i64)
+        if f.sym_visibility is not None:
+            new.sym_visibility = f.sym_visibility
+        parent = f.parent_block()
+        assert parent is not None
+        parent.insert_op_before(new, f)
+        f.detach()
+        f.erase()
+
+    def _schedule(self, k: Any) -> None:
+        lower = LOWERINGS.get(k.kind)
+        try:
+            if lower is None:
+                raise Decline(f"no lowering for {k.kind} work items yet")
+            lowered = lower(k, self.plan, self.profile)
+        except Decline as e:
+            self._decline(k, str(e))
+            return
+        self.module.body.block.add_op(lowered.func)
+        args = []
+        for buf, arg_type in zip(lowered.buffers, lowered.func.function_type.inputs.data, strict=False):
+            value = next(v for v in (*k.inputs, *k.outputs) if self._key(v) == (buf.id, arg_type.element_type))
+            args.append(self._buffer(value))
+        sizes = [self._index(n) for n in (*lowered.grid, *lowered.block)]
+        launch = gpu.LaunchFuncOp(SymbolRefAttr(KERNELS_MODULE, [k.name]), sizes[:3], sizes[3:], kernelOperands=args)
+        self.block.add_op(launch)
+
+    def _index(self, n: int) -> SSAValue:
+        c = arith.ConstantOp.from_int_and_width(n, IndexType())
+        self.block.add_op(c)
+        return c.result
+
+    def _decline(self, k: Any, reason: str) -> None:
+        message = f"kernel {k.name} ({k.kind}) runs on the host reference path: {reason}"
+        if self.strict or self.profile.math == "fast":
+            why = "strict kernelization" if self.strict else "the fast math tier"
+            raise ValueError(f"kernel {k.name} ({k.kind}) cannot be lowered ({why}): {reason}")
+        remark(message)
+        # Region inputs are whole buffers; views of them are recomputed inside.
+        bases: list[SSAValue] = []
+        chain: list[Operation] = []
+        for v in k.inputs:
+            base, views = self._base(v)
+            if base not in bases:
+                bases.append(base)
+            chain.extend(op for op in views if op not in chain)
+        body = Block(arg_types=[b.type for b in bases])
+        mapping: dict[SSAValue, SSAValue] = dict(zip(bases, body.args, strict=False))
+        for op in [*chain, *k.ops]:
+            body.add_op(op.clone(value_mapper=mapping))
+        body.add_op(YieldOp([mapping[o] for o in k.outputs]))
+        for o in k.outputs:
+            if not _contiguous(self.plan.refs[o]):
+                raise ValueError(f"output of host fallback {k.name} is not a contiguous buffer")
+        self.block.add_op(
+            FallbackOp([self._buffer(b) for b in bases], [self._buffer(o) for o in k.outputs], Region(body), k.name, reason)
+        )
+
+    def _base(self, v: SSAValue) -> tuple[SSAValue, list[Operation]]:
+        """The value whose whole buffer holds `v`, and the views from it to `v`."""
+        views: list[Operation] = []
+        cur = v
+        while not (cur in self.plan.refs and _contiguous(self.plan.refs[cur])):
+            op = cur.owner
+            if not isinstance(op, accy.VIEW_OPS):
+                raise ValueError(f"input {v.name_hint or v} of a host fallback is not reachable from a whole buffer")
+            views.insert(0, op)
+            cur = op.operands[0]
+        return cur, views
+
+
+@dataclass
+class _Size:
+    """A buffer-like size for values the plan does not place (unused arguments)."""
+
+    nbytes: int
+
+    def __init__(self, shape: tuple[int, ...], et: Any) -> None:
+        from accy.passes.kernelization.common import itemsize, numel
+
+        self.nbytes = numel(shape) * itemsize(et)

@@ -1,0 +1,73 @@
+"""Lowering of scan work items: one `accy.scan` (any kind, axis, exclusive,
+reverse) with its elementwise prologue and epilogue fused.
+
+One work-item owns one line along the scan axis (every other coordinate
+fixed) and walks it in order (from the end when `reverse`), carrying the
+running value: an inclusive scan stores it after combining the element, an
+exclusive one before (so the first element is the identity). The prologue is
+evaluated at each element and the epilogue at each stored element. Both
+profiles use this kernel: lines are independent, so a GPU runs one per
+work-item too (a work-group scan of long lines is a later refinement).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.ir import SSAValue
+
+from accy.dialects import accy
+from accy.dialects.target import TargetProfile
+from accy.passes.kernelization.common import (
+    Decline,
+    Expr,
+    KernelBuilder,
+    LoweredKernel,
+    combine,
+    guarded,
+    identity,
+    launch_1d,
+    numel,
+    place,
+)
+
+
+def lower_scan(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
+    scans = [op for op in kernel.ops if isinstance(op, accy.ScanOp)]
+    if len(scans) != 1:
+        raise Decline(f"a scan kernel needs exactly one accy.scan, got {len(scans)}")
+    scan = scans[0]
+    shape = accy.shape_of(scan.x)
+    for out in kernel.outputs:
+        if accy.shape_of(out) != shape:
+            raise Decline(f"output {out.name_hint or out} does not have the scan's shape {list(shape)}")
+    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs])
+    kind, et = scan.kind.data, accy.elem_of(scan.x)
+    rank = len(shape)
+    axis = scan.axis.value.data % rank if rank else 0
+    n = shape[axis] if rank else 1
+    line_shape = [s for d, s in enumerate(shape) if d != axis]
+    lines = numel(line_shape)
+    others = [op for op in kernel.ops if op is not scan]
+    grid, block, padded = launch_1d(lines, profile)
+    gid = kb.global_id()
+
+    def body() -> None:
+        kept = kb.delinearize(gid, line_shape)
+
+        def step(k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            pos = kb.sub(n - 1, k) if scan.reverse.value.data else k
+            coords = place(rank, (axis,), [pos], kept) if rank else []
+            x = Expr(kb, others).at(scan.x, coords)
+            acc = combine(kb, kind, carried[0], x)
+            result = carried[0] if scan.exclusive.value.data else acc
+            epilogue = Expr(kb, others)
+            epilogue.pin(scan.result, lambda _: result)
+            for out in kernel.outputs:
+                kb.store(kb.access[out], coords, epilogue.at(out, coords))
+            return [acc]
+
+        kb.for_(0, n, 1, [kb.const(identity(kind, et), et)], step)
+
+    guarded(kb, gid, lines, padded, body)
+    return LoweredKernel(kb.finish(), grid, block, kb.buffers)

@@ -1,0 +1,23 @@
+"""Lowering of shape work items: the copies the buffer plan asks for (a
+concat, a view that is returned or must be materialised contiguously).
+
+A copy is a pointwise kernel whose chain is made of views and concats: each
+work-item computes one output element's source coordinates through the view
+index math (`Expr.view_coords`; a concat picks its operand with `scf.if`) and
+copies it. Chains without views or concats (a plain reshape of a contiguous
+value, say) are vectorised like elementwise kernels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accy.dialects.target import TargetProfile
+from accy.passes.kernelization.common import LoweredKernel, vectorizable
+from accy.passes.kernelization.elementwise import lower_pointwise
+
+
+def lower_shape(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
+    """A copy kernel for a shape work item."""
+    width = profile.vector_width if kernel.ops and vectorizable(kernel.ops) else 1
+    return lower_pointwise(kernel, plan, profile, width)

@@ -1,0 +1,2 @@
+"""The runtime: devices that run compiled programs, and the `Executable` that
+`accy.compile` returns."""

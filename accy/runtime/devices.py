@@ -1,0 +1,65 @@
+"""Devices by name: `reference`, `opencl` / `opencl:N` (the N-th OpenCL
+device), and `llvm` once it exists.
+
+Device modules are imported only when asked for, so a machine without OpenCL
+still compiles for the reference device; a device that cannot load says why.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from accy.runtime.device import Device
+
+# name -> "module:Class". A device class takes its index as the one optional
+# constructor argument ("opencl:1" -> OpenCLDevice(1)).
+DEVICES: dict[str, str] = {
+    "reference": "accy.runtime.reference_device:ReferenceDevice",
+    "opencl": "accy.runtime.opencl:OpenCLDevice",
+    "llvm": "accy.runtime.llvm:LLVMDevice",
+}
+
+_instances: dict[str, Device] = {}
+
+
+class DeviceUnavailable(ValueError):
+    """The named device exists in accy but cannot run here."""
+
+
+def known_devices() -> list[str]:
+    return [*DEVICES, "opencl:N"]
+
+
+def get_device(name: str) -> Device:
+    """The device called `name`, created once per process (devices own
+    contexts, queues and program caches worth keeping)."""
+    key = name.strip().lower()
+    if key in _instances:
+        return _instances[key]
+    base, _, index_text = key.partition(":")
+    if base not in DEVICES:
+        raise ValueError(f"unknown device '{name}' (known: {', '.join(known_devices())})")
+    if index_text and not index_text.isdigit():
+        raise ValueError(f"bad device index in '{name}': expected {base}:N with N a number")
+    module_name, cls_name = DEVICES[base].split(":")
+    try:
+        cls = getattr(import_module(module_name), cls_name)
+        device = cls(int(index_text)) if index_text else cls()
+    except DeviceUnavailable:
+        raise
+    except Exception as e:  # a missing driver, no platform, a bad index
+        reason = str(e) or type(e).__name__
+        raise DeviceUnavailable(f"device '{name}' is not available: {reason}") from e
+    _instances[key] = device
+    return device
+
+
+def best_device() -> tuple[Device, str | None]:
+    """The fastest device that works here, and why faster ones were skipped."""
+    notes = []
+    for name in ("opencl",):
+        try:
+            return get_device(name), ("; ".join(notes) or None)
+        except DeviceUnavailable as e:
+            notes.append(str(e))
+    return get_device("reference"), ("; ".join(notes) or None)

@@ -1,0 +1,154 @@
+"""Reading `.mlir` text into a verified module, with located diagnostics.
+
+xDSL's parser reports parse errors at a source position, but its verifier
+reports an op by printing the whole module around it. Users of `accy-opt`,
+`accy-run` and `accy.parse_module` get one MLIR-style diagnostic instead:
+
+    prog.mlir:3:8: error: 'accy.exp' op result type ... does not match ...
+      %e = "accy.exp"(%x) : (tensor<4x8xf32>) -> tensor<4x9xf32>
+           ^
+
+To do that the parser records where each op started (`SourceMap`), and
+`verify_module` verifies ops innermost first (as MLIR and xDSL do) so the
+first failing op is known.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
+
+
+class SourceDiagnostic(VerifyException, ValueError):
+    """A parse or verify error rendered as one located diagnostic. It is a
+    `VerifyException` so that `--verify-diagnostics` treats it as xDSL would,
+    and a `ValueError` for callers of the Python API."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def format_diagnostic(span: Span | None, message: str, line_offset: int = 0) -> str:
+    """`file:line:col: error: message`, then the source line with a caret."""
+    if span is None:
+        return f"error: {message}"
+    span = dataclasses.replace(span, line_offset=span.line_offset + line_offset)
+    loc = span.get_location()
+    context = span.print_with_context().rstrip("\n").split("\n")
+    # print_with_context's first line is the location; keep the source lines
+    # and carets that follow it.
+    lines = [f"{loc}: error: {message}", *context[1:]]
+    if not "".join(context[1:-1]).strip():
+        # At the end of the input there is no source line worth showing.
+        lines = lines[:1]
+    return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class SourceMap:
+    """Where each parsed op started in its source text."""
+
+    spans: dict[Operation, Span] = dataclasses.field(default_factory=dict)
+    line_offset: int = 0
+
+    def span_of(self, op: Operation) -> Span | None:
+        # An op created by a pass has no span: use its nearest parsed ancestor.
+        current: Operation | None = op
+        while current is not None:
+            if current in self.spans:
+                return self.spans[current]
+            current = current.parent_op()
+        return None
+
+
+class _RecordingParser(Parser):
+    """A parser that remembers the span of each op's first token."""
+
+    def __init__(self, ctx: Context, text: str, name: str, source_map: SourceMap) -> None:
+        super().__init__(ctx, text, name)
+        self._source_map = source_map
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        op = super().parse_operation()
+        self._source_map.spans[op] = start
+        return op
+
+
+def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int = 0) -> tuple[ModuleOp, SourceMap]:
+    """Parses `text` (not verified), recording op positions. Raises xDSL's
+    `ParseError` (whose span is exact) on a syntax error."""
+    source_map = SourceMap(line_offset=line_offset)
+    module = _RecordingParser(ctx, text, name, source_map).parse_module()
+    return module, source_map
+
+
+def verify_module(module: ModuleOp, source_map: SourceMap | None = None) -> None:
+    """Verifies `module`; raises `SourceDiagnostic` naming the first op (innermost
+    first) that does not verify, at its source position when known."""
+    failing: list[Operation] = []
+
+    def visit(op: Operation) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.ops:
+                    visit(child)
+        failing.append(op)
+        op.verify(verify_nested_ops=False)
+
+    try:
+        visit(module)
+    except VerifyException as e:
+        op = failing[-1]
+        message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        prefix = "Operation does not verify: "
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+        span = source_map.span_of(op) if source_map is not None else None
+        offset = source_map.line_offset if source_map is not None else 0
+        raise SourceDiagnostic(format_diagnostic(span, f"'{op.name}' op {message}", offset)) from None
+
+
+def parse_module(text_or_path: str | os.PathLike[str], ctx: Context | None = None, verify: bool = True) -> ModuleOp:
+    """Parses and verifies a module from `.mlir` text or a path to a file.
+
+    A `str` is taken as a path when it names an existing file or ends in
+    `.mlir` (a missing file is then an error), and as IR text otherwise.
+    Errors raise `SourceDiagnostic` (a `VerifyException`) with one located
+    message; a missing file raises `FileNotFoundError`.
+    """
+    if ctx is None:
+        from accy.passes.registry import make_context
+
+        ctx = make_context()
+    text, name = _read_source(text_or_path)
+    try:
+        module, source_map = parse_text(ctx, text, name)
+    except ParseError as e:
+        raise SourceDiagnostic(format_diagnostic(e.span, e.msg)) from None
+    if verify:
+        verify_module(module, source_map)
+    return module
+
+
+def _read_source(text_or_path: str | os.PathLike[str]) -> tuple[str, str]:
+    if isinstance(text_or_path, os.PathLike) or (
+        "\n" not in text_or_path and (text_or_path.endswith(".mlir") or os.path.isfile(text_or_path))
+    ):
+        path = Path(text_or_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no such file: '{path}'")
+        return path.read_text(), str(path)
+    return str(text_or_path), "<input>"

@@ -1,0 +1,187 @@
+"""accy-run as a user runs it: results checked against numpy, stats, and
+every error a user can make (one line, exit 1, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from accy.cli.run import main
+
+# Odd sizes on purpose: 3 rows of 17.
+SOFTMAX_SUM = """\
+func.func @main(%x: tensor<3x17xf32>, %y: tensor<3x17xf32>) -> (tensor<3x17xf32>, tensor<3xf32>) {
+  %s = "accy.softmax"(%x) <{axis = 1 : i64}> : (tensor<3x17xf32>) -> tensor<3x17xf32>
+  %a = "accy.add"(%s, %y) : (tensor<3x17xf32>, tensor<3x17xf32>) -> tensor<3x17xf32>
+  %r = "accy.reduce"(%y) <{kind = "sum", axes = array<i64: 1>}> : (tensor<3x17xf32>) -> tensor<3xf32>
+  func.return %a, %r : tensor<3x17xf32>, tensor<3xf32>
+}
+func.func @twice(%x: tensor<1xi32>) -> tensor<1xi32> {
+  %a = "accy.add"(%x, %x) : (tensor<1xi32>, tensor<1xi32>) -> tensor<1xi32>
+  func.return %a : tensor<1xi32>
+}
+func.func @mask(%m: tensor<5xi1>) -> tensor<5xi1> {
+  %n = "accy.not"(%m) : (tensor<5xi1>) -> tensor<5xi1>
+  func.return %n : tensor<5xi1>
+}
+"""
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.fixture
+def prog(tmp_path: Path) -> Path:
+    path = tmp_path / "prog.mlir"
+    path.write_text(SOFTMAX_SUM)
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_inputs_and_out_npz_match_numpy(prog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 17)).astype(np.float32)
+    y = rng.standard_normal((3, 17)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", arg0=x, arg1=y)
+    code, out, err = run(capsys, str(prog), "--inputs", str(tmp_path / "in.npz"), "--out", str(tmp_path / "out.npz"))
+    assert code == 0 and out == "" and err == ""
+    result = np.load(tmp_path / "out.npz")
+    assert sorted(result.files) == ["out0", "out1"]
+    np.testing.assert_allclose(result["out0"], softmax(x) + y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(result["out1"], y.sum(axis=1), rtol=1e-5, atol=1e-5)
+    assert result["out0"].dtype == np.float32
+
+
+def test_random_inputs_printed(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(prog), "--random", "7")
+    assert code == 0
+    assert "out0: tensor<3x17xf32>" in out and "out1: tensor<3xf32>" in out
+    assert "..." in out  # 51 elements: numpy's repr is truncated
+    # Same seed, same output; another seed, another output.
+    assert run(capsys, str(prog), "--random", "7")[1] == out
+    assert run(capsys, str(prog), "--random", "8")[1] != out
+
+
+def test_random_integers_and_masks(prog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for fn, dtype in (("twice", np.int32), ("mask", np.bool_)):
+        out_path = tmp_path / f"{fn}.npz"
+        code, _, _ = run(capsys, str(prog), "--fn", fn, "--random", "3", "--out", str(out_path))
+        assert code == 0
+        value = np.load(out_path)["out0"]
+        assert value.dtype == dtype
+    assert np.all(np.abs(np.load(tmp_path / "twice.npz")["out0"]) <= 10)
+
+
+def test_stats_is_one_json_line(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(prog), "--stats", "--check")
+    assert code == 0
+    stats = json.loads(out.strip().splitlines()[-1])
+    for key in ("device", "kernels", "peak_bytes", "compile_s", "run_s", "fallbacks"):
+        assert key in stats
+    assert stats["device"] == "reference"
+    # Inputs and outputs at least: 2 * 51 + 51 + 3 floats.
+    assert stats["peak_bytes"] >= (2 * 51 + 51 + 3) * 4
+    assert stats["check_ok"] is True and stats["max_abs_err"] == 0.0
+    assert "check out0: max abs err" in out and "check out1" in out
+
+
+def test_profile(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(prog), "--profile")
+    assert code == 0
+    assert "profile: 0 launch(es)" in out  # the reference device launches no kernels
+
+
+def error_of(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, out, err = run(capsys, *argv)
+    assert code == 1, (out, err)
+    assert "Traceback" not in err
+    return err.strip()
+
+
+def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert error_of(capsys, str(tmp_path / "no.mlir")) == f"accy-run: error: no such file: '{tmp_path / 'no.mlir'}'"
+
+
+def test_verify_error_is_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.mlir"
+    path.write_text(SOFTMAX_SUM.replace("axes = array<i64: 1>", "axes = array<i64: 5>"))
+    err = error_of(capsys, str(path))
+    assert err.startswith(f"{path}:4:3: error: 'accy.reduce' op")
+    assert len(err.splitlines()) == 3  # message, source line, caret
+
+
+def test_parse_error_is_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.mlir"
+    path.write_text('func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n  %y = "accy.bogus"(%x) : (tensor<3xf32>) -> tensor<3xf32>\n}\n')
+    err = error_of(capsys, str(path))
+    assert err.startswith(f"{path}:2:20: error: Operation accy.bogus is not registered")
+    # xDSL reports undefined values at the end of the input.
+    path.write_text("func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n  func.return %y : tensor<3xf32>\n}\n")
+    err = error_of(capsys, str(path))
+    assert err == f"{path}:4:1: error: values used but not defined: [%y]"
+
+
+def test_missing_function(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    err = error_of(capsys, str(prog), "--fn", "nope")
+    assert err == "accy-run: error: the module has no function @nope (functions: @main, @twice, @mask)"
+
+
+def test_npz_missing_key(prog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    np.savez(tmp_path / "in.npz", arg0=np.zeros((3, 17), np.float32))
+    err = error_of(capsys, str(prog), "--inputs", str(tmp_path / "in.npz"))
+    assert err.startswith("accy-run: error: ") and "has no key arg1" in err and "arg0, arg1" in err
+
+
+@pytest.mark.parametrize(
+    ("arg1", "expected"),
+    [
+        (np.zeros((3, 17), np.float64), "got float64 array of shape (3, 17)"),
+        (np.zeros((3, 16), np.float32), "got float32 array of shape (3, 16)"),
+        (np.zeros((17, 3), np.float32).T, None),  # non-contiguous but exact: accepted
+    ],
+)
+def test_npz_wrong_dtype_or_shape(
+    prog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], arg1: np.ndarray, expected: str | None
+) -> None:
+    np.savez(tmp_path / "in.npz", arg0=np.zeros((3, 17), np.float32), arg1=arg1)
+    argv = [str(prog), "--inputs", str(tmp_path / "in.npz")]
+    if expected is None:
+        assert run(capsys, *argv)[0] == 0
+        return
+    err = error_of(capsys, *argv)
+    assert err.startswith("accy-run: error: argument #1 of @main expects tensor<3x17xf32>")
+    assert expected in err
+
+
+def test_not_an_npz(prog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "junk.npz").write_text("not a zip")
+    assert error_of(capsys, str(prog), "--inputs", str(tmp_path / "junk.npz")).startswith("accy-run: error: cannot read")
+
+
+def test_unknown_and_unavailable_devices(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    err = error_of(capsys, str(prog), "--device", "tpu")
+    assert err.startswith("accy-run: error: unknown device 'tpu' (known: reference, opencl")
+
+
+def test_console_script(prog: Path) -> None:
+    exe = str(Path(sys.executable).parent / "accy-run")
+    done = subprocess.run([exe, str(prog), "--stats"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0
+    assert json.loads(done.stdout.strip().splitlines()[-1])["device"] == "reference"
+    failed = subprocess.run([exe, str(prog), "--fn", "absent"], capture_output=True, text=True, check=False)
+    assert failed.returncode == 1 and failed.stderr.startswith("accy-run: error: the module has no function @absent")
