@@ -1,4 +1,6 @@
-"""The `accy_host` dialect: host-schedule ops that the gpu/memref dialects lack.
+"""The `accy_host` dialect: host-schedule ops that the gpu/memref dialects lack
+(`accy_host.fallback`, `accy_host.yield`, `accy_host.constant`), plus the
+`#accy.target` and `#gpu.address_space` attributes kernel IR uses.
 
 `accy_host.fallback` is one work item that the kernelize pass declined to turn
 into a kernel (e.g. a lowering that cannot honour the exact math tier). It
@@ -25,7 +27,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import I64, DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, MemRefType, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import (
+    I64,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    TensorType,
+    i64,
+)
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
@@ -213,6 +224,33 @@ class FallbackOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A buffer holding a constant tensor: `value`'s elements row-major (i1 as
+    i8 0/1) in its first numel elements. The buffer is an ordinary buffer of
+    the host schedule: a later kernel may reuse it (the runtime refills it on
+    every call when one does).
+
+        %c = accy_host.constant dense<[1.0, 2.0]> : tensor<2xf32> -> memref<2xf32>
+    """
+
+    name = "accy_host.constant"
+
+    value = prop_def(DenseIntOrFPElementsAttr)
+    result = result_def(MemRefType)
+
+    assembly_format = "$value `->` type($result) attr-dict"
+
+    def __init__(self, value: DenseIntOrFPElementsAttr, buffer_type: MemRefType) -> None:
+        super().__init__(properties={"value": value}, result_types=[buffer_type])
+
+    def verify_(self) -> None:
+        t = self.value.type
+        if not isinstance(t, TensorType):
+            raise VerifyException(f"'{self.name}' value must be a tensor constant, got {t}")
+        _check_fits(self, self.result, t, "value")
+
+
+@irdl_op_definition
 class YieldOp(IRDLOperation):
     """Terminator of `accy_host.fallback`: the output tensors, in output-buffer order."""
 
@@ -232,29 +270,6 @@ def fallback_region(input_types: Sequence[Attribute]) -> tuple[Region, Block]:
     """An empty fallback body with one block argument per input tensor type."""
     block = Block(arg_types=input_types)
     return Region(block), block
-
-
-@irdl_op_definition
-class ConstantOp(IRDLOperation):
-    """`accy_host.constant dense<...> : tensor<..> -> memref<NxT>`: a buffer
-    holding a literal tensor (a kernel input), row-major and flat; i1 values
-    are stored as i8 0/1. The runtime uploads it once per executable."""
-
-    name = "accy_host.constant"
-
-    value = prop_def(DenseIntOrFPElementsAttr)
-    result = result_def(MemRefType)
-
-    assembly_format = "$value attr-dict `->` type($result)"
-
-    def __init__(self, value: DenseIntOrFPElementsAttr, result_type: MemRefType) -> None:
-        super().__init__(properties={"value": value}, result_types=[result_type])
-
-    def verify_(self) -> None:
-        t = self.value.type
-        if not isinstance(t, TensorType):
-            raise VerifyException(f"'{self.name}' value must be a tensor literal, got {t}")
-        _check_fits(self, self.result, t, "value")
 
 
 AccyHost = Dialect("accy_host", [FallbackOp, YieldOp, ConstantOp], [TargetAttr, AddressSpaceAttr])

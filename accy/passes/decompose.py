@@ -180,9 +180,7 @@ class DecomposePass(AccyPass):
     def __post_init__(self) -> None:
         unknown = [o for o in self.ops if o not in DECOMPOSABLE]
         if unknown:
-            raise ValueError(
-                f"decompose: unknown op(s) {', '.join(unknown)} (known: {', '.join(DECOMPOSABLE)})"
-            )
+            raise ValueError(f"decompose: unknown op(s) {', '.join(unknown)} (known: {', '.join(DECOMPOSABLE)})")
 
     def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         kinds = tuple(DECOMPOSABLE[o] for o in (self.ops or DECOMPOSABLE))

@@ -88,16 +88,20 @@ def test_softmax_f64_large_values() -> None:
 @pytest.mark.parametrize("dtype", [f32, f64])
 def test_layer_norm(shape: tuple[int, ...], dtype: Attribute) -> None:
     last = tensor(shape[-1:], dtype)
-    m = single_op_module(
-        [tensor(shape, dtype), last, last], lambda a: LayerNormOp(a[0], a[1], a[2], epsilon=1e-3)
-    )
+    m = single_op_module([tensor(shape, dtype), last, last], lambda a: LayerNormOp(a[0], a[1], a[2], epsilon=1e-3))
     check_decomposition(m, LayerNormOp, seed=len(shape))
 
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize(
     ("q", "k", "dv"),
-    [((1, 1), (1, 1), 1), ((5, 8), (7, 8), 3), ((7, 4), (5, 4), 4), ((2, 5, 8), (2, 5, 8), 8), ((2, 3, 17, 4), (2, 3, 9, 4), 5)],
+    [
+        ((1, 1), (1, 1), 1),
+        ((5, 8), (7, 8), 3),
+        ((7, 4), (5, 4), 4),
+        ((2, 5, 8), (2, 5, 8), 8),
+        ((2, 3, 17, 4), (2, 3, 9, 4), 5),
+    ],
 )
 def test_attention(q: tuple[int, ...], k: tuple[int, ...], dv: int, causal: bool) -> None:
     v = (*k[:-1], dv)

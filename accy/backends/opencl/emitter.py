@@ -13,8 +13,9 @@ The input follows docs/kernel-ir.md; the output is meant to be read:
 - `vector<WxT>` is `TW` (`float16`), loaded and stored with `vloadW`/`vstoreW`;
   `vector<Wxi1>` is `intW` (OpenCL's -1/0 comparison masks);
 - math ops are OpenCL built-ins (exp, log, sqrt, rsqrt, tanh, sin, cos, erf,
-  floor, ceil, fabs, pow, fma, ...); `arith.maximumf`/`minimumf` are `fmax`/
-  `fmin`, which return the other operand when one is NaN;
+  floor, ceil, fabs, pow, fma, ...); `arith.maximumf`/`minimumf` propagate NaN
+  (as the reference does) while `maxnumf`/`minnumf` are `fmax`/`fmin`;
+  `vector.reduction` calls a small tree-order helper printed once per file;
 - `memref.alloca` in `#gpu.address_space<workgroup>` is `__local T lN[size];`
   at kernel scope; a plain `memref.alloca` is a private array `T pN[size];`;
   multi-dimensional allocas are flattened row-major;
@@ -161,18 +162,32 @@ def _lane(i: int) -> str:
 # Reductions: OpenCL C has no horizontal reduce; small helpers, tree order.
 # --------------------------------------------------------------------------
 
-_COMBINE: dict[str, Callable[[str, str], str]] = {
-    "add": lambda a, b: f"{a} + {b}",
-    "mul": lambda a, b: f"{a} * {b}",
-    "maximumf": lambda a, b: f"fmax({a}, {b})",
-    "maxnumf": lambda a, b: f"fmax({a}, {b})",
-    "minimumf": lambda a, b: f"fmin({a}, {b})",
-    "minnumf": lambda a, b: f"fmin({a}, {b})",
-    "maxsi": lambda a, b: f"max({a}, {b})",
-    "minsi": lambda a, b: f"min({a}, {b})",
-    "and": lambda a, b: f"{a} & {b}",
-    "or": lambda a, b: f"{a} | {b}",
-    "xor": lambda a, b: f"{a} ^ {b}",
+def _nan_max(a: str, b: str, vector: bool) -> str:
+    """IEEE maximum (NaN-propagating, as arith.maximumf and the reference): OpenCL's fmax drops NaNs."""
+    if vector:
+        return f"select({b}, {a}, ({a} > {b}) | isnan({a}))"
+    return f"({a} > {b} || isnan({a})) ? {a} : {b}"
+
+
+def _nan_min(a: str, b: str, vector: bool) -> str:
+    if vector:
+        return f"select({b}, {a}, ({a} < {b}) | isnan({a}))"
+    return f"({a} < {b} || isnan({a})) ? {a} : {b}"
+
+
+# Combining functions of reductions and binary ops: (a, b, vector operands?) -> C.
+_COMBINE: dict[str, Callable[[str, str, bool], str]] = {
+    "add": lambda a, b, v: f"{a} + {b}",
+    "mul": lambda a, b, v: f"{a} * {b}",
+    "maximumf": _nan_max,
+    "minimumf": _nan_min,
+    "maxnumf": lambda a, b, v: f"fmax({a}, {b})",
+    "minnumf": lambda a, b, v: f"fmin({a}, {b})",
+    "maxsi": lambda a, b, v: f"max({a}, {b})",
+    "minsi": lambda a, b, v: f"min({a}, {b})",
+    "and": lambda a, b, v: f"{a} & {b}",
+    "or": lambda a, b, v: f"{a} | {b}",
+    "xor": lambda a, b, v: f"{a} ^ {b}",
 }
 
 
@@ -182,12 +197,13 @@ def _reduction_helper(kind: str, elem: str, width: int) -> tuple[str, str]:
     combine = _COMBINE[kind]
     lines = [f"static inline {elem} {name}({elem}{width} v) {{"]
     if width == 3:
-        lines.append(f"  return {combine(combine('v.s0', 'v.s1'), 'v.s2')};")
+        lines.append(f"  {elem} r = {combine('v.s0', 'v.s1', False)};")
+        lines.append(f"  return {combine('r', 'v.s2', False)};")
     else:
         cur, w = "v", width
         while w > 1:
             h = w // 2
-            lines.append(f"  {elem}{h if h > 1 else ''} r{h} = {combine(cur + '.lo', cur + '.hi')};")
+            lines.append(f"  {elem}{h if h > 1 else ''} r{h} = {combine(cur + '.lo', cur + '.hi', h > 1)};")
             cur, w = f"r{h}", h
         lines.append(f"  return {cur};")
     lines.append("}")
@@ -208,11 +224,10 @@ _BINARY_C = {
 }  # fmt: skip
 _UNSIGNED_BINARY_C = {"arith.divui": "/", "arith.remui": "%", "arith.shrui": ">>"}
 _BINARY_CALL = {
-    "arith.maximumf": "fmax", "arith.maxnumf": "fmax",
-    "arith.minimumf": "fmin", "arith.minnumf": "fmin",
-    "arith.maxsi": "max", "arith.minsi": "min",
+    "arith.maxnumf": "fmax", "arith.minnumf": "fmin", "arith.maxsi": "max", "arith.minsi": "min",
     "math.powf": "pow", "math.atan2": "atan2", "math.copysign": "copysign",
 }  # fmt: skip
+_BINARY_COMBINE = {"arith.maximumf": "maximumf", "arith.minimumf": "minimumf"}
 _UNARY_MATH = {
     "math.exp": "exp", "math.exp2": "exp2", "math.expm1": "expm1",
     "math.log": "log", "math.log2": "log2", "math.log10": "log10", "math.log1p": "log1p",
@@ -390,6 +405,10 @@ class _KernelEmitter:
                 return self.binary(op, _BINARY_C[op.name])
             if op.name in _UNSIGNED_BINARY_C:
                 return self.unsigned_binary(op, _UNSIGNED_BINARY_C[op.name])
+            if op.name in _BINARY_COMBINE:
+                a, b = (self.get(v) for v in op.operands)
+                vec = isinstance(op.results[0].type, VectorType)
+                return self.define(op.results[0], _COMBINE[_BINARY_COMBINE[op.name]](a, b, vec))
             if op.name in _BINARY_CALL:
                 return self.define(op.results[0], f"{_BINARY_CALL[op.name]}({self.get(op.operands[0])}, {self.get(op.operands[1])})")
             if op.name in _UNARY_MATH:
@@ -577,7 +596,7 @@ class _KernelEmitter:
         self.helpers.setdefault(name, text)
         expr = f"{name}({self.get(vec)})"
         if len(op.operands) > 1:
-            expr = _COMBINE[kind](self.get(op.operands[1]), expr)
+            expr = _COMBINE[kind](self.get(op.operands[1]), expr, False)
         self.define(op.results[0], expr)
 
     def _static_lane(self, op: Operation) -> int:

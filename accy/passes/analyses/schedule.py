@@ -140,10 +140,11 @@ class _Graph:
         self.layout = layout
         self.returned: set[SSAValue] = set()
         self.nodes: list[Operation] = []
+        live = _live_ops(body_ops(fn))
         for op in body_ops(fn):
             if isinstance(op, func.ReturnOp):
                 self.returned.update(op.operands)
-            elif not isinstance(op, ConstantOp) and not self.is_view(op):
+            elif op in live and not isinstance(op, ConstantOp) and not self.is_view(op):
                 self.nodes.append(op)
         self.index = {op: i for i, op in enumerate(body_ops(fn))}
         self.ins: dict[Operation, list[_Edge]] = {op: [] for op in self.nodes}
@@ -180,6 +181,25 @@ class _Graph:
         return v in self.returned or any(
             self.is_view(u.operation) and self.is_returned(u.operation.results[0]) for u in v.uses
         )
+
+
+def _live_ops(ops: list[Operation]) -> set[Operation]:
+    """Ops whose results reach the return or a custom kernel call (the only
+    op with effects): a dead tensor op becomes no kernel."""
+    live: set[Operation] = set()
+    for op in reversed(ops):
+        if isinstance(op, func.ReturnOp | KernelCallOp) or any(
+            _top(u.operation, op.parent_block()) in live for r in op.results for u in r.uses
+        ):
+            live.add(op)
+    return live
+
+
+def _top(op: Operation, block: object) -> Operation:
+    """The ancestor of `op` that sits in `block`."""
+    while op.parent_block() is not block and op.parent_op() is not None:
+        op = op.parent_op()  # type: ignore[assignment]
+    return op
 
 
 def _external_operands(op: Operation) -> list[SSAValue]:

@@ -171,7 +171,17 @@ class KernelBuilder:
     buffers: list[Any] = field(default_factory=list)
     access: dict[SSAValue, Access] = field(default_factory=dict)
 
+    ops: Sequence[Operation] = ()
+
     def __post_init__(self) -> None:
+        # Views of the kernel's inputs that the plan places read their base's
+        # buffer directly through their strides (no index math per view op).
+        inside = {r for op in self.ops for r in op.results}
+        self.view_leaves = {
+            r for op in self.ops if isinstance(op, VIEWS)
+            for r in op.results if r in self.plan.refs and r not in self.values and _view_root(r) not in inside
+        }
+        self.values = [*self.values, *self.view_leaves]
         arg_of: dict[int, int] = {}
         types: list[Attribute] = []
         for v in self.values:
@@ -301,7 +311,7 @@ class KernelBuilder:
         ca, cb = self.const_value.get(a), self.const_value.get(b)
         if ca is not None and cb is not None:
             return self.idx(min(ca, cb))
-        return self.val(arith.MinSIOp(a, b))
+        return self.val(arith.SelectOp(self.lt(a, b), a, b))
 
     def lt(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
         return self.val(arith.CmpiOp(self._as_idx(a), self._as_idx(b), "slt"))
@@ -339,13 +349,13 @@ class KernelBuilder:
     # -- ids ---------------------------------------------------------------
 
     def global_id(self, dim: str = "x") -> SSAValue:
-        return self.val(gpu.GlobalIdOp(gpu.DimensionAttr(dim)))
+        return self.val(gpu.GlobalIdOp(gpu.DimensionAttr(gpu.DimensionEnum(dim))))
 
     def group_id(self, dim: str = "x") -> SSAValue:
-        return self.val(gpu.BlockIdOp(gpu.DimensionAttr(dim)))
+        return self.val(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum(dim))))
 
     def local_id(self, dim: str = "x") -> SSAValue:
-        return self.val(gpu.ThreadIdOp(gpu.DimensionAttr(dim)))
+        return self.val(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum(dim))))
 
     def barrier(self) -> None:
         self.op(gpu.BarrierOp())
@@ -440,6 +450,13 @@ class KernelBuilder:
         return self.val(memref.AllocaOp.get(t, shape=[n]))
 
 
+def _view_root(v: SSAValue) -> SSAValue:
+    """The value a chain of views starts from."""
+    while isinstance(v.owner, VIEWS):
+        v = v.owner.operands[0]
+    return v
+
+
 def _like(t: Attribute, element: Attribute) -> Attribute:
     return VectorType(element, t.get_shape()) if isinstance(t, VectorType) else element
 
@@ -477,7 +494,7 @@ def _is_float_t(t: Attribute) -> bool:
 
 
 def int_pow(kb: KernelBuilder, base: SSAValue, exp: SSAValue) -> SSAValue:
-    """base ** exp for integers by squaring (exp < 0 gives 0, 1 for base 1)."""
+    """base ** exp for integers by squaring, wrapping on overflow (the reference's rule)."""
     t = base.type
     bits = element_type_of(t).width.data
     one, zero, two = kb.const(1, t), kb.const(0, t), kb.const(2, t)
@@ -489,9 +506,13 @@ def int_pow(kb: KernelBuilder, base: SSAValue, exp: SSAValue) -> SSAValue:
         return [r, kb.val(arith.MuliOp(b, b)), kb.val(arith.DivSIOp(e, two))]
 
     r = kb.for_(0, bits, 1, [one, base, exp], step)[0]
-    neg = cmp(kb, "lt", exp, zero, integer=True)
-    base_one = cmp(kb, "eq", base, one, integer=True)
-    return kb.val(arith.SelectOp(neg, kb.val(arith.SelectOp(base_one, one, zero)), r))
+    # A negative exponent: 1/base^|exp| truncated (1, +-1 for base -1, else 0).
+    minus_one = kb.const(-1, t)
+    odd = cmp(kb, "ne", kb.val(arith.RemSIOp(exp, two)), zero, integer=True)
+    for_minus_one = kb.val(arith.SelectOp(odd, minus_one, one))
+    inverse = kb.val(arith.SelectOp(cmp(kb, "eq", base, minus_one, integer=True), for_minus_one, zero))
+    inverse = kb.val(arith.SelectOp(cmp(kb, "eq", base, one, integer=True), one, inverse))
+    return kb.val(arith.SelectOp(cmp(kb, "lt", exp, zero, integer=True), inverse, r))
 
 
 def cast(kb: KernelBuilder, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
@@ -592,10 +613,16 @@ ELEMENTWISE = tuple(accy.ELEMENTWISE_OPS)
 VIEWS = tuple(accy.VIEW_OPS)
 
 
-def vectorizable(ops: Sequence[Operation]) -> bool:
-    """Whether `Expr` can evaluate these ops W lanes at a time: no views or
-    concats (they move lanes across dims), no casts (scalar-only builders)."""
-    return all(isinstance(op, ELEMENTWISE) and not isinstance(op, accy.CastOp) for op in ops)
+def vectorizable(ops: Sequence[Operation], kb: KernelBuilder | None = None) -> bool:
+    """Whether `Expr` can evaluate these ops W lanes at a time: no views that
+    must be computed (a view the builder loads through its strides is fine)
+    or concats (they move lanes across dims), no casts (scalar-only builders)."""
+    leaves = kb.view_leaves if kb is not None else set()
+    return all(
+        (isinstance(op, ELEMENTWISE) and not isinstance(op, accy.CastOp))
+        or (isinstance(op, VIEWS) and op.results[0] in leaves)
+        for op in ops
+    )
 
 
 # --------------------------------------------------------------------------
@@ -648,7 +675,7 @@ class Expr:
         if value in self.pinned:
             return self.pinned[value](coords)
         op = self.producers.get(value)
-        if op is None:
+        if op is None or (value in self.kb.view_leaves and value in self.access):
             if value in self.access:
                 return kb.load(self.access[value], coords, self.width)
             raise Decline(f"value {value.name_hint or value} is neither computed by the kernel nor one of its inputs")

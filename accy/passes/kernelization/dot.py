@@ -54,7 +54,7 @@ def lower_dot(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
     for out in kernel.outputs:
         if accy.shape_of(out) != accy.shape_of(dot.result):
             raise Decline(f"output {out.name_hint or out} does not have the dot's shape")
-    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs])
+    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
     d = _Dot(kb, kernel, dot)
     if profile.profile == "gpu":
         return d.local_tiles()
@@ -150,7 +150,7 @@ class _Dot:
             and bool(self.rf)
             and self.rf[-1] == len(self.b_shape) - 1
             and self.b_shape[-1] % w == 0
-            and vectorizable(self.others)
+            and vectorizable(self.others, self.kb)
         )
 
     def register_tiles(self) -> LoweredKernel:

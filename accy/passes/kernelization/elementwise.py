@@ -36,15 +36,15 @@ from accy.passes.kernelization.common import (
 
 def lower_elementwise(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
     """An elementwise kernel, vectorised when the chain has no inner views."""
-    width = profile.vector_width if vectorizable(kernel.ops) else 1
-    return lower_pointwise(kernel, plan, profile, width)
+    return lower_pointwise(kernel, plan, profile)
 
 
-def lower_pointwise(kernel: Any, plan: Any, profile: TargetProfile, width: int) -> LoweredKernel:
-    """Computes every output of `kernel` element by element (`width` lanes at
-    a time where it can). Outputs of different shapes share one launch, each
-    guarded by its own element count."""
-    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs])
+def lower_pointwise(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
+    """Computes every output of `kernel` element by element (W lanes at a
+    time when the chain is `vectorizable`). Outputs of different shapes share
+    one launch, each guarded by its own element count."""
+    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
+    width = profile.vector_width if vectorizable(kernel.ops, kb) else 1
     groups: dict[tuple[int, ...], list[SSAValue]] = {}
     for out in kernel.outputs:
         groups.setdefault(accy.shape_of(out), []).append(out)
@@ -98,12 +98,12 @@ class _Group:
 
 
 def _plan_group(kb: KernelBuilder, kernel: Any, shape: tuple[int, ...], outs: list[SSAValue], width: int) -> _Group:
-    if width == 1 and not vectorizable(kernel.ops):
+    if not vectorizable(kernel.ops, kb):
         # Views inside the chain: coordinates stay in the outputs' own shape.
         return _Group(kb, kernel.ops, list(shape), outs, kb.access, 1)
     # No inner views: every input has the outputs' shape, so the dims can be
     # merged wherever all buffers allow it.
-    leaves = [v for v in kernel.inputs if accy.shape_of(v) == shape] + outs
+    leaves = [v for v in kb.access if accy.shape_of(v) == shape]
     new_shape, strides = collapse(shape, [kb.access[v].strides for v in leaves])
     access = {v: Access(kb.access[v].arg, kb.access[v].offset, tuple(s), kb.access[v].element_type)
               for v, s in zip(leaves, strides, strict=False)}

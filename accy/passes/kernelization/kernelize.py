@@ -31,7 +31,18 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from xdsl.dialects import arith, func, gpu, memref
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr, UnitAttr, i64
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from accy.dialects import accy
@@ -42,6 +53,7 @@ from accy.passes.kernelization.common import (
     Decline,
     LoweredKernel,
     buffer_type,
+    numel,
     plan_buffer,
     row_major_strides,
     storage_type,
@@ -149,7 +161,7 @@ class _HostBuilder:
         if key not in self.buffers:
             owner = v.owner
             if isinstance(owner, accy.ConstantOp):
-                op: Operation = HostConstantOp(owner.value, self._type(v))
+                op: Operation = HostConstantOp(_fit(owner.value, self._type(v)), self._type(v))
             else:
                 op = memref.AllocOp.get(self._type(v).element_type, shape=self._type(v).get_shape())
             self.block.add_op(op)
@@ -260,6 +272,14 @@ class _HostBuilder:
             views.insert(0, op)
             cur = op.operands[0]
         return cur, views
+
+
+def _fit(value: DenseIntOrFPElementsAttr, t: MemRefType) -> DenseIntOrFPElementsAttr:
+    """A splat constant the plan stores as one element becomes a one-element literal."""
+    n = t.get_shape()[0]
+    if n >= numel(value.get_shape()):
+        return value
+    return DenseIntOrFPElementsAttr.from_list(TensorType(value.get_element_type(), [n]), value.get_values()[:n])
 
 
 @dataclass

@@ -51,7 +51,7 @@ def lower_reduction(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKe
     for out in kernel.outputs:
         if accy.shape_of(out) != out_shape:
             raise Decline(f"output {out.name_hint or out} does not have the reduction's shape {list(out_shape)}")
-    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs])
+    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
     lowering = _Reduction(kb, kernel, red)
     if profile.profile == "gpu":
         return lowering.work_group_per_output()
@@ -129,7 +129,7 @@ class _Reduction:
             width > 1
             and (len(self.shape) - 1) in self.axes
             and self.shape[-1] >= width
-            and vectorizable(self.prologue)
+            and vectorizable(self.prologue, self.kb)
             and (accy.is_float(self.et) or self.kind in ("sum", "prod", "mean"))
         )
         grid, block, padded = launch_1d(self.n_out, kb.profile)

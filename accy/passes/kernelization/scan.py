@@ -41,7 +41,7 @@ def lower_scan(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
     for out in kernel.outputs:
         if accy.shape_of(out) != shape:
             raise Decline(f"output {out.name_hint or out} does not have the scan's shape {list(shape)}")
-    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs])
+    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
     kind, et = scan.kind.data, accy.elem_of(scan.x)
     rank = len(shape)
     axis = scan.axis.value.data % rank if rank else 0

@@ -13,11 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from accy.dialects.target import TargetProfile
-from accy.passes.kernelization.common import LoweredKernel, vectorizable
+from accy.passes.kernelization.common import LoweredKernel
 from accy.passes.kernelization.elementwise import lower_pointwise
 
 
 def lower_shape(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
     """A copy kernel for a shape work item."""
-    width = profile.vector_width if kernel.ops and vectorizable(kernel.ops) else 1
-    return lower_pointwise(kernel, plan, profile, width)
+    return lower_pointwise(kernel, plan, profile)

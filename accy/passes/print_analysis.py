@@ -1,0 +1,37 @@
+"""print-analysis: prints an analysis of every function, for lit tests."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
+from accy.passes.registry import ANALYSES, get_analysis
+
+
+@dataclass(frozen=True)
+class PrintAnalysisPass(AccyPass):
+    """Prints the named analysis (`shape-layout`, `schedule`, `outlining`,
+    `bufferization`, ...) of every func.func to stdout, before the module is
+    printed. It asks the analysis manager, so a cached result is reused; it
+    changes nothing and preserves all analyses."""
+
+    name: ClassVar[str] = "print-analysis"
+    version: ClassVar[int] = 1
+    description: ClassVar[str] = "print an analysis of every function as stable text"
+
+    analysis: str = "schedule"
+
+    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+        if self.analysis not in ANALYSES:
+            raise ValueError(f"print-analysis: unknown analysis '{self.analysis}' (known: {', '.join(ANALYSES)})")
+        cls = get_analysis(self.analysis)
+        for op in module.walk():
+            if isinstance(op, func.FuncOp) and op.body.blocks:
+                sys.stdout.write(am.get(cls, op).print())
+        sys.stdout.flush()
+        return PreservedAnalyses.all()

@@ -1,0 +1,518 @@
+"""The OpenCL device: kernelizes a function for a real OpenCL device, builds
+the kernels as OpenCL C, and runs the host schedule.
+
+`OpenCLDevice(index)` takes the index-th device of all OpenCL platforms
+(`opencl:N`; the first when None). `prepare(module, fn, strict)`:
+
+1. builds a `TargetProfile` from the device (CPU or GPU by device type, max
+   work-group size, local memory, vector width, compute units) and attaches
+   it; a math tier already on the module is kept;
+2. runs `kernelize` (strict: a declined work item is an error);
+3. prints the kernels as OpenCL C and builds them once per process (the
+   `ProgramCache`; PoCL's own disk cache under `POCL_CACHE_DIR` makes a second
+   process fast), keeping one `cl.Kernel` per name;
+4. translates the host function into a list of steps, once.
+
+`OpenCLProgram.run` then executes the steps: buffers come from a
+`MemoryPool`; input arrays are used in place (`USE_HOST_PTR`) on devices
+with host-unified memory when C-contiguous, aligned and never written;
+launches are enqueued back to back on an in-order queue; a host fallback
+waits for the queue, evaluates its tensor ops with the reference
+interpreter and writes its outputs back; results are read into fresh arrays.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, func, gpu, memref
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from accy.backends.opencl.emitter import build_options, emit_opencl, kernel_funcs
+from accy.dialects.host import ConstantOp as HostConstantOp
+from accy.dialects.host import FallbackOp
+from accy.dialects.target import TargetProfile
+from accy.reference.constants import dense_to_numpy, numpy_dtype
+from accy.runtime.device import Device, LaunchProfile, Program, RunStats
+from accy.runtime.program_cache import ProgramCache, configure_pocl_cache
+
+SIGNATURE_ATTR = "accy.signature"
+PEAK_BYTES_ATTR = "accy.peak_bytes"
+INSTALL_HINT = (
+    "no OpenCL platform found: install one (on Debian/Ubuntu, `sudo apt-get install pocl-opencl-icd` "
+    "gives OpenCL on the CPU), or use device='reference'"
+)
+
+# Ops whose presence means a kernel depends on its work-group shape.
+_GROUP_OPS = ("gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.barrier")
+
+
+def _storage_dtype(t: Any) -> np.dtype:
+    """The numpy dtype of a buffer's elements (i1 tensors are stored as int8)."""
+    dtype = numpy_dtype(t)
+    return np.dtype(np.int8) if dtype == np.bool_ else dtype
+
+
+def _memref_nbytes(t: MemRefType) -> int:
+    return math.prod(t.get_shape()) * _storage_dtype(t.element_type).itemsize
+
+
+def profile_of_device(device: Any, math_tier: str = "exact") -> TargetProfile:
+    """The target profile of a pyopencl device."""
+    import pyopencl as cl
+
+    is_cpu = bool(device.type & cl.device_type.CPU)
+    if is_cpu:
+        width = 16  # PERF.md: one work-item per row or tile, 16 floats wide
+    else:
+        preferred = max(1, int(device.preferred_vector_width_float)) * 4
+        width = max(w for w in (1, 2, 4, 8, 16) if w <= preferred)
+    return TargetProfile(
+        profile="cpu" if is_cpu else "gpu",
+        format="opencl-c",
+        math=math_tier,
+        max_work_group_size=int(device.max_work_group_size),
+        local_mem_bytes=int(device.local_mem_size),
+        vector_width=width,
+        compute_units=int(device.max_compute_units),
+        cheap_barriers=not is_cpu,
+    )
+
+
+def opencl_devices() -> list[Any]:
+    """Every device of every OpenCL platform, in platform order."""
+    import pyopencl as cl
+
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:  # the ICD loader reports "no platforms" as an error
+        platforms = []
+    return [d for p in platforms for d in p.get_devices()]
+
+
+# --------------------------------------------------------------------------
+# The host schedule, translated once
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class _Launch:
+    name: str
+    kind: str
+    kernel: Any  # cl.Kernel
+    args: list[int]
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...] | None
+
+
+@dataclass
+class _Fallback:
+    op: FallbackOp
+    inputs: list[int]
+    outputs: list[int]
+
+
+@dataclass
+class _Alloc:
+    slot: int
+    nbytes: int
+
+
+@dataclass
+class _Free:
+    slot: int
+
+
+@dataclass
+class _Constant:
+    slot: int
+    data: np.ndarray  # flat, storage dtype
+    nbytes: int
+    rewritten: bool  # some step writes the buffer: refill on every call
+
+
+@dataclass
+class _Schedule:
+    """The host function as steps over numbered buffer slots."""
+
+    num_slots: int
+    arg_slots: list[int]
+    arg_nbytes: list[int]
+    arg_written: list[bool]
+    steps: list[Any]
+    result_slots: list[int]
+    result_types: list[TensorType]
+    peak_bytes: int
+    fallbacks: int
+    launches: int = field(default=0)
+
+
+class HostScheduleError(ValueError):
+    """The host function holds an op the OpenCL runtime does not run."""
+
+
+def _written_args(gfunc: gpu.FuncOp) -> set[int]:
+    """Indices of the kernel arguments the kernel stores to."""
+    args = list(gfunc.body.block.args)
+    written = set()
+    for op in gfunc.walk():
+        if op.name in ("memref.store", "vector.store") and op.operands[1] in args:
+            written.add(args.index(op.operands[1]))
+    return written
+
+
+def _translate(host: func.FuncOp, kernels: dict[str, Any], gfuncs: dict[str, gpu.FuncOp]) -> _Schedule:
+    slots: dict[SSAValue, int] = {}
+    ints: dict[SSAValue, int] = {}
+    steps: list[Any] = []
+    written: set[int] = set()
+
+    def slot(v: SSAValue) -> int:
+        if v not in slots:
+            slots[v] = len(slots)
+        return slots[v]
+
+    def buffer(v: SSAValue, user: Operation) -> int:
+        if v not in slots:
+            raise HostScheduleError(f"opencl runtime: '{user.name}' uses {v} which is not a buffer of the schedule")
+        return slots[v]
+
+    block = host.body.block
+    arg_slots = [slot(a) for a in block.args]
+    for a in block.args:
+        if not isinstance(a.type, MemRefType):
+            raise HostScheduleError(f"opencl runtime: @{host.sym_name.data} takes {a.type}; expected flat memref buffers")
+    result_slots: list[int] = []
+    fallbacks = 0
+    for op in block.ops:
+        if isinstance(op, arith.ConstantOp):
+            value = op.value
+            if isinstance(value, IntegerAttr):
+                ints[op.result] = value.value.data
+                continue
+            raise HostScheduleError(f"opencl runtime: host constant {value} is not an index")
+        if isinstance(op, memref.AllocOp):
+            steps.append(_Alloc(slot(op.memref), _memref_nbytes(op.memref.type)))
+        elif isinstance(op, memref.DeallocOp):
+            steps.append(_Free(buffer(op.memref, op)))
+        elif isinstance(op, HostConstantOp):
+            data = dense_to_numpy(op.value).reshape(-1)
+            data = np.ascontiguousarray(data.astype(_storage_dtype(op.result.type.element_type)))
+            steps.append(_Constant(slot(op.result), data, _memref_nbytes(op.result.type), False))
+        elif isinstance(op, gpu.LaunchFuncOp):
+            ref = op.kernel
+            name = (ref.nested_references.data[-1] if ref.nested_references.data else ref.root_reference).data
+            if name not in kernels:
+                raise HostScheduleError(f"opencl runtime: launch of unknown kernel @{name}")
+            args = [buffer(v, op) for v in op.kernelOperands]
+            if len(set(args)) != len(args):
+                raise HostScheduleError(f"opencl runtime: launch of @{name} passes one buffer to two arguments")
+            gfunc = gfuncs[name]
+            written |= {args[i] for i in _written_args(gfunc)}
+            sizes = []
+            for v in (op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ):
+                if v not in ints:
+                    raise HostScheduleError(f"opencl runtime: launch of @{name} has a size that is not a constant")
+                sizes.append(ints[v])
+            grid, local = sizes[:3], sizes[3:]
+            global_size = [g * b for g, b in zip(grid, local, strict=True)]
+            dims = max([1] + [i + 1 for i in range(3) if global_size[i] != 1 or local[i] != 1])
+            uses_groups = any(o.name in _GROUP_OPS for o in gfunc.walk()) or any(
+                isinstance(t := o.results[0].type if o.results else None, MemRefType) and o.name == "memref.alloca"
+                and t.memory_space is not None and "workgroup" in str(t.memory_space)
+                for o in gfunc.walk()
+            )  # fmt: skip
+            kind = gfunc.attributes.get("accy.kind")
+            steps.append(
+                _Launch(
+                    name,
+                    kind.data if kind is not None else "kernel",  # type: ignore[union-attr]
+                    kernels[name],
+                    args,
+                    tuple(global_size[:dims]),
+                    tuple(local[:dims]) if uses_groups else None,
+                )
+            )
+        elif isinstance(op, FallbackOp):
+            ins = [buffer(v, op) for v in op.inputs]
+            outs = [buffer(v, op) for v in op.outputs]
+            written |= set(outs)
+            steps.append(_Fallback(op, ins, outs))
+            fallbacks += 1
+        elif isinstance(op, func.ReturnOp):
+            result_slots = [buffer(v, op) for v in op.arguments]
+        else:
+            raise HostScheduleError(f"opencl runtime: cannot run host op '{op.name}' in @{host.sym_name.data}")
+    for s in steps:
+        if isinstance(s, _Constant):
+            s.rewritten = s.slot in written
+    signature = host.attributes.get(SIGNATURE_ATTR)
+    if signature is None:
+        raise HostScheduleError(f"opencl runtime: @{host.sym_name.data} was not kernelized (no {SIGNATURE_ATTR})")
+    result_types = list(signature.outputs.data)  # type: ignore[attr-defined]
+    peak = host.attributes.get(PEAK_BYTES_ATTR)
+    return _Schedule(
+        num_slots=len(slots),
+        arg_slots=arg_slots,
+        arg_nbytes=[_memref_nbytes(a.type) for a in block.args],  # type: ignore[arg-type]
+        arg_written=[s in written for s in arg_slots],
+        steps=steps,
+        result_slots=result_slots,
+        result_types=result_types,
+        peak_bytes=peak.value.data if isinstance(peak, IntegerAttr) else 0,
+        fallbacks=fallbacks,
+        launches=sum(isinstance(s, _Launch) for s in steps),
+    )
+
+
+# --------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------
+
+
+class OpenCLProgram(Program):
+    """A kernelized function on one OpenCL device."""
+
+    def __init__(self, device: OpenCLDevice, schedule: _Schedule, source: str) -> None:
+        self.device = device
+        self.schedule = schedule
+        self.source = source
+        self.stats = RunStats(peak_bytes=schedule.peak_bytes, fallbacks=schedule.fallbacks)
+        # Constant buffers nobody writes are uploaded once and kept.
+        self._constants: dict[int, Any] = {}
+        #: Inputs of the last call that ran in place (no copy), by argument index.
+        self.in_place: list[bool] = []
+
+    def _constant(self, step: _Constant, queue: Any, keep: list[Any]) -> Any:
+        import pyopencl as cl
+
+        if not step.rewritten:
+            buf = self._constants.get(step.slot)
+            if buf is None:
+                buf = cl.Buffer(
+                    self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=step.data
+                )
+                self._constants[step.slot] = buf
+            return buf
+        buf = self.device.pool.acquire(step.nbytes)
+        cl.enqueue_copy(queue, buf, step.data, is_blocking=False)
+        keep.append(step.data)
+        return buf
+
+    def _input(self, i: int, array: np.ndarray, queue: Any, keep: list[Any], owned: set[int]) -> Any:
+        import pyopencl as cl
+
+        s = self.schedule
+        flat = array.reshape(-1)
+        if flat.dtype == np.bool_:
+            flat = flat.view(np.int8)
+        keep.append(flat)
+        in_place = (
+            self.device.host_unified_memory
+            and not s.arg_written[i]
+            and flat.nbytes == s.arg_nbytes[i]
+            and flat.nbytes > 0
+            and flat.flags.c_contiguous
+            and flat.flags.aligned
+        )
+        self.in_place.append(in_place)
+        if in_place:
+            return cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR, hostbuf=flat)
+        buf = self.device.pool.acquire(s.arg_nbytes[i])
+        owned.add(id(buf))
+        if flat.nbytes:
+            cl.enqueue_copy(queue, buf, np.ascontiguousarray(flat), is_blocking=False)
+        return buf
+
+    def run(self, inputs: list[np.ndarray], profile: bool = False) -> list[np.ndarray]:
+        import pyopencl as cl
+
+        from accy.reference.interpreter import evaluate_op
+
+        s = self.schedule
+        device = self.device
+        queue = device.profiling_queue if profile else device.queue
+        pool = device.pool
+        bufs: list[Any] = [None] * s.num_slots
+        owned: set[int] = set()  # ids of pool buffers this call holds
+        keep: list[Any] = []  # host arrays that queued copies read from
+        events: list[tuple[_Launch, Any]] = []
+        records: list[LaunchProfile] = []
+        self.in_place = []
+        try:
+            for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
+                bufs[slot] = self._input(i, array, queue, keep, owned)
+            for step in s.steps:
+                if isinstance(step, _Launch):
+                    step.kernel.set_args(*(bufs[a] for a in step.args))
+                    event = cl.enqueue_nd_range_kernel(queue, step.kernel, step.global_size, step.local_size)
+                    if profile:
+                        events.append((step, event))
+                elif isinstance(step, _Alloc):
+                    bufs[step.slot] = pool.acquire(step.nbytes)
+                    owned.add(id(bufs[step.slot]))
+                elif isinstance(step, _Free):
+                    buf = bufs[step.slot]
+                    if id(buf) in owned:
+                        owned.discard(id(buf))
+                        pool.release(buf)
+                elif isinstance(step, _Constant):
+                    bufs[step.slot] = self._constant(step, queue, keep)
+                    if step.rewritten:
+                        owned.add(id(bufs[step.slot]))
+                else:
+                    start = time.perf_counter()
+                    self._fallback(step, bufs, queue, evaluate_op)
+                    if profile:
+                        records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
+            outputs = self._read_results(bufs, queue)
+        finally:
+            queue.finish()
+            for buf in bufs:
+                if buf is not None and id(buf) in owned:
+                    owned.discard(id(buf))
+                    pool.release(buf)
+        if profile:
+            for step, event in events:
+                seconds = (event.profile.end - event.profile.start) * 1e-9
+                records.append(LaunchProfile(step.name, step.kind, step.global_size, step.local_size, seconds))
+        self.stats = RunStats(
+            kernels=s.launches, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks, profile=records if profile else []
+        )
+        return outputs
+
+    def _fallback(self, step: _Fallback, bufs: list[Any], queue: Any, evaluate_op: Any) -> None:
+        import pyopencl as cl
+
+        op = step.op
+        block = op.body.block
+        arrays = []
+        for slot, arg in zip(step.inputs, block.args, strict=True):
+            t = arg.type
+            assert isinstance(t, TensorType)
+            host = np.empty(math.prod(t.get_shape()), _storage_dtype(t.element_type))
+            if host.nbytes:
+                cl.enqueue_copy(queue, host, bufs[slot], is_blocking=False)
+            arrays.append((host, t))
+        queue.finish()
+        env: dict[SSAValue, np.ndarray] = {
+            arg: _as_tensor(host, t) for arg, (host, t) in zip(block.args, arrays, strict=True)
+        }
+        for inner in block.ops:
+            if inner is block.last_op:
+                break
+            results = evaluate_op(inner, [env[v] for v in inner.operands])
+            env.update(zip(inner.results, results, strict=True))
+        for slot, v in zip(step.outputs, block.last_op.operands, strict=True):  # type: ignore[union-attr]
+            value = np.ascontiguousarray(env[v]).reshape(-1)
+            if value.dtype == np.bool_:
+                value = value.view(np.int8)
+            if value.nbytes:
+                cl.enqueue_copy(queue, bufs[slot], value, is_blocking=True)
+
+    def _read_results(self, bufs: list[Any], queue: Any) -> list[np.ndarray]:
+        import pyopencl as cl
+
+        s = self.schedule
+        outputs = []
+        for slot, t in zip(s.result_slots, s.result_types, strict=True):
+            shape = tuple(t.get_shape())
+            host = np.empty(shape, _storage_dtype(t.element_type))
+            if host.nbytes:
+                cl.enqueue_copy(queue, host.reshape(-1), bufs[slot], is_blocking=False)
+            outputs.append((host, t))
+        queue.finish()
+        return [host.view(np.bool_) if numpy_dtype(t.element_type) == np.bool_ else host for host, t in outputs]
+
+
+def _as_tensor(host: np.ndarray, t: TensorType) -> np.ndarray:
+    array = host.reshape(tuple(t.get_shape()))
+    if numpy_dtype(t.element_type) == np.bool_:
+        return array.view(np.bool_)
+    return array
+
+
+# --------------------------------------------------------------------------
+# The device
+# --------------------------------------------------------------------------
+
+
+class OpenCLDevice(Device):
+    """The index-th OpenCL device (the first when None); see the module docstring."""
+
+    def __init__(self, index: int | None = None) -> None:
+        from accy.runtime.memory import MemoryPool
+
+        self.pocl_cache_dir = configure_pocl_cache()  # before any context exists
+        import pyopencl as cl
+
+        devices = opencl_devices()
+        if not devices:
+            raise RuntimeError(INSTALL_HINT)
+        i = 0 if index is None else index
+        if not 0 <= i < len(devices):
+            listing = "; ".join(f"opencl:{n} = {d.name.strip()}" for n, d in enumerate(devices))
+            raise ValueError(f"no OpenCL device {i}: there are {len(devices)} ({listing})")
+        self.cl_device = devices[i]
+        self.index = i
+        self.name = "opencl" if index is None else f"opencl:{i}"
+        self.description = f"{self.cl_device.platform.name.strip()}: {self.cl_device.name.strip()}"
+        self.context = cl.Context([self.cl_device])
+        self.queue = cl.CommandQueue(self.context, self.cl_device)
+        self._profiling_queue: Any = None
+        self.host_unified_memory = bool(getattr(self.cl_device, "host_unified_memory", False)) or bool(
+            self.cl_device.type & cl.device_type.CPU
+        )
+        self.pool = MemoryPool(self.context)
+        self.programs = ProgramCache(self.context, self.cl_device)
+
+    @property
+    def profiling_queue(self) -> Any:
+        import pyopencl as cl
+
+        if self._profiling_queue is None:
+            self._profiling_queue = cl.CommandQueue(
+                self.context, self.cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE
+            )
+        return self._profiling_queue
+
+    def target_profile(self, math_tier: str = "exact") -> TargetProfile:
+        return profile_of_device(self.cl_device, math_tier)
+
+    def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
+        from accy.passes.kernelization.kernelize import KernelizePass
+        from accy.passes.pass_manager import PassManager
+
+        math_tier = TargetProfile.of_module(module).math if "accy.target" in module.attributes else "exact"
+        self.target_profile(math_tier).attach(module)
+        PassManager([KernelizePass(strict=strict)]).run(module)
+        return self.load(module, fn)
+
+    def load(self, module: ModuleOp, fn: str) -> OpenCLProgram:
+        """A program for function `fn` of an already kernelized module."""
+        host = next(
+            (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == fn), None
+        )
+        if host is None:
+            raise ValueError(f"the module has no function @{fn}")
+        gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)} if _has_kernels(module) else {}
+        source = emit_opencl(module) if gfuncs else ""
+        kernels = self.programs.get(source, build_options(module)).kernels if gfuncs else {}
+        return OpenCLProgram(self, _translate(host, kernels, gfuncs), source)
+
+
+def _has_kernels(module: ModuleOp) -> bool:
+    return any(isinstance(op, gpu.ModuleOp) and op.body.block.first_op is not None for op in module.ops)
+
+
+def run_kernel_module(
+    device: OpenCLDevice, module: ModuleOp, fn: str, inputs: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    """Runs an already kernelized module's function (tests, accy-run on kernel IR)."""
+    return device.load(module, fn).run(list(inputs))

@@ -1,0 +1,263 @@
+"""Conformance of the kernel lowerings: every op of the contract alone and
+in fused chains, random inputs, odd and round sizes, both profiles, checked
+against the reference interpreter with poisoned output buffers. Work items
+with a lowering must run without host fallbacks; declined ones (softmax)
+must still give the right results through the fallback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from check import arr, check, ty
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+SIZES = [1, 3, 17, 127, 64]
+FAST = settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+
+UNARY = ["neg", "abs", "exp", "tanh", "sigmoid", "relu", "gelu", "sin", "cos", "erf", "floor", "ceil"]
+POSITIVE = ["log", "sqrt", "rsqrt", "reciprocal"]
+BINARY = ["add", "sub", "mul", "div", "max", "min"]
+
+
+def rand(rng: np.random.Generator, shape, dtype="f32", positive: bool = False) -> np.ndarray:
+    if dtype == "f32":
+        x = rng.standard_normal(shape).astype(np.float32)
+        return np.abs(x) + np.float32(0.5) if positive else x
+    if dtype == "i32":
+        return rng.integers(-50, 50, shape).astype(np.int32)
+    return rng.integers(0, 2, shape).astype(bool)
+
+
+@pytest.mark.parametrize("op", UNARY + POSITIVE)
+@pytest.mark.parametrize("n", SIZES)
+def test_unary(op: str, n: int, profile) -> None:
+    t = ty([n, 5])
+    src = f'func.func @main(%x: {t}) -> {t} {{\n %y = "accy.{op}"(%x) : ({t}) -> {t}\n func.return %y : {t}\n}}'
+    check(src, [rand(np.random.default_rng(n), (n, 5), positive=op in POSITIVE)], profile, kernels=1)
+
+
+@pytest.mark.parametrize("op", BINARY)
+@pytest.mark.parametrize("et", ["f32", "i32"])
+def test_binary(op: str, et: str, profile) -> None:
+    rng = np.random.default_rng(1)
+    t = ty([17, 19], et)
+    a, b = rand(rng, (17, 19), et), rand(rng, (17, 19), et)
+    if op == "div" and et == "i32":
+        b = np.where(b == 0, 7, b).astype(np.int32)
+    src = f'func.func @main(%a: {t}, %b: {t}) -> {t} {{\n %y = "accy.{op}"(%a, %b) : ({t}, {t}) -> {t}\n func.return %y : {t}\n}}'
+    check(src, [a, b], profile, kernels=1)
+
+
+def test_int_pow_and_logic(profile) -> None:
+    rng = np.random.default_rng(2)
+    t, tb = ty([33], "i32"), ty([33], "i1")
+    a = rng.integers(-3, 4, 33).astype(np.int32)
+    b = rng.integers(-2, 6, 33).astype(np.int32)
+    src = f"""func.func @main(%a: {t}, %b: {t}, %m: {tb}) -> ({t}, {tb}, {t}) {{
+  %p = "accy.pow"(%a, %b) : ({t}, {t}) -> {t}
+  %c = "accy.cmp"(%a, %b) <{{predicate = "lt"}}> : ({t}, {t}) -> {tb}
+  %n = "accy.not"(%m) : ({tb}) -> {tb}
+  %x = "accy.xor"(%c, %n) : ({tb}, {tb}) -> {tb}
+  %s = "accy.select"(%x, %a, %p) : ({tb}, {t}, {t}) -> {t}
+  %i = "accy.and"(%a, %b) : ({t}, {t}) -> {t}
+  %r = "accy.or"(%s, %i) : ({t}, {t}) -> {t}
+  func.return %p, %x, %r : {t}, {tb}, {t}
+}}"""
+    check(src, [a, b, rng.integers(0, 2, 33).astype(bool)], profile, kernels=1)
+
+
+@pytest.mark.parametrize("pred", ["eq", "ne", "lt", "le", "gt", "ge"])
+def test_cmp_select_cast(pred: str, profile) -> None:
+    rng = np.random.default_rng(3)
+    t, tb, ti = ty([9, 7]), ty([9, 7], "i1"), ty([9, 7], "i32")
+    a = np.round(rand(rng, (9, 7))).astype(np.float32)
+    b = np.round(rand(rng, (9, 7))).astype(np.float32)
+    src = f"""func.func @main(%a: {t}, %b: {t}) -> ({t}, {ti}, {t}) {{
+  %c = "accy.cmp"(%a, %b) <{{predicate = "{pred}"}}> : ({t}, {t}) -> {tb}
+  %s = "accy.select"(%c, %a, %b) : ({tb}, {t}, {t}) -> {t}
+  %i = "accy.cast"(%s) : ({t}) -> {ti}
+  %f = "accy.cast"(%c) : ({tb}) -> {t}
+  func.return %s, %i, %f : {t}, {ti}, {t}
+}}"""
+    check(src, [a * 3.7, b * 3.7], profile, kernels=1)
+
+
+@given(n=st.sampled_from([1, 3, 17, 127, 1023]), m=st.sampled_from([1, 5, 16]), seed=st.integers(0, 99))
+@FAST
+def test_fused_chain_with_views(n: int, m: int, seed: int) -> None:
+    """exp(x) * broadcast(bias) + transpose(y), sliced input, both profiles."""
+    from conftest import PROFILES
+
+    rng = np.random.default_rng(seed)
+    t = ty([n, m])
+    src = f"""func.func @main(%x: {ty([n, m + 2])}, %b: {ty([m])}, %y: {ty([m, n])}) -> {t} {{
+  %xs = "accy.slice"(%x) <{{start = {arr([0, 1])}, limit = {arr([n, m + 1])}, stride = {arr([1, 1])}}}> : ({ty([n, m + 2])}) -> {t}
+  %e = "accy.exp"(%xs) : ({t}) -> {t}
+  %bb = "accy.broadcast"(%b) <{{dims = {arr([1])}}}> : ({ty([m])}) -> {t}
+  %p = "accy.mul"(%e, %bb) : ({t}, {t}) -> {t}
+  %yt = "accy.transpose"(%y) <{{permutation = {arr([1, 0])}}}> : ({ty([m, n])}) -> {t}
+  %r = "accy.add"(%p, %yt) : ({t}, {t}) -> {t}
+  func.return %r : {t}
+}}"""
+    ins = [rand(rng, (n, m + 2)), rand(rng, (m,)), rand(rng, (m, n))]
+    for profile in PROFILES.values():
+        check(src, ins, profile, kernels=1)
+
+
+@pytest.mark.parametrize("kind", ["sum", "prod", "max", "min", "mean"])
+@pytest.mark.parametrize("axes", [[1], [0], [0, 2], [2]])
+def test_reduce(kind: str, axes: list[int], profile) -> None:
+    rng = np.random.default_rng(4)
+    shape = (3, 17, 37)
+    out = [s for d, s in enumerate(shape) if d not in axes]
+    x = rand(rng, shape)
+    if kind == "prod":
+        x = (np.sign(x) * (0.9 + 0.2 * rng.random(shape))).astype(np.float32)
+    src = f"""func.func @main(%x: {ty(shape)}) -> {ty(out)} {{
+  %a = "accy.abs"(%x) : ({ty(shape)}) -> {ty(shape)}
+  %r = "accy.reduce"(%x) <{{kind = "{kind}", axes = {arr(axes)}}}> : ({ty(shape)}) -> {ty(out)}
+  %t = "accy.tanh"(%r) : ({ty(out)}) -> {ty(out)}
+  func.return %t : {ty(out)}
+}}"""
+    check(src, [x], profile, kernels=1)
+
+
+@pytest.mark.parametrize("n", [1, 3, 127, 1023])
+def test_reduce_fused_prologue_epilogue(n: int, profile) -> None:
+    rng = np.random.default_rng(n)
+    src = f"""func.func @main(%x: {ty([5, n])}, %y: {ty([5])}) -> {ty([5])} {{
+  %e = "accy.exp"(%x) : ({ty([5, n])}) -> {ty([5, n])}
+  %s = "accy.reduce"(%e) <{{kind = "sum", axes = {arr([1])}}}> : ({ty([5, n])}) -> {ty([5])}
+  %l = "accy.log"(%s) : ({ty([5])}) -> {ty([5])}
+  %r = "accy.add"(%l, %y) : ({ty([5])}, {ty([5])}) -> {ty([5])}
+  func.return %r : {ty([5])}
+}}"""
+    check(src, [rand(rng, (5, n)), rand(rng, (5,))], profile, kernels=1)
+
+
+def test_reduce_int(profile) -> None:
+    rng = np.random.default_rng(5)
+    src = f"""func.func @main(%x: {ty([7, 33], "i32")}) -> ({ty([7], "i32")}, {ty([33], "i32")}) {{
+  %s = "accy.reduce"(%x) <{{kind = "sum", axes = {arr([1])}}}> : ({ty([7, 33], "i32")}) -> {ty([7], "i32")}
+  %m = "accy.reduce"(%x) <{{kind = "max", axes = {arr([0])}}}> : ({ty([7, 33], "i32")}) -> {ty([33], "i32")}
+  func.return %s, %m : {ty([7], "i32")}, {ty([33], "i32")}
+}}"""
+    check(src, [rand(rng, (7, 33), "i32")], profile, kernels=2)
+
+
+@pytest.mark.parametrize("kind", ["sum", "prod", "max", "min"])
+@pytest.mark.parametrize("axis,exclusive,reverse", [(1, False, False), (1, True, False), (0, False, True), (1, True, True)])
+def test_scan(kind: str, axis: int, exclusive: bool, reverse: bool, profile) -> None:
+    rng = np.random.default_rng(6)
+    shape = (17, 19)
+    x = rand(rng, shape)
+    if kind == "prod":
+        x = (np.sign(x) * (0.95 + 0.1 * rng.random(shape))).astype(np.float32)
+    t = ty(shape)
+    flags = f"exclusive = {str(exclusive).lower()}, reverse = {str(reverse).lower()}"
+    src = f"""func.func @main(%x: {t}) -> {t} {{
+  %n = "accy.neg"(%x) : ({t}) -> {t}
+  %s = "accy.scan"(%n) <{{kind = "{kind}", axis = {axis} : i64, {flags}}}> : ({t}) -> {t}
+  func.return %s : {t}
+}}"""
+    check(src, [x], profile, kernels=1)
+
+
+DOTS = [
+    # (lhs shape, rhs shape, lhs_batch, rhs_batch, lhs_contract, rhs_contract)
+    ((17, 33), (33, 32), [], [], [1], [0]),
+    ((3, 7), (7, 1), [], [], [1], [0]),
+    ((13, 7), (3, 7), [], [], [1], [1]),
+    ((7, 13), (7, 48), [], [], [0], [0]),
+    ((2, 5, 9), (2, 9, 16), [0], [0], [2], [1]),
+    ((4, 3, 5), (3, 5, 6), [], [], [1, 2], [0, 1]),
+    ((127, 1), (1, 1023), [], [], [1], [0]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(DOTS)))
+def test_dot_general_with_epilogue(case: int, profile) -> None:
+    a_shape, b_shape, lb, rb, lc, rc = DOTS[case]
+    from accy.dialects.accy import infer_dot_general
+
+    out = list(infer_dot_general(a_shape, b_shape, lb, rb, lc, rc))
+    rng = np.random.default_rng(case)
+    props = f"lhs_batch = {arr(lb)}, rhs_batch = {arr(rb)}, lhs_contract = {arr(lc)}, rhs_contract = {arr(rc)}"
+    src = f"""func.func @main(%a: {ty(a_shape)}, %b: {ty(b_shape)}, %c: {ty(out[-1:])}, %r: {ty(out)}) -> {ty(out)} {{
+  %d = "accy.dot_general"(%a, %b) <{{{props}}}> : ({ty(a_shape)}, {ty(b_shape)}) -> {ty(out)}
+  %cb = "accy.broadcast"(%c) <{{dims = {arr([len(out) - 1])}}}> : ({ty(out[-1:])}) -> {ty(out)}
+  %s = "accy.add"(%d, %cb) : ({ty(out)}, {ty(out)}) -> {ty(out)}
+  %g = "accy.gelu"(%s) : ({ty(out)}) -> {ty(out)}
+  %y = "accy.add"(%g, %r) : ({ty(out)}, {ty(out)}) -> {ty(out)}
+  func.return %y : {ty(out)}
+}}"""
+    ins = [rand(rng, a_shape), rand(rng, b_shape), rand(rng, out[-1:]), rand(rng, out)]
+    check(src, ins, profile, kernels=1)
+
+
+def test_dot_transposed_operand(profile) -> None:
+    rng = np.random.default_rng(7)
+    src = f"""func.func @main(%a: {ty([9, 17])}, %b: {ty([9, 32])}) -> {ty([17, 32])} {{
+  %at = "accy.transpose"(%a) <{{permutation = {arr([1, 0])}}}> : ({ty([9, 17])}) -> {ty([17, 9])}
+  %d = "accy.dot_general"(%at, %b) <{{lhs_batch = {arr([])}, rhs_batch = {arr([])}, lhs_contract = {arr([1])}, rhs_contract = {arr([0])}}}> : ({ty([17, 9])}, {ty([9, 32])}) -> {ty([17, 32])}
+  func.return %d : {ty([17, 32])}
+}}"""
+    check(src, [rand(rng, (9, 17)), rand(rng, (9, 32))], profile, kernels=1)
+
+
+def test_shape_copies(profile) -> None:
+    rng = np.random.default_rng(8)
+    src = f"""func.func @main(%a: {ty([3, 5])}, %b: {ty([3, 2])}) -> ({ty([3, 7])}, {ty([5, 3])}, {ty([15])}) {{
+  %c = "accy.concat"(%a, %b) <{{axis = 1 : i64}}> : ({ty([3, 5])}, {ty([3, 2])}) -> {ty([3, 7])}
+  %t = "accy.transpose"(%a) <{{permutation = {arr([1, 0])}}}> : ({ty([3, 5])}) -> {ty([5, 3])}
+  %r = "accy.reshape"(%t) : ({ty([5, 3])}) -> {ty([15])}
+  func.return %c, %t, %r : {ty([3, 7])}, {ty([5, 3])}, {ty([15])}
+}}"""
+    check(src, [rand(rng, (3, 5)), rand(rng, (3, 2))], profile)
+
+
+def test_constants(profile) -> None:
+    t = ty([2, 3])
+    src = f"""func.func @main(%x: {t}) -> {t} {{
+  %c = "accy.constant"() <{{value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : {t}}}> : () -> {t}
+  %h = "accy.constant"() <{{value = dense<0.5> : {t}}}> : () -> {t}
+  %m = "accy.mul"(%x, %c) : ({t}, {t}) -> {t}
+  %r = "accy.add"(%m, %h) : ({t}, {t}) -> {t}
+  func.return %r : {t}
+}}"""
+    check(src, [rand(np.random.default_rng(9), (2, 3))], profile, kernels=1)
+
+
+def test_declined_softmax_runs_on_host(profile) -> None:
+    rng = np.random.default_rng(10)
+    t = ty([4, 17])
+    src = f"""func.func @main(%x: {t}) -> {t} {{
+  %xt = "accy.exp"(%x) : ({t}) -> {t}
+  %s = "accy.softmax"(%xt) <{{axis = 1 : i64}}> : ({t}) -> {t}
+  %r = "accy.mul"(%s, %x) : ({t}, {t}) -> {t}
+  func.return %r : {t}
+}}"""
+    from harness import kernelize, run_schedule  # noqa: F401
+
+    import accy.passes.kernelization.kernelize as kz
+
+    remarks: list[str] = []
+    saved, kz.remark = kz.remark, remarks.append
+    try:
+        check(src, [rand(rng, (4, 17))], profile, fallbacks=1)
+    finally:
+        kz.remark = saved
+    assert any("runs on the host reference path" in r for r in remarks)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [1023, 4096])
+def test_big_sizes(n: int, profile) -> None:
+    rng = np.random.default_rng(n)
+    src = f"""func.func @main(%a: {ty([n, 64])}, %b: {ty([64, 64])}) -> ({ty([n, 64])}, {ty([n])}) {{
+  %d = "accy.dot_general"(%a, %b) <{{lhs_batch = {arr([])}, rhs_batch = {arr([])}, lhs_contract = {arr([1])}, rhs_contract = {arr([0])}}}> : ({ty([n, 64])}, {ty([64, 64])}) -> {ty([n, 64])}
+  %s = "accy.reduce"(%d) <{{kind = "max", axes = {arr([1])}}}> : ({ty([n, 64])}) -> {ty([n])}
+  func.return %d, %s : {ty([n, 64])}, {ty([n])}
+}}"""
+    check(src, [rand(rng, (n, 64)), rand(rng, (64, 64))], profile)
