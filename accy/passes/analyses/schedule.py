@@ -322,7 +322,9 @@ class _Fuser:
                 if e.consumer not in ops:
                     out.setdefault(e.value)
             for r in op.results:
-                if self.g.is_returned(r):
+                if r in self.g.returned or any(
+                    self.g.base_edge(view).value is r and view not in ops for view in self.g.returned_views
+                ):
                     out.setdefault(r)
         return list(out)
 

@@ -64,7 +64,7 @@ def element_bytes(t: Attribute) -> int:
 
 def is_row_major(shape: Sequence[int], strides: Sequence[int]) -> bool:
     """Dense row-major, ignoring the strides of size-1 dims (never stepped)."""
-    return all(s == r for n, s, r in zip(shape, strides, row_major_strides(shape)) if n != 1)
+    return all(s == r for n, s, r in zip(shape, strides, row_major_strides(shape), strict=True) if n != 1)
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def reshape_strides(
     None when no strides can (numpy's `_attempt_nocopy_reshape`)."""
     if numel(new_shape) == 0:
         return row_major_strides(new_shape)
-    old = [(n, s) for n, s in zip(old_shape, old_strides) if n != 1]
+    old = [(n, s) for n, s in zip(old_shape, old_strides, strict=True) if n != 1]
     od = [n for n, _ in old]
     os_ = [s for _, s in old]
     new = list(new_shape)
@@ -138,7 +138,7 @@ def reshape_strides(
         ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
     # Trailing size-1 dims are never stepped; give them row-major strides.
     rm = row_major_strides(new)
-    return tuple(s if n != 1 else r for n, s, r in zip(new, ns, rm))
+    return tuple(s if n != 1 else r for n, s, r in zip(new, ns, rm, strict=True))
 
 
 def view_layout(op: Operation, src: Layout, result: SSAValue) -> Layout | None:
@@ -150,8 +150,8 @@ def view_layout(op: Operation, src: Layout, result: SSAValue) -> Layout | None:
         return Layout(src.base, src.offset, tuple(src.strides[p] for p in perm), shape, result)
     if isinstance(op, SliceOp):
         start, step = op.start.get_values(), op.stride.get_values()
-        offset = src.offset + sum(a * s for a, s in zip(start, src.strides))
-        return Layout(src.base, offset, tuple(s * k for s, k in zip(src.strides, step)), shape, result)
+        offset = src.offset + sum(a * s for a, s in zip(start, src.strides, strict=True))
+        return Layout(src.base, offset, tuple(s * k for s, k in zip(src.strides, step, strict=True)), shape, result)
     if isinstance(op, BroadcastOp):
         strides = [0] * len(shape)
         for i, d in enumerate(op.dims.get_values()):

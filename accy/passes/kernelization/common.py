@@ -62,12 +62,14 @@ class Decline(Exception):
 @dataclass
 class LoweredKernel:
     """A kernel function plus how to launch it: `grid` work-groups of `block`
-    work-items per dimension, over `buffers` (the kernel's arguments, in order)."""
+    work-items per dimension, over `buffers` (the kernel's arguments, in
+    order; `values` holds a value stored in each)."""
 
     func: gpu.FuncOp
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     buffers: list[Any]
+    values: list[SSAValue] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------
@@ -184,6 +186,7 @@ class KernelBuilder:
         self.values = [*self.values, *self.view_leaves]
         arg_of: dict[int, int] = {}
         types: list[Attribute] = []
+        self.arg_values: list[SSAValue] = []
         for v in self.values:
             if v not in self.plan.refs:
                 raise Decline(f"the buffer plan places no buffer for {v.name_hint or v}")
@@ -191,6 +194,7 @@ class KernelBuilder:
             if buf.id not in arg_of:
                 arg_of[buf.id] = len(self.buffers)
                 self.buffers.append(buf)
+                self.arg_values.append(v)
                 types.append(buffer_type(buf, accy.elem_of(v)))
             elif storage_type(accy.elem_of(v)) != types[arg_of[buf.id]].element_type:
                 raise Decline(f"buffer of {v} is read with two element types")
@@ -222,6 +226,10 @@ class KernelBuilder:
 
     def finish(self) -> gpu.FuncOp:
         return self.func
+
+    def lowered(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> LoweredKernel:
+        """The finished kernel with its launch sizes."""
+        return LoweredKernel(self.func, grid, block, self.buffers, self.arg_values)
 
     # -- constants (hoisted to the top) -----------------------------------
 
@@ -616,13 +624,21 @@ VIEWS = tuple(accy.VIEW_OPS)
 def vectorizable(ops: Sequence[Operation], kb: KernelBuilder | None = None) -> bool:
     """Whether `Expr` can evaluate these ops W lanes at a time: no views that
     must be computed (a view the builder loads through its strides is fine)
-    or concats (they move lanes across dims), no casts (scalar-only builders)."""
+    or concats (they move lanes across dims), no casts, compares or masks
+    (scalar-only builders)."""
     leaves = kb.view_leaves if kb is not None else set()
     return all(
-        (isinstance(op, ELEMENTWISE) and not isinstance(op, accy.CastOp))
+        (isinstance(op, ELEMENTWISE) and not isinstance(op, accy.CastOp | accy.CmpOp) and not _needs_cmp(op))
         or (isinstance(op, VIEWS) and op.results[0] in leaves)
         for op in ops
     )
+
+
+def _needs_cmp(op: Operation) -> bool:
+    """xDSL 0.75's arith.cmpi/cmpf only verify with a scalar i1 result, so
+    masks (i1 loads and stores) and integer pow stay scalar."""
+    types = [accy.elem_of(v) for v in (*op.operands, *op.results)]
+    return any(accy.is_bool(t) for t in types) or (isinstance(op, accy.PowOp) and not accy.is_float(types[0]))
 
 
 # --------------------------------------------------------------------------

@@ -138,7 +138,7 @@ class _Dot:
             self.finish(self.out_coords(bc, m, n), total_)
 
         guarded(kb, gid, total, padded, body)
-        return LoweredKernel(kb.finish(), grid, block, kb.buffers)
+        return kb.lowered(grid, block)
 
     # -- CPU: register tiles -------------------------------------------------
 
@@ -193,7 +193,7 @@ class _Dot:
                     kb.if_(kb.lt(m, self.M), store)
 
         guarded(kb, gid, total, padded, body)
-        return LoweredKernel(kb.finish(), grid, block, kb.buffers)
+        return kb.lowered(grid, block)
 
     # -- GPU: local-memory tiles ------------------------------------------------
 
@@ -240,7 +240,7 @@ class _Dot:
 
         kb.if_(kb.val(arith.AndIOp(m_ok, n_ok)), store)
         grid = (-(-self.N // t), -(-self.M // t), max(self.B, 1))
-        return LoweredKernel(kb.finish(), grid, (t, t, 1), kb.buffers)
+        return kb.lowered(grid, (t, t, 1))
 
 
 def _broadcast(x: SSAValue, vt: VectorType) -> Any:

@@ -54,7 +54,7 @@ def lower_pointwise(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKe
     gid = kb.global_id()
     for p in plans:
         guarded(kb, gid, p.count, padded, lambda p=p: p.emit(gid))
-    return LoweredKernel(kb.finish(), grid, block, kb.buffers)
+    return kb.lowered(grid, block)
 
 
 class _Group:

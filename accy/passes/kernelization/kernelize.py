@@ -222,10 +222,7 @@ class _HostBuilder:
             self._decline(k, str(e))
             return
         self.module.body.block.add_op(lowered.func)
-        args = []
-        for buf, arg_type in zip(lowered.buffers, lowered.func.function_type.inputs.data, strict=False):
-            value = next(v for v in (*k.inputs, *k.outputs) if self._key(v) == (buf.id, arg_type.element_type))
-            args.append(self._buffer(value))
+        args = [self._buffer(v) for v in lowered.values]
         sizes = [self._index(n) for n in (*lowered.grid, *lowered.block)]
         launch = gpu.LaunchFuncOp(SymbolRefAttr(KERNELS_MODULE, [k.name]), sizes[:3], sizes[3:], kernelOperands=args)
         self.block.add_op(launch)

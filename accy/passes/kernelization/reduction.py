@@ -144,7 +144,7 @@ class _Reduction:
             self._finish(kept, total)
 
         guarded(kb, gid, self.n_out, padded, body)
-        return LoweredKernel(kb.finish(), grid, block, kb.buffers)
+        return kb.lowered(grid, block)
 
     def work_group_per_output(self) -> LoweredKernel:
         kb = self.kb
@@ -174,4 +174,4 @@ class _Reduction:
             return []
 
         kb.if_(kb.lt(tid, 1), store)
-        return LoweredKernel(kb.finish(), (max(self.n_out, 1), 1, 1), (size, 1, 1), kb.buffers)
+        return kb.lowered((max(self.n_out, 1), 1, 1), (size, 1, 1))

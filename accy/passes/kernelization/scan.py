@@ -70,4 +70,4 @@ def lower_scan(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
         kb.for_(0, n, 1, [kb.const(identity(kind, et), et)], step)
 
     guarded(kb, gid, lines, padded, body)
-    return LoweredKernel(kb.finish(), grid, block, kb.buffers)
+    return kb.lowered(grid, block)

@@ -1,5 +1,5 @@
 // RUN: accy-opt %s -t opencl | filecheck %s
-// f64 and i8 buffers, vector masks, casts, lanes, private arrays, swapped iter_args.
+// f64 and i8 buffers, masks, casts, lanes, private arrays, swapped iter_args.
 
 builtin.module attributes {gpu.container_module} {
   "gpu.module"() <{sym_name = "kernels"}> ({
@@ -10,14 +10,13 @@ builtin.module attributes {gpu.container_module} {
       %c4 = arith.constant 4 : index
       %x = vector.load %a[%c0] : memref<8xf64>, vector<4xf64>
       %y = vector.load %a[%c4] : memref<8xf64>, vector<4xf64>
-      %lt = arith.cmpf olt, %x, %y : vector<4xf64>
-      %s = arith.select %lt, %x, %y : vector<4xi1>, vector<4xf64>
-      %one = arith.constant dense<1> : vector<4xi8>
-      %zero = arith.constant dense<0> : vector<4xi8>
-      %m = arith.select %lt, %one, %zero : vector<4xi1>, vector<4xi8>
-      vector.store %m, %mask[%c0] : memref<8xi8>, vector<4xi8>
-      %l2 = vector.extract %s[2] : f64 from vector<4xf64>
-      %i = arith.fptosi %l2 : f64 to i32
+      %x2 = vector.extract %x[2] : f64 from vector<4xf64>
+      %y1 = vector.extract %y[1] : f64 from vector<4xf64>
+      %lt = arith.cmpf olt, %x2, %y1 : f64
+      %s = arith.select %lt, %x2, %y1 : f64
+      %m = arith.extui %lt : i1 to i8
+      memref.store %m, %mask[%c1] : memref<8xi8>
+      %i = arith.fptosi %s : f64 to i32
       %tile = memref.alloca() : memref<2x3xi32>
       memref.store %i, %tile[%c1, %c1] : memref<2x3xi32>
       %init = arith.constant 1 : i32
@@ -40,24 +39,25 @@ builtin.module attributes {gpu.container_module} {
 // CHECK-NEXT:     __global int* restrict b2) {
 // CHECK-NEXT:   double4 v0 = vload4(0, b0 + 0);
 // CHECK-NEXT:   double4 v1 = vload4(0, b0 + 4);
-// CHECK-NEXT:   int4 v2 = convert_int4(v0 < v1);
-// CHECK-NEXT:   double4 v3 = select(v1, v0, convert_long4(v2));
-// CHECK-NEXT:   char4 v4 = select(((char4)(0)), ((char4)(1)), convert_char4(v2));
-// CHECK-NEXT:   vstore4(v4, 0, b1 + 0);
-// CHECK-NEXT:   double v5 = v3.s2;
-// CHECK-NEXT:   int v6 = (int)(v5);
+// CHECK-NEXT:   double v2 = v0.s2;
+// CHECK-NEXT:   double v3 = v1.s1;
+// CHECK-NEXT:   bool v4 = v2 < v3;
+// CHECK-NEXT:   double v5 = v4 ? v2 : v3;
+// CHECK-NEXT:   char v6 = (char)(v4);
+// CHECK-NEXT:   b1[1] = v6;
+// CHECK-NEXT:   int v7 = (int)(v5);
 // CHECK-NEXT:   int p0[6];
-// CHECK-NEXT:   p0[1 * 3 + 1] = v6;
+// CHECK-NEXT:   p0[1 * 3 + 1] = v7;
 // CHECK-NEXT:   int a0 = 1;
 // CHECK-NEXT:   int a1 = 1;
 // CHECK-NEXT:   for (long i0 = 0; i0 < 4; i0 += 1) {
-// CHECK-NEXT:     int v7 = a0 + a1;
+// CHECK-NEXT:     int v8 = a0 + a1;
 // CHECK-NEXT:     int t0 = a1;
-// CHECK-NEXT:     int t1 = v7;
+// CHECK-NEXT:     int t1 = v8;
 // CHECK-NEXT:     a0 = t0;
 // CHECK-NEXT:     a1 = t1;
 // CHECK-NEXT:   }
-// CHECK-NEXT:   int v8 = p0[1 * 3 + 1];
-// CHECK-NEXT:   int v9 = a1 / v8;
-// CHECK-NEXT:   b2[0] = v9;
+// CHECK-NEXT:   int v9 = p0[1 * 3 + 1];
+// CHECK-NEXT:   int v10 = a1 / v9;
+// CHECK-NEXT:   b2[0] = v10;
 // CHECK-NEXT: }

@@ -1,0 +1,169 @@
+"""The OpenCL runtime device: target profile, memory pool, program cache,
+in-place inputs, host fallbacks and `accy.compile(..., device="opencl")` end
+to end, checked against numpy and the reference interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyopencl")
+
+from accy.runtime import opencl as ocl  # noqa: E402
+from accy.runtime.executable import compile as accy_compile  # noqa: E402
+
+EXP_MUL_SUM = """
+func.func @main(%x: tensor<{r}x{c}xf32>, %y: tensor<{r}x{c}xf32>) -> (tensor<{r}xf32>, tensor<{r}x{c}xf32>) {{
+  %e = "accy.exp"(%x) : (tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
+  %m = "accy.mul"(%e, %y) : (tensor<{r}x{c}xf32>, tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
+  %s = "accy.reduce"(%m) <{{kind = "sum", axes = array<i64: 1>}}> : (tensor<{r}x{c}xf32>) -> tensor<{r}xf32>
+  func.return %s, %m : tensor<{r}xf32>, tensor<{r}x{c}xf32>
+}}
+"""
+
+SOFTMAX = """
+func.func @main(%x: tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32> {{
+  %s = "accy.softmax"(%x) <{{axis = 1 : i64}}> : (tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
+  func.return %s : tensor<{r}x{c}xf32>
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def device():
+    if not ocl.opencl_devices():
+        pytest.skip("no OpenCL device")
+    return ocl.OpenCLDevice()
+
+
+def test_profile_comes_from_the_device(device):
+    p = device.target_profile()
+    d = device.cl_device
+    assert p.max_work_group_size == d.max_work_group_size
+    assert p.local_mem_bytes == d.local_mem_size
+    assert p.compute_units == d.max_compute_units
+    assert p.profile in ("cpu", "gpu") and p.vector_width in (1, 2, 4, 8, 16)
+    if p.profile == "cpu":
+        assert p.vector_width == 16 and not p.cheap_barriers
+
+
+def test_no_platform_says_how_to_install_one(monkeypatch):
+    monkeypatch.setattr(ocl, "opencl_devices", lambda: [])
+    with pytest.raises(RuntimeError, match=r"no OpenCL platform found.*apt-get install pocl-opencl-icd"):
+        ocl.OpenCLDevice()
+
+
+def test_bad_index_lists_the_devices(device):
+    with pytest.raises(ValueError, match=r"no OpenCL device 99: there are \d+ \(opencl:0 = "):
+        ocl.OpenCLDevice(99)
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (3, 17), (64, 128)])
+def test_compile_end_to_end_matches_numpy(device, rows, cols):
+    exe = accy_compile(EXP_MUL_SUM.format(r=rows, c=cols), device=device)
+    rng = np.random.default_rng(rows * cols)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    y = rng.standard_normal((rows, cols)).astype(np.float32)
+    s, m = exe(x, y)
+    np.testing.assert_allclose(m, np.exp(x) * y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(s, (np.exp(x) * y).sum(1), rtol=1e-4, atol=1e-4)
+    assert s.shape == (rows,) and m.shape == (rows, cols) and s.dtype == np.float32
+    assert exe.stats.kernels >= 1 and exe.stats.fallbacks == 0
+    assert exe.stats.peak_bytes >= x.nbytes + y.nbytes
+
+
+def test_inputs_run_in_place_and_are_not_modified(device):
+    exe = accy_compile(EXP_MUL_SUM.format(r=4, c=32), device=device)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    y = rng.standard_normal((4, 32)).astype(np.float32)
+    before = (x.copy(), y.copy())
+    exe(x, y)
+    if device.host_unified_memory:
+        assert exe.program.in_place == [True, True]
+    np.testing.assert_array_equal(x, before[0])
+    np.testing.assert_array_equal(y, before[1])
+
+
+def test_pool_reuses_buffers_across_calls(device):
+    exe = accy_compile(EXP_MUL_SUM.format(r=8, c=48), device=device)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((8, 48)).astype(np.float32)
+    y = rng.standard_normal((8, 48)).astype(np.float32)
+    first = exe(x, y)
+    created = device.pool.stats.created
+    reused = device.pool.stats.reused
+    for _ in range(3):
+        again = exe(x, y)
+    assert device.pool.stats.created == created  # nothing new allocated after the first call
+    assert device.pool.stats.reused >= reused + 3
+    for a, b in zip(first, again, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_program_cache_builds_identical_kernels_once(device):
+    text = EXP_MUL_SUM.format(r=5, c=16)
+    accy_compile(text, device=device)
+    misses, hits = device.programs.misses, device.programs.hits
+    exe = accy_compile(text, device=device)
+    assert device.programs.misses == misses and device.programs.hits == hits + 1
+    # Launches hold the cached kernel objects (pyopencl's program.name would make new ones).
+    cached = device.programs.get(exe.program.source).kernels
+    launches = [s for s in exe.program.schedule.steps if isinstance(s, ocl._Launch)]
+    assert launches and all(s.kernel is cached[s.name] for s in launches)
+
+
+def test_pocl_cache_dir_is_set(device):
+    import os
+
+    assert os.environ.get("POCL_CACHE_DIR") == device.pocl_cache_dir != ""
+
+
+def test_profile_reports_each_launch(device):
+    exe = accy_compile(EXP_MUL_SUM.format(r=16, c=64), device=device)
+    x = np.ones((16, 64), np.float32)
+    exe(x, x, profile=True)
+    prof = exe.stats.profile
+    assert len(prof) == exe.stats.kernels
+    assert all(p.seconds >= 0 and p.name.startswith("main_k") and p.global_size for p in prof)
+    exe(x, x)
+    assert exe.stats.profile == []
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 3), (17, 5)])
+def test_host_fallback_runs_on_the_reference_path(device, rows, cols, capsys):
+    exe = accy_compile(SOFTMAX.format(r=rows, c=cols), device=device)
+    x = np.random.default_rng(rows).standard_normal((rows, cols)).astype(np.float32)
+    (out,) = exe(x)
+    (want,) = exe.reference_outputs([x])
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-7)
+    if exe.stats.fallbacks:
+        exe(x, profile=True)
+        assert any(p.kind == "fallback" for p in exe.stats.profile)
+
+
+def test_strict_refuses_a_fallback(device):
+    exe = accy_compile(SOFTMAX.format(r=2, c=3), device=device)
+    if exe.stats.fallbacks == 0:
+        pytest.skip("softmax has a kernel lowering now")
+    with pytest.raises(Exception, match="cannot be lowered"):
+        accy_compile(SOFTMAX.format(r=2, c=3), device=device, strict=True)
+
+
+CONSTANT = """
+func.func @main(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {
+  %c = "accy.constant"() <{value = dense<[1.0, 2.0, 3.0, 4.0, 5.0]> : tensor<5xf32>}> : () -> tensor<5xf32>
+  %b = "accy.broadcast"(%c) <{dims = array<i64: 1>}> : (tensor<5xf32>) -> tensor<3x5xf32>
+  %s = "accy.add"(%x, %b) : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+  func.return %s : tensor<3x5xf32>
+}
+"""
+
+
+def test_constants_are_uploaded_and_stay_correct_across_calls(device):
+    exe = accy_compile(CONSTANT, device=device)
+    rng = np.random.default_rng(9)
+    for _ in range(2):
+        x = rng.standard_normal((3, 5)).astype(np.float32)
+        (out,) = exe(x)
+        np.testing.assert_allclose(out, x + np.arange(1, 6, dtype=np.float32), rtol=1e-6)
