@@ -127,3 +127,35 @@ func.func @iterate(%x: tensor<4xf32>) -> tensor<4xf32> {
   %kc = "accy.kernel_call"(%r) <{callee = @double}> : (tensor<4xf32>) -> tensor<4xf32>
   func.return %kc : tensor<4xf32>
 }
+
+// q scaled before q·kᵀ is a prologue of the flash kernel; the residual add an epilogue.
+// CHECK-LABEL: schedule @qscaled: 1 work items
+// CHECK-NEXT:  item 0 flash_attention: accy.mul, accy.dot_general, accy.softmax, accy.dot_general, accy.add (anchor accy.dot_general -> %o)
+func.func @qscaled(%q: tensor<2x64x16xf32>, %k: tensor<2x64x16xf32>, %v: tensor<2x64x16xf32>) -> tensor<2x64x16xf32> {
+  %c = "accy.constant"() <{value = dense<0.25> : tensor<2x64x16xf32>}> : () -> tensor<2x64x16xf32>
+  %qs = "accy.mul"(%q, %c) : (tensor<2x64x16xf32>, tensor<2x64x16xf32>) -> tensor<2x64x16xf32>
+  %s = "accy.dot_general"(%qs, %k) <{lhs_batch = array<i64: 0>, rhs_batch = array<i64: 0>, lhs_contract = array<i64: 2>, rhs_contract = array<i64: 2>}> : (tensor<2x64x16xf32>, tensor<2x64x16xf32>) -> tensor<2x64x64xf32>
+  %p = "accy.softmax"(%s) <{axis = 2 : i64}> : (tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
+  %o = "accy.dot_general"(%p, %v) <{lhs_batch = array<i64: 0>, rhs_batch = array<i64: 0>, lhs_contract = array<i64: 2>, rhs_contract = array<i64: 1>}> : (tensor<2x64x64xf32>, tensor<2x64x16xf32>) -> tensor<2x64x16xf32>
+  %r = "accy.add"(%o, %q) : (tensor<2x64x16xf32>, tensor<2x64x16xf32>) -> tensor<2x64x16xf32>
+  func.return %r : tensor<2x64x16xf32>
+}
+
+// A tanh-form gelu written with primitives is an epilogue of the matmul.
+// CHECK-LABEL: schedule @gelu_tanh: 1 work items
+// CHECK-NEXT:  item 0 dot_general: accy.dot_general, accy.mul, accy.mul, accy.mul, accy.add, accy.tanh, accy.add, accy.mul, accy.mul (anchor accy.dot_general -> %y)
+func.func @gelu_tanh(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> tensor<8x32xf32> {
+  %y = "accy.dot_general"(%x, %w) <{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>}> : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %half = "accy.constant"() <{value = dense<0.5> : tensor<8x32xf32>}> : () -> tensor<8x32xf32>
+  %one = "accy.constant"() <{value = dense<1.0> : tensor<8x32xf32>}> : () -> tensor<8x32xf32>
+  %c = "accy.constant"() <{value = dense<0.044715> : tensor<8x32xf32>}> : () -> tensor<8x32xf32>
+  %y2 = "accy.mul"(%y, %y) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %y3 = "accy.mul"(%y2, %y) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %t = "accy.mul"(%y3, %c) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %u = "accy.add"(%y, %t) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %th = "accy.tanh"(%u) : (tensor<8x32xf32>) -> tensor<8x32xf32>
+  %a = "accy.add"(%one, %th) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %b = "accy.mul"(%a, %half) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %g = "accy.mul"(%b, %y) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  func.return %g : tensor<8x32xf32>
+}
