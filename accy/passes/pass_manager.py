@@ -304,8 +304,12 @@ class PassManager:
                 "invalidations": s.invalidations,
                 "seconds": round(s.seconds, 6),
             }
+        # Figures of an analysis cached for several ops (one per function)
+        # are summed: kernels and peak bytes of the whole module.
         for key, result in self.am._cache.items():
-            analyses.setdefault(key[0].name, {}).update(result.statistics())
+            figures = analyses.setdefault(key[0].name, {})
+            for k, v in result.statistics().items():
+                figures[k] = figures.get(k, 0) + v
         return {
             "passes": [
                 {"name": s.name, "version": s.version, "seconds": round(s.seconds, 6), "changed": bool(s.changed)}

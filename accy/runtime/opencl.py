@@ -19,11 +19,22 @@ with host-unified memory when C-contiguous, aligned and never written;
 launches are enqueued back to back on an in-order queue; a host fallback
 waits for the queue, evaluates its tensor ops with the reference
 interpreter and writes its outputs back; results are read into fresh arrays.
+
+Debugging unwritten outputs: `OpenCLDevice(poison=True)` (or the environment
+variable `ACCY_POISON=1` for devices made without the argument, e.g. by
+`accy.compile(..., device="opencl")` or `accy-run`) fills every buffer the
+schedule allocates (`memref.alloc`: results and intermediates, not inputs or
+constants) with a poison value before the launches of each call: NaN for
+float buffers, bytes of `POISON_BYTE` for integer and i1 buffers (0x5A5A5A5A
+for i32, 90 for an i8 or an i1 mask, which is neither 0 nor 1). An element no
+kernel writes then shows up in the results instead of a stale value of the
+pool's previous call.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,6 +60,10 @@ INSTALL_HINT = (
     "gives OpenCL on the CPU), or use device='reference'"
 )
 
+#: The byte integer buffers are filled with under `poison` (see the module docstring).
+POISON_BYTE = 0x5A
+POISON_ENV = "ACCY_POISON"
+
 # Ops whose presence means a kernel depends on its work-group shape.
 _GROUP_OPS = ("gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.barrier")
 
@@ -57,6 +72,13 @@ def _storage_dtype(t: Any) -> np.dtype:
     """The numpy dtype of a buffer's elements (i1 tensors are stored as int8)."""
     dtype = numpy_dtype(t)
     return np.dtype(np.int8) if dtype == np.bool_ else dtype
+
+
+def poison_pattern(dtype: np.dtype) -> np.ndarray:
+    """One element of the poison value of a buffer of `dtype` (NaN or POISON_BYTE bytes)."""
+    if dtype.kind == "f":
+        return np.full(1, np.nan, dtype)
+    return np.full(dtype.itemsize, POISON_BYTE, np.uint8).view(dtype)
 
 
 def _memref_nbytes(t: MemRefType) -> int:
@@ -122,6 +144,7 @@ class _Fallback:
 class _Alloc:
     slot: int
     nbytes: int
+    dtype: np.dtype
 
 
 @dataclass
@@ -198,7 +221,8 @@ def _translate(host: func.FuncOp, kernels: dict[str, Any], gfuncs: dict[str, gpu
                 continue
             raise HostScheduleError(f"opencl runtime: host constant {value} is not an index")
         if isinstance(op, memref.AllocOp):
-            steps.append(_Alloc(slot(op.memref), _memref_nbytes(op.memref.type)))
+            t = op.memref.type
+            steps.append(_Alloc(slot(op.memref), _memref_nbytes(t), _storage_dtype(t.element_type)))
         elif isinstance(op, memref.DeallocOp):
             steps.append(_Free(buffer(op.memref, op)))
         elif isinstance(op, HostConstantOp):
@@ -357,6 +381,8 @@ class OpenCLProgram(Program):
                 elif isinstance(step, _Alloc):
                     bufs[step.slot] = pool.acquire(step.nbytes)
                     owned.add(id(bufs[step.slot]))
+                    if device.poison and step.nbytes:
+                        cl.enqueue_fill_buffer(queue, bufs[step.slot], poison_pattern(step.dtype), 0, step.nbytes)
                 elif isinstance(step, _Free):
                     buf = bufs[step.slot]
                     if id(buf) in owned:
@@ -444,9 +470,11 @@ def _as_tensor(host: np.ndarray, t: TensorType) -> np.ndarray:
 
 
 class OpenCLDevice(Device):
-    """The index-th OpenCL device (the first when None); see the module docstring."""
+    """The index-th OpenCL device (the first when None); see the module
+    docstring. `poison` fills allocated buffers with NaN / a sentinel before
+    each call's launches (default: the environment variable ACCY_POISON=1)."""
 
-    def __init__(self, index: int | None = None) -> None:
+    def __init__(self, index: int | None = None, poison: bool | None = None) -> None:
         from accy.runtime.memory import MemoryPool
 
         self.pocl_cache_dir = configure_pocl_cache()  # before any context exists
@@ -460,6 +488,7 @@ class OpenCLDevice(Device):
             listing = "; ".join(f"opencl:{n} = {d.name.strip()}" for n, d in enumerate(devices))
             raise ValueError(f"no OpenCL device {i}: there are {len(devices)} ({listing})")
         self.cl_device = devices[i]
+        self.poison = os.environ.get(POISON_ENV, "") not in ("", "0") if poison is None else poison
         self.index = i
         self.name = "opencl" if index is None else f"opencl:{i}"
         self.description = f"{self.cl_device.platform.name.strip()}: {self.cl_device.name.strip()}"

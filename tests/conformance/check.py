@@ -1,33 +1,43 @@
-"""`check(src, inputs, profile)`: kernelize, run with poisoned buffers,
-compare with `accy.reference.run` within a stated tolerance."""
+"""`check(src, inputs, device)`: compiles `src`'s @main for `device` with
+`accy.compile`, runs it on `inputs` (outputs poisoned before the launches)
+and compares every output with the reference interpreter within a stated
+tolerance; also the run's kernel and host-fallback counts."""
 
 from __future__ import annotations
 
 import numpy as np
-from harness import kernelize, run_schedule
-from xdsl.parser import Parser
 
-from accy.passes.registry import make_context
-from accy.reference.interpreter import run
+import accy
+from accy.runtime.device import Device
 
 #: float32 results may differ from numpy's by reassociation (reductions, dots)
 #: and by the device's libm (exp, erf, tanh: a few ulp).
 RTOL, ATOL = 2e-4, 2e-5
 
 
-def check(src: str, inputs: list[np.ndarray], profile, kernels: int | None = None, fallbacks: int = 0) -> None:
-    ref = run(Parser(make_context(), src).parse_module(), "main", *inputs)
-    module = kernelize(Parser(make_context(), src).parse_module(), profile)
-    outs, stats = run_schedule(module, inputs)
-    assert stats.fallbacks == fallbacks
+def check(src: str, inputs: list[np.ndarray], device: Device, kernels: int | None = None, fallbacks: int = 0) -> None:
+    exe = accy.compile(src, device=device)
+    outs = exe(*inputs)
+    assert exe.stats.fallbacks == fallbacks
     if kernels is not None:
-        assert stats.kernels == kernels
-    for r, o in zip(ref, outs, strict=True):
-        assert o.shape == r.shape and o.dtype == r.dtype
-        if r.dtype.kind == "f":
-            np.testing.assert_allclose(o, r, rtol=RTOL, atol=ATOL * max(1.0, float(np.abs(r[np.isfinite(r)]).max(initial=0))))
-        else:
-            np.testing.assert_array_equal(o, r)
+        assert exe.stats.kernels == kernels
+    for got, want in zip(outs, exe.reference_outputs(inputs), strict=True):
+        assert_matches(got, want)
+
+
+def assert_matches(got: np.ndarray, want: np.ndarray) -> None:
+    """Floats within RTOL/ATOL (NaN where the reference has NaN); integers
+    and i1 exactly, i1 compared as its stored bytes (a poisoned byte is
+    neither 0 nor 1)."""
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if want.dtype.kind == "f":
+        finite = np.abs(want[np.isfinite(want)])
+        atol = ATOL * max(1.0, float(finite.max(initial=0)))
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=atol)
+    elif want.dtype == np.bool_:
+        np.testing.assert_array_equal(got.view(np.int8), want.astype(np.int8))
+    else:
+        np.testing.assert_array_equal(got, want)
 
 
 def ty(shape, et: str = "f32") -> str:

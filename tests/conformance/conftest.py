@@ -1,23 +1,54 @@
-"""Shared fixtures of the conformance suite: both target profiles, and a
-checker that kernelizes a program, runs it on OpenCL (PoCL here) with
-poisoned buffers and compares every output with the reference interpreter."""
+"""Shared fixtures of the conformance suite: the OpenCL runtime (PoCL here)
+under both target profiles, with poisoned buffers.
+
+`device` is an `OpenCLDevice(poison=True)` that kernelizes for the CPU
+profile or for the GPU profile (work-group kernels with local memory and
+barriers, which PoCL runs too), so every test runs each program through
+`accy.compile(..., device=device)` as a user would, twice over."""
 
 from __future__ import annotations
 
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from accy.dialects.target import CPU_PROFILE, GPU_PROFILE  # noqa: E402
+from accy.dialects.target import CPU_PROFILE, GPU_PROFILE, TargetProfile  # noqa: E402
+from accy.runtime.opencl import OpenCLDevice, opencl_devices  # noqa: E402
 
 PROFILES = {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE}
 
 
+class ProfiledDevice(OpenCLDevice):
+    """The first OpenCL device, kernelizing for a given target profile
+    instead of its own (the math tier still comes from the module)."""
+
+    def __init__(self, profile: TargetProfile) -> None:
+        super().__init__(poison=True)
+        self.profile = profile
+        self.name = f"opencl ({profile.profile} profile)"
+
+    def target_profile(self, math_tier: str = "exact") -> TargetProfile:
+        return self.profile.replace(math=math_tier)
+
+
+@cache
+def profiled_device(name: str) -> ProfiledDevice:
+    """One device per profile for the whole session (contexts and built
+    programs are worth keeping)."""
+    return ProfiledDevice(PROFILES[name])
+
+
+def all_devices() -> list[ProfiledDevice]:
+    return [profiled_device(name) for name in sorted(PROFILES)]
+
+
 @pytest.fixture(params=sorted(PROFILES))
-def profile(request: pytest.FixtureRequest):
-    """Each test runs with the CPU profile and with the GPU profile (whose
-    work-group kernels run on PoCL too)."""
-    return PROFILES[request.param]
+def device(request: pytest.FixtureRequest) -> ProfiledDevice:
+    """Each test runs with the CPU profile and with the GPU profile."""
+    if not opencl_devices():
+        pytest.skip("no OpenCL device")
+    return profiled_device(request.param)

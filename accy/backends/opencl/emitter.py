@@ -11,7 +11,12 @@ The input follows docs/kernel-ir.md; the output is meant to be read:
   mutable locals declared before the loop, assigned by `scf.yield`; `scf.if`
   with results declares them before the `if`;
 - `vector<WxT>` is `TW` (`float16`), loaded and stored with `vloadW`/`vstoreW`;
-  `vector<Wxi1>` is `intW` (OpenCL's -1/0 comparison masks);
+  `vector<Wxi1>` is `intW` (OpenCL's -1/0 comparison masks): `accy_kernel.vcmp`
+  is a vector comparison (converted to `intW` when the lanes are not 32-bit)
+  and `accy_kernel.vselect %m, %a, %b` is `select(b, a, m)` (OpenCL picks its
+  second operand where the mask lane's top bit is set; the mask is converted
+  to the lanes' width first); `accy_kernel.vcast` is `convert_TW(x)` (float to
+  int rounds toward zero, int to float to nearest, as the scalar C casts);
 - math ops are OpenCL built-ins (exp, log, sqrt, rsqrt, tanh, sin, cos, erf,
   floor, ceil, fabs, pow, fma, ...); `arith.maximumf`/`minimumf` propagate NaN
   (as the reference does) while `maxnumf`/`minnumf` are `fmax`/`fmin`;
@@ -51,6 +56,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
+from accy.dialects.kernel import VCmpOp
 from accy.dialects.target import TargetProfile
 
 KERNELS_MODULE = "kernels"
@@ -452,16 +458,18 @@ class _KernelEmitter:
         else:
             raise self.fail(op, f"constant {value} of type {t} is not a scalar or a vector")
 
-    def cmpi(self, op: Operation) -> None:
-        pred = op.properties["predicate"].value.data  # type: ignore[union-attr]
+    def cmpi(self, op: Operation, pred: int | None = None) -> None:
+        if pred is None:
+            pred = op.properties["predicate"].value.data  # type: ignore[union-attr]
         a, b = (self.get(v) for v in op.operands)
         t = op.operands[0].type
         if pred >= 6:  # unsigned predicates
             a, b = self.as_unsigned(a, t), self.as_unsigned(b, t)
         self.define(op.results[0], self.mask(f"{a} {_CMPI[pred]} {b}", t))
 
-    def cmpf(self, op: Operation) -> None:
-        pred = op.properties["predicate"].value.data  # type: ignore[union-attr]
+    def cmpf(self, op: Operation, pred: int | None = None) -> None:
+        if pred is None:
+            pred = op.properties["predicate"].value.data  # type: ignore[union-attr]
         t = op.operands[0].type
         res = op.results[0].type
         form = _CMPF[pred]
@@ -472,6 +480,11 @@ class _KernelEmitter:
             self.names[op.results[0]] = expr
             return
         self.define(op.results[0], self.mask(form(self.get(op.operands[0]), self.get(op.operands[1])), t))
+
+    def vcmp(self, op: Operation) -> None:
+        """accy_kernel.vcmp: the arith comparison of the same predicate, on vectors (an intW -1/0 mask)."""
+        assert isinstance(op, VCmpOp)
+        (self.cmpf if op.is_float else self.cmpi)(op, op.predicate_index)
 
     def select(self, op: Operation) -> None:
         c, a, b = (self.get(v) for v in op.operands)
@@ -684,6 +697,9 @@ _HANDLERS: dict[str, Callable[[_KernelEmitter, Operation], None]] = {
     "arith.cmpi": _KernelEmitter.cmpi,
     "arith.cmpf": _KernelEmitter.cmpf,
     "arith.select": _KernelEmitter.select,
+    "accy_kernel.vcmp": _KernelEmitter.vcmp,
+    "accy_kernel.vselect": _KernelEmitter.select,
+    "accy_kernel.vcast": lambda e, op: e.define(op.results[0], e.convert(e.get(op.operands[0]), op.operands[0].type, op.results[0].type)),
     "arith.negf": lambda e, op: e.define(op.results[0], f"-{e.get(op.operands[0])}"),
     **{
         name: _KernelEmitter.cast

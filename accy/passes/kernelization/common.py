@@ -25,8 +25,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
+from xdsl.context import Context
 from xdsl.dialects import arith, gpu, memref, scf, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
@@ -44,9 +46,14 @@ from xdsl.dialects.builtin import (
     i8,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
+from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
+from xdsl.transforms.common_subexpression_elimination import cse
+from xdsl.transforms.dead_code_elimination import region_dce
 
 from accy.dialects import accy
 from accy.dialects.host import WORKGROUP
+from accy.dialects.kernel import compare_op, convert_op, select_op
 from accy.dialects.target import TargetProfile
 
 # --------------------------------------------------------------------------
@@ -209,6 +216,11 @@ class KernelBuilder:
         self._anchor = gpu.ReturnOp([])
         entry.add_op(self._anchor)
         self._consts: dict[tuple[Any, Attribute], SSAValue] = {}
+        # Loads already made (xDSL's CSE leaves vector.load alone: it declares
+        # no memory effect), and coordinates that `delinearize` made of a flat
+        # index, so a row-major access of them is that index again.
+        self._loads: dict[tuple[Any, ...], SSAValue] = {}
+        self._delinearized: dict[tuple[SSAValue, ...], tuple[SSAValue, tuple[int, ...]]] = {}
         self._const_tail: Operation | None = None
         self.const_value: dict[SSAValue, int] = {}
 
@@ -228,8 +240,26 @@ class KernelBuilder:
         return self.func
 
     def lowered(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> LoweredKernel:
-        """The finished kernel with its launch sizes."""
+        """The finished kernel (tidied by `simplify_kernel`) with its launch sizes."""
+        simplify_kernel(self.func)
         return LoweredKernel(self.func, grid, block, self.buffers, self.arg_values)
+
+    # -- values computed once where they dominate ---------------------------
+
+    def lookup(self, memo: dict[tuple[Any, ...], SSAValue], key: tuple[Any, ...]) -> SSAValue | None:
+        """`memo`'s value for `key` made in the current block or one enclosing it."""
+        block: Block | None = self.block
+        while block is not None:
+            hit = memo.get((block, *key))
+            if hit is not None:
+                return hit
+            parent = block.parent_op()
+            block = parent.parent_block() if parent is not None else None
+        return None
+
+    def remember(self, memo: dict[tuple[Any, ...], SSAValue], key: tuple[Any, ...], value: SSAValue) -> SSAValue:
+        memo[(self.block, *key)] = value
+        return value
 
     # -- constants (hoisted to the top) -----------------------------------
 
@@ -319,7 +349,11 @@ class KernelBuilder:
         ca, cb = self.const_value.get(a), self.const_value.get(b)
         if ca is not None and cb is not None:
             return self.idx(min(ca, cb))
-        return self.val(arith.SelectOp(self.lt(a, b), a, b))
+        return self.select(self.lt(a, b), a, b)
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        """cond ? a : b, lane-wise when `cond` is a vector mask."""
+        return self.val(select_op(cond, a, b))
 
     def lt(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
         return self.val(arith.CmpiOp(self._as_idx(a), self._as_idx(b), "slt"))
@@ -338,7 +372,9 @@ class KernelBuilder:
             else:
                 coords.append(self.rem(rest, n))
                 rest = self.div(rest, n)
-        return list(reversed(coords))
+        coords.reverse()
+        self._delinearized[tuple(coords)] = (flat, tuple(shape))
+        return coords
 
     def linearize(self, coords: Sequence[SSAValue], shape: Sequence[int]) -> SSAValue:
         flat = self.idx(0)
@@ -347,7 +383,12 @@ class KernelBuilder:
         return flat
 
     def address(self, acc: Access, coords: Sequence[SSAValue]) -> SSAValue:
+        """The element index of `coords` in `acc`'s buffer."""
         assert len(coords) == len(acc.strides), (coords, acc.strides)
+        source = self._delinearized.get(tuple(coords))
+        if source is not None and _row_major(acc.strides, source[1]):
+            # delinearize(i, shape) read row-major is i itself.
+            return self.add(self.idx(acc.offset), source[0])
         flat = self.idx(acc.offset)
         for c, s in zip(coords, acc.strides, strict=False):
             if s:
@@ -421,6 +462,10 @@ class KernelBuilder:
         last coordinate), converted from storage (i8 -> i1)."""
         et = acc.element_type
         st = storage_type(et)
+        key = (acc.arg, self.address(acc, coords), width, acc.strides[-1] if acc.strides else 0, et)
+        hit = self.lookup(self._loads, key)
+        if hit is not None:
+            return hit
         if width == 1:
             x = self.val(memref.LoadOp.get(acc.arg, [self.address(acc, coords)]))
         elif not acc.strides or acc.strides[-1] == 0:
@@ -436,11 +481,11 @@ class KernelBuilder:
                 x = self.val(vector.InsertOp(s, x, [lane]))
         if accy.is_bool(et):
             x = cmp(self, "ne", x, self.const(0, x.type), integer=True)
-        return x
+        return self.remember(self._loads, key, x)
 
     def store(self, acc: Access, coords: Sequence[SSAValue], x: SSAValue, width: int = 1) -> None:
         if accy.is_bool(acc.element_type):
-            x = self.val(arith.SelectOp(x, self.const(1, _like(x.type, i8)), self.const(0, _like(x.type, i8))))
+            x = self.select(x, self.const(1, _like(x.type, i8)), self.const(0, _like(x.type, i8)))
         if width == 1:
             self.op(memref.StoreOp.get(x, acc.arg, [self.address(acc, coords)]))
         elif acc.strides[-1] == 1:
@@ -458,6 +503,13 @@ class KernelBuilder:
         return self.val(memref.AllocaOp.get(t, shape=[n]))
 
 
+def _row_major(strides: Sequence[int], shape: Sequence[int]) -> bool:
+    """Whether `strides` walk `shape` row-major (dims of size 1 aside)."""
+    return len(strides) == len(shape) and all(
+        s == r for s, r, n in zip(strides, row_major_strides(shape), shape, strict=True) if n != 1
+    )
+
+
 def _view_root(v: SSAValue) -> SSAValue:
     """The value a chain of views starts from."""
     while isinstance(v.owner, VIEWS):
@@ -473,21 +525,14 @@ def element_type_of(t: Attribute) -> Attribute:
     return t.element_type if isinstance(t, VectorType) else t
 
 
-def _retyped(op: Operation, t: Attribute) -> Operation:
-    """`op` with result type `t` (xDSL's cmp builders always return scalar i1)."""
-    return type(op).create(operands=list(op.operands), result_types=[t], properties=dict(op.properties))
-
-
 _FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
 _ICMP = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
 
 
 def cmp(kb: KernelBuilder, pred: str, a: SSAValue, b: SSAValue, integer: bool) -> SSAValue:
-    """a <pred> b (numpy semantics: a NaN compares unequal to everything)."""
-    op = arith.CmpiOp(a, b, _ICMP[pred]) if integer else arith.CmpfOp(a, b, _FCMP[pred])
-    if isinstance(a.type, VectorType):
-        op = _retyped(op, VectorType(IntegerType(1), a.type.get_shape()))
-    return kb.val(op)
+    """a <pred> b on scalars or lane-wise on vectors (numpy semantics: a NaN
+    compares unequal to everything)."""
+    return kb.val(compare_op(a, b, _ICMP[pred] if integer else _FCMP[pred]))
 
 
 # --------------------------------------------------------------------------
@@ -510,36 +555,76 @@ def int_pow(kb: KernelBuilder, base: SSAValue, exp: SSAValue) -> SSAValue:
     def step(_: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
         r, b, e = c
         odd = cmp(kb, "ne", kb.val(arith.RemSIOp(e, two)), zero, integer=True)
-        r = kb.val(arith.SelectOp(odd, kb.val(arith.MuliOp(r, b)), r))
+        r = kb.select(odd, kb.val(arith.MuliOp(r, b)), r)
         return [r, kb.val(arith.MuliOp(b, b)), kb.val(arith.DivSIOp(e, two))]
 
     r = kb.for_(0, bits, 1, [one, base, exp], step)[0]
     # A negative exponent: 1/base^|exp| truncated (1, +-1 for base -1, else 0).
     minus_one = kb.const(-1, t)
     odd = cmp(kb, "ne", kb.val(arith.RemSIOp(exp, two)), zero, integer=True)
-    for_minus_one = kb.val(arith.SelectOp(odd, minus_one, one))
-    inverse = kb.val(arith.SelectOp(cmp(kb, "eq", base, minus_one, integer=True), for_minus_one, zero))
-    inverse = kb.val(arith.SelectOp(cmp(kb, "eq", base, one, integer=True), one, inverse))
-    return kb.val(arith.SelectOp(cmp(kb, "lt", exp, zero, integer=True), inverse, r))
+    for_minus_one = kb.select(odd, minus_one, one)
+    inverse = kb.select(cmp(kb, "eq", base, minus_one, integer=True), for_minus_one, zero)
+    inverse = kb.select(cmp(kb, "eq", base, one, integer=True), one, inverse)
+    return kb.select(cmp(kb, "lt", exp, zero, integer=True), inverse, r)
+
+
+def int_div(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
+    """a / b truncating toward zero, defined everywhere as the reference
+    defines it: a / 0 = 0 and INT_MIN / -1 = INT_MIN (OpenCL C and LLVM leave
+    both undefined; x86 traps). Both are divided by 1 instead, then x/0 is
+    replaced by 0."""
+    t = a.type
+    bits = element_type_of(t).width.data
+    zero, one = kb.const(0, t), kb.const(1, t)
+    by_zero = cmp(kb, "eq", b, zero, integer=True)
+    overflow = kb.val(
+        arith.AndIOp(
+            cmp(kb, "eq", a, kb.const(-(2 ** (bits - 1)), t), integer=True),
+            cmp(kb, "eq", b, kb.const(-1, t), integer=True),
+        )
+    )
+    safe = kb.select(kb.val(arith.OrIOp(by_zero, overflow)), one, b)
+    return kb.select(by_zero, zero, kb.val(arith.DivSIOp(a, safe)))
+
+
+def float_to_int(kb: KernelBuilder, x: SSAValue, dst: Attribute) -> SSAValue:
+    """Float -> signed integer truncating toward zero and saturating as the
+    reference (and LLVM's fptosi.sat): NaN -> 0, values at or beyond the
+    type's range -> its min / max. Out-of-range inputs never reach
+    `arith.fptosi` (undefined there), they are replaced by 0 first."""
+    t = x.type
+    bits = dst.width.data
+    rt = _like(t, dst)
+    # +-2^(bits-1) are exact in every float type wide enough to reach them
+    # (f16 rounds them to +-inf, beyond which nothing lies).
+    hi = cmp(kb, "ge", x, kb.const(float(2 ** (bits - 1)), t), integer=False)
+    lo = cmp(kb, "le", x, kb.const(-float(2 ** (bits - 1)), t), integer=False)
+    nan = cmp(kb, "ne", x, x, integer=False)
+    bad = kb.val(arith.OrIOp(kb.val(arith.OrIOp(hi, lo)), nan))
+    r = kb.val(convert_op("fptosi", kb.select(bad, kb.const(0.0, t), x), dst))
+    r = kb.select(hi, kb.const(2 ** (bits - 1) - 1, rt), r)
+    return kb.select(lo, kb.const(-(2 ** (bits - 1)), rt), r)
 
 
 def cast(kb: KernelBuilder, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
-    """accy.cast of one scalar: float->int truncates, i1 -> 1/0, x -> i1 is x != 0."""
+    """accy.cast of a scalar or lane-wise of a vector `x` of element type
+    `src`: float->int truncates and saturates (`float_to_int`), i1 -> 1/0,
+    x -> i1 is x != 0, int->int wraps."""
     if src == dst:
         return x
+    rt = _like(x.type, dst)
     if accy.is_bool(dst):
         return cmp(kb, "ne", x, kb.const(0, x.type), integer=not accy.is_float(src))
     if accy.is_bool(src):
-        return kb.val(arith.SelectOp(x, kb.const(1, dst), kb.const(0, dst)))
+        return kb.select(x, kb.const(1, rt), kb.const(0, rt))
     if accy.is_float(src) and accy.is_float(dst):
         wider = itemsize(dst) > itemsize(src)
-        return kb.val(arith.ExtFOp(x, dst) if wider else arith.TruncFOp(x, dst))
+        return kb.val(arith.ExtFOp(x, rt) if wider else arith.TruncFOp(x, rt))
     if accy.is_float(src):
-        return kb.val(arith.FPToSIOp(x, dst))
+        return float_to_int(kb, x, dst)
     if accy.is_float(dst):
-        return kb.val(arith.SIToFPOp(x, dst))
-    wider = itemsize(dst) > itemsize(src)
-    return kb.val(arith.ExtSIOp(x, dst) if wider else arith.TruncIOp(x, dst))
+        return kb.val(convert_op("sitofp", x, dst))
+    return kb.val(convert_op("extsi" if itemsize(dst) > itemsize(src) else "trunci", x, dst))
 
 
 def apply_elementwise(kb: KernelBuilder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
@@ -577,7 +662,9 @@ def apply_elementwise(kb: KernelBuilder, op: Operation, args: Sequence[SSAValue]
         case accy.CmpOp():
             return cmp(kb, op.predicate.data, x, args[1], integer=not fl)
         case accy.SelectOp():
-            return kb.val(arith.SelectOp(args[0], args[1], args[2]))
+            return kb.select(args[0], args[1], args[2])
+        case accy.DivOp() if not fl:
+            return int_div(kb, x, args[1])
         case accy.CastOp():
             return cast(kb, x, accy.elem_of(op.x), accy.elem_of(op.result))
         case accy.PowOp() if not fl:
@@ -608,7 +695,7 @@ _BINARY: dict[type, tuple[type[Operation] | None, type[Operation] | None]] = {
     accy.AddOp: (arith.AddfOp, arith.AddiOp),
     accy.SubOp: (arith.SubfOp, arith.SubiOp),
     accy.MulOp: (arith.MulfOp, arith.MuliOp),
-    accy.DivOp: (arith.DivfOp, arith.DivSIOp),
+    accy.DivOp: (arith.DivfOp, None),  # integers: int_div
     accy.MaxOp: (arith.MaximumfOp, arith.MaxSIOp),
     accy.MinOp: (arith.MinimumfOp, arith.MinSIOp),
     accy.PowOp: (mathd.PowFOp, None),
@@ -622,23 +709,17 @@ VIEWS = tuple(accy.VIEW_OPS)
 
 
 def vectorizable(ops: Sequence[Operation], kb: KernelBuilder | None = None) -> bool:
-    """Whether `Expr` can evaluate these ops W lanes at a time: no views that
-    must be computed (a view the builder loads through its strides is fine)
-    or concats (they move lanes across dims), no casts, compares or masks
-    (scalar-only builders)."""
+    """Whether `Expr` can evaluate these ops W lanes at a time: elementwise
+    ops (compares, selects, casts and i1 masks included, through
+    `accy_kernel.vcmp`/`vselect`) and splat constants; no views that must be
+    computed (a view the builder loads through its strides is fine) or
+    concats (they move lanes across dims). Such chains also index every
+    operand with the output's own coordinates, so their dims can be merged."""
     leaves = kb.view_leaves if kb is not None else set()
     return all(
-        (isinstance(op, ELEMENTWISE) and not isinstance(op, accy.CastOp | accy.CmpOp) and not _needs_cmp(op))
-        or (isinstance(op, VIEWS) and op.results[0] in leaves)
+        isinstance(op, (*ELEMENTWISE, accy.ConstantOp)) or (isinstance(op, VIEWS) and op.results[0] in leaves)
         for op in ops
     )
-
-
-def _needs_cmp(op: Operation) -> bool:
-    """xDSL 0.75's arith.cmpi/cmpf only verify with a scalar i1 result, so
-    masks (i1 loads and stores) and integer pow stay scalar."""
-    types = [accy.elem_of(v) for v in (*op.operands, *op.results)]
-    return any(accy.is_bool(t) for t in types) or (isinstance(op, accy.PowOp) and not accy.is_float(types[0]))
 
 
 # --------------------------------------------------------------------------
@@ -667,24 +748,18 @@ class Expr:
         self.producers = {r: op for op in ops for r in op.results}
         self.access = access if access is not None else kb.access
         self.pinned: dict[SSAValue, Callable[[Sequence[SSAValue]], SSAValue]] = {}
-        self._memo: dict[tuple[Block, SSAValue, tuple[SSAValue, ...]], SSAValue] = {}
+        self._memo: dict[tuple[Any, ...], SSAValue] = {}
 
     def pin(self, value: SSAValue, fn: Callable[[Sequence[SSAValue]], SSAValue]) -> None:
         """Evaluate `value` with `fn(coords)` (a lowering's own result)."""
         self.pinned[value] = fn
 
     def at(self, value: SSAValue, coords: Sequence[SSAValue]) -> SSAValue:
-        key_coords = tuple(coords)
-        block: Block | None = self.kb.block
-        while block is not None:
-            hit = self._memo.get((block, value, key_coords))
-            if hit is not None:
-                return hit
-            parent = block.parent_op()
-            block = parent.parent_block() if parent is not None else None
-        result = self._compute(value, list(coords))
-        self._memo[(self.kb.block, value, key_coords)] = result
-        return result
+        key = (value, tuple(coords))
+        hit = self.kb.lookup(self._memo, key)
+        if hit is not None:
+            return hit
+        return self.kb.remember(self._memo, key, self._compute(value, list(coords)))
 
     def _compute(self, value: SSAValue, coords: list[SSAValue]) -> SSAValue:
         kb = self.kb
@@ -768,6 +843,25 @@ def storage_free_type(t: Attribute) -> Attribute:
     return t
 
 
+@cache
+def _fold_context() -> Context:
+    from accy.passes.registry import make_context
+
+    return make_context()
+
+
+def simplify_kernel(func: gpu.FuncOp) -> None:
+    """Tidies a built kernel in place: xDSL's canonicalization patterns with
+    constant folding and dead-op removal (index math of merged dims, loops
+    that run once, unused ids), then common-subexpression elimination (an
+    address or a value the builders computed per operand or per output is
+    computed once). The patterns only produce ops of the kernel IR
+    conventions (`arith.constant`, `arith.xori`, inlined `scf` regions)."""
+    applier = GreedyRewritePatternApplier([CanonicalizationRewritePattern()], ctx=_fold_context(), folding_enabled=True)
+    PatternRewriteWalker(applier, post_walk_func=region_dce).rewrite_region(func.body)
+    cse(func)
+
+
 def launch_1d(total: int, profile: TargetProfile, local: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
     """Work-groups and work-group size covering `total` work-items in x
     (the kernel guards ids >= total). Returns (grid, block, padded total)."""
@@ -844,3 +938,27 @@ def place(rank: int, axes: Sequence[int], reduced: Sequence[SSAValue], kept: Seq
     for d in range(rank):
         out.append(next(ri) if d in axes else next(ki))
     return out
+
+
+def work_group_combine(
+    kb: KernelBuilder, kind: str, share: SSAValue, scratch: SSAValue, tid: SSAValue, size: int
+) -> SSAValue:
+    """Combines the `size` shares of a work-group (`share` of work-item `tid`;
+    `size` a power of two) by a tree in the local array `scratch`, and gives
+    every work-item the total. `scratch` keeps the total afterwards: reusing
+    it needs a barrier first."""
+    kb.op(memref.StoreOp.get(share, scratch, [tid]))
+    kb.barrier()
+    half = size // 2
+    while half >= 1:
+
+        def fold(half: int = half) -> list[SSAValue]:
+            a = kb.val(memref.LoadOp.get(scratch, [tid]))
+            b = kb.val(memref.LoadOp.get(scratch, [kb.add(tid, half)]))
+            kb.op(memref.StoreOp.get(combine(kb, kind, a, b), scratch, [tid]))
+            return []
+
+        kb.if_(kb.lt(tid, half), fold)
+        kb.barrier()
+        half //= 2
+    return kb.val(memref.LoadOp.get(scratch, [kb.idx(0)]))

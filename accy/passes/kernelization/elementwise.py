@@ -75,8 +75,11 @@ class _Group:
         if w == 1:
             self._store(kb.delinearize(gid, self.shape), 1)
             return
-        row, col = kb.div(gid, self.per_row), kb.mul(kb.rem(gid, self.per_row), w)
-        prefix = kb.delinearize(row, self.shape[:-1])
+        if len(self.shape) == 1:  # one row: work-item i owns lanes i*W..
+            prefix, col = [], kb.mul(gid, w)
+        else:
+            row, col = kb.div(gid, self.per_row), kb.mul(kb.rem(gid, self.per_row), w)
+            prefix = kb.delinearize(row, self.shape[:-1])
         if last % w == 0:
             self._store([*prefix, col], w)
             return

@@ -60,21 +60,24 @@ from accy.passes.kernelization.common import (
 )
 from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
+from accy.passes.kernelization.flash_attention import lower_flash_attention
 from accy.passes.kernelization.reduction import lower_reduction
+from accy.passes.kernelization.row_pipeline import lower_row_pipeline
 from accy.passes.kernelization.scan import lower_scan
 from accy.passes.kernelization.shape import lower_shape
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
 
 Lowering = Callable[[Any, Any, TargetProfile], LoweredKernel]
 
-#: kind -> lowering. Kinds without one (row_pipeline, flash_attention,
-#: iterate, kernel_call) decline and run on the host reference path.
+#: kind -> lowering. Kinds without one (iterate, kernel_call) decline and run on the host reference path.
 LOWERINGS: dict[str, Lowering] = {
     "elementwise": lower_elementwise,
     "shape": lower_shape,
     "reduction": lower_reduction,
     "scan": lower_scan,
     "dot_general": lower_dot,
+    "row_pipeline": lower_row_pipeline,
+    "flash_attention": lower_flash_attention,
 }
 
 KERNELS_MODULE = "kernels"

@@ -1,0 +1,228 @@
+"""The `accy_kernel` dialect: the lane-wise comparisons, selections and
+conversions that kernel IR needs and xDSL 0.75's `arith` cannot say.
+
+MLIR's `arith.cmpf`/`arith.cmpi` compare vectors into `vector<Wxi1>` masks,
+`arith.select` takes such a mask and `arith.fptosi`/`sitofp`/`extsi`/`trunci`
+convert vectors; xDSL 0.75 only verifies them on scalars. These ops are
+exactly those vector forms, so a lowering keeps whole chains with compares,
+selects, casts and i1 masks vectorised:
+
+    %m = accy_kernel.vcmp "olt", %a, %b : vector<16xf32> -> vector<16xi1>
+    %r = accy_kernel.vselect %m, %a, %b : vector<16xi1>, vector<16xf32>
+    %i = accy_kernel.vcast "fptosi", %r : vector<16xf32> -> vector<16xi32>
+
+- `accy_kernel.vcmp`: operands `lhs`, `rhs` of one type `vector<WxT>`;
+  property `predicate`, a string naming an `arith.cmpf` predicate when T is a
+  float (`oeq`, `olt`, `une`, `uno`, ...) or an `arith.cmpi` predicate when T
+  is an integer or index (`eq`, `slt`, `uge`, ...). Result `vector<Wxi1>`:
+  lane i is `arith.cmp{f,i} predicate lhs[i], rhs[i]`.
+- `accy_kernel.vselect`: `cond: vector<Wxi1>`, `lhs`, `rhs`, result of one
+  type `vector<WxT>`: lane i is `cond[i] ? lhs[i] : rhs[i]`.
+- `accy_kernel.vcast`: `input: vector<WxS>` -> `vector<WxD>` (same W);
+  property `kind`, one of `fptosi`, `sitofp`, `extsi`, `trunci`: lane i is
+  `arith.<kind> input[i] : S to D` (with that op's type rules).
+
+All are pure (CSE and DCE apply). Scalars keep using the `arith` ops; the
+helpers `compare_op`, `select_op` and `convert_op` pick the right op.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerType, StringAttr, VectorType
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+#: arith.cmpf's predicates, in the order of its integer encoding.
+FLOAT_PREDICATES = (
+    "false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+    "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true",
+)  # fmt: skip
+#: arith.cmpi's predicates, in the order of its integer encoding.
+INT_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+
+
+def _mask_type(t: VectorType) -> VectorType:
+    return VectorType(IntegerType(1), t.get_shape())
+
+
+def _is_float_vector(t: VectorType) -> bool:
+    return not isinstance(t.element_type, IntegerType | IndexType)
+
+
+@irdl_op_definition
+class VCmpOp(IRDLOperation):
+    """Lane-wise `arith.cmpf`/`arith.cmpi` of two vectors into a `vector<Wxi1>` mask."""
+
+    name = "accy_kernel.vcmp"
+
+    T: ClassVar = VarConstraint("T", base(VectorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    predicate = prop_def(StringAttr)
+    result = result_def(base(VectorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, predicate: str) -> None:
+        t = lhs.type
+        assert isinstance(t, VectorType)
+        super().__init__(
+            operands=[lhs, rhs], result_types=[_mask_type(t)], properties={"predicate": StringAttr(predicate)}
+        )
+
+    @property
+    def is_float(self) -> bool:
+        return _is_float_vector(self.lhs.type)  # type: ignore[arg-type]
+
+    @property
+    def predicate_index(self) -> int:
+        """The predicate's integer encoding in arith.cmpf / arith.cmpi."""
+        names = FLOAT_PREDICATES if self.is_float else INT_PREDICATES
+        return names.index(self.predicate.data)
+
+    def verify_(self) -> None:
+        t = self.lhs.type
+        assert isinstance(t, VectorType)
+        names = FLOAT_PREDICATES if self.is_float else INT_PREDICATES
+        kind = "float" if self.is_float else "integer"
+        if self.predicate.data not in names:
+            raise VerifyException(
+                f"'{self.name}' predicate '{self.predicate.data}' is not a {kind} predicate (one of {', '.join(names)})"
+            )
+        if self.result.type != _mask_type(t):
+            raise VerifyException(f"'{self.name}' result must be {_mask_type(t)} for operands {t}, got {self.result.type}")
+
+
+@irdl_op_definition
+class VSelectOp(IRDLOperation):
+    """Lane-wise `cond[i] ? lhs[i] : rhs[i]` under a `vector<Wxi1>` mask."""
+
+    name = "accy_kernel.vselect"
+
+    T: ClassVar = VarConstraint("T", base(VectorType))
+    cond = operand_def(base(VectorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$cond `,` $lhs `,` $rhs attr-dict `:` type($cond) `,` type($result)"
+
+    def __init__(self, cond: SSAValue, lhs: SSAValue, rhs: SSAValue) -> None:
+        super().__init__(operands=[cond, lhs, rhs], result_types=[lhs.type])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        assert isinstance(t, VectorType)
+        if self.cond.type != _mask_type(t):
+            raise VerifyException(f"'{self.name}' condition must be {_mask_type(t)} for {t}, got {self.cond.type}")
+
+
+#: The arith conversions `accy_kernel.vcast` applies lane-wise: kind ->
+#: (source is float, result is float, result wider than source or None).
+CAST_KINDS: dict[str, tuple[bool, bool, bool | None]] = {
+    "fptosi": (True, False, None),
+    "sitofp": (False, True, None),
+    "extsi": (False, False, True),
+    "trunci": (False, False, False),
+}
+_SCALAR_CASTS: dict[str, type[Operation]] = {
+    "fptosi": arith.FPToSIOp,
+    "sitofp": arith.SIToFPOp,
+    "extsi": arith.ExtSIOp,
+    "trunci": arith.TruncIOp,
+}
+
+
+@irdl_op_definition
+class VCastOp(IRDLOperation):
+    """Lane-wise `arith.fptosi` / `sitofp` / `extsi` / `trunci` of a vector."""
+
+    name = "accy_kernel.vcast"
+
+    input = operand_def(base(VectorType))
+    kind = prop_def(StringAttr)
+    result = result_def(base(VectorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$kind `,` $input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, kind: str, x: SSAValue, result_type: VectorType) -> None:
+        super().__init__(operands=[x], result_types=[result_type], properties={"kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        src, dst = self.input.type, self.result.type
+        assert isinstance(src, VectorType) and isinstance(dst, VectorType)
+        kind = self.kind.data
+        if kind not in CAST_KINDS:
+            raise VerifyException(f"'{self.name}' kind '{kind}' is not one of {', '.join(CAST_KINDS)}")
+        if src.get_shape() != dst.get_shape():
+            raise VerifyException(f"'{self.name}' changes the vector shape: {src} -> {dst}")
+        src_float, dst_float, wider = CAST_KINDS[kind]
+        s, d = src.element_type, dst.element_type
+        if (not isinstance(s, IntegerType)) != src_float or (not isinstance(d, IntegerType)) != dst_float:
+            raise VerifyException(f"'{self.name}' {kind} does not convert {src} to {dst}")
+        if wider is not None:
+            assert isinstance(s, IntegerType) and isinstance(d, IntegerType)
+            if (d.width.data > s.width.data) != wider or d.width.data == s.width.data:
+                raise VerifyException(f"'{self.name}' {kind} cannot convert {src} to {dst} (bit widths)")
+
+
+def compare_op(lhs: SSAValue, rhs: SSAValue, predicate: str) -> Operation:
+    """`predicate` (an arith.cmpf name for floats, arith.cmpi name otherwise)
+    of two scalars (`arith.cmpf/cmpi`) or vectors (`accy_kernel.vcmp`)."""
+    t: Attribute = lhs.type
+    if isinstance(t, VectorType):
+        return VCmpOp(lhs, rhs, predicate)
+    if isinstance(t, IntegerType | IndexType):
+        return arith.CmpiOp(lhs, rhs, predicate)
+    return arith.CmpfOp(lhs, rhs, predicate)
+
+
+def select_op(cond: SSAValue, lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """`cond ? lhs : rhs` for a scalar `i1` (`arith.select`) or a mask (`accy_kernel.vselect`)."""
+    if isinstance(cond.type, VectorType):
+        return VSelectOp(cond, lhs, rhs)
+    return arith.SelectOp(cond, lhs, rhs)
+
+
+def convert_op(kind: str, x: SSAValue, element_type: Attribute) -> Operation:
+    """`arith.<kind>` (a key of `CAST_KINDS`) of a scalar, or `accy_kernel.vcast` of a vector."""
+    t = x.type
+    if isinstance(t, VectorType):
+        return VCastOp(kind, x, VectorType(element_type, t.get_shape()))
+    return _SCALAR_CASTS[kind](x, element_type)
+
+
+AccyKernel = Dialect("accy_kernel", [VCmpOp, VSelectOp, VCastOp], [])
+
+__all__ = [
+    "CAST_KINDS",
+    "FLOAT_PREDICATES",
+    "INT_PREDICATES",
+    "AccyKernel",
+    "VCastOp",
+    "VCmpOp",
+    "VSelectOp",
+    "compare_op",
+    "convert_op",
+    "select_op",
+]

@@ -1,0 +1,395 @@
+"""Lowering of flash_attention work items: `accy.attention` (expanded into
+its primitive form) or q·kᵀ → elementwise (scale, mask) → softmax → ·v written
+with primitives, with prologues on q, k, v and an epilogue on the result.
+
+The Sq x Sk scores are never stored: each query row runs the online softmax
+over the keys, carrying the running max m, the running sum l and the
+accumulator acc[Dv]:
+
+    s = S(q·k_j)                    the item's elementwise work on the score
+    m' = max(m, s);  c = exp(m - m');  p = exp(s - m')
+    l' = l·c + p;    acc' = acc·c + p·v_j
+
+and stores acc / l through the epilogue. A causal mask written as the
+decompose pass writes it (select(iota_k > iota_q, lowest, s)) is recognised:
+keys past the query are skipped rather than masked. Any other mask is
+computed per score. The softmax between the dots must be exp(s - max s) /
+sum(exp(s - max s)) (what `accy.softmax` expands to); other row pipelines
+between two dots decline.
+
+CPU profile: one work-item per (batch, query row); q's row, acc and the dot
+over D are `vector<WxT>` chunks in registers (scalars when the layout or the
+prologue does not allow W lanes). No barriers.
+
+GPU profile: a work-group per block of T query rows of one batch (a
+work-item per query row); each step stages a tile of T keys and values in
+local memory (barriers around it) and every work-item runs the online
+softmax over the tile.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from xdsl.dialects import arith, memref, vector
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import Operation, SSAValue
+
+from accy.dialects import accy
+from accy.dialects.target import TargetProfile
+from accy.passes.kernelization.common import (
+    Decline,
+    Expr,
+    KernelBuilder,
+    LoweredKernel,
+    cmp,
+    guarded,
+    itemsize,
+    launch_1d,
+    numel,
+    vector_total,
+)
+from accy.passes.kernelization.row_pipeline import (
+    broadcast_accesses,
+    expanded,
+    pin_aliases,
+    strip_row_views,
+    walk_cone,
+)
+
+#: Query rows (work-items) per GPU work-group, at most.
+GPU_QUERY_ROWS = 64
+#: A masked score at or below this is a mask (the decompose pass writes the lowest float).
+MASKED = -1e30
+
+Chunk = tuple[int, int]
+"""(offset, width) of a piece of a row of D or Dv elements."""
+
+
+def lower_flash_attention(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
+    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
+    with expanded(kernel.ops) as (ops, aliases):
+        fa = _Attention(kb, ops, aliases, kernel.outputs)
+        return fa.work_group_per_block() if profile.profile == "gpu" else fa.work_item_per_row()
+
+
+def chunks(n: int, width: int) -> list[Chunk]:
+    """n elements as `width`-lane pieces, then single elements."""
+    full = n - n % width if width > 1 else 0
+    return [(o, width) for o in range(0, full, width)] + [(o, 1) for o in range(full, n)]
+
+
+class _Attention:
+    def __init__(
+        self, kb: KernelBuilder, ops: list[Operation], aliases: dict[SSAValue, SSAValue], outputs: Sequence[SSAValue]
+    ) -> None:
+        self.kb, self.ops, self.aliases, self.outputs = kb, ops, aliases, list(outputs)
+        self.producer = {r: op for op in ops for r in op.results}
+        dots = [op for op in ops if isinstance(op, accy.DotGeneralOp)]
+        if len(dots) != 2:
+            raise Decline(f"a flash attention kernel needs two accy.dot_general, got {len(dots)}")
+        self.qk, self.pv = dots
+        # Rows are [*batch, Sq] (an `accy.attention` item carries no row facts).
+        *rows, self.sk = accy.shape_of(self.qk.result)
+        self.rows = tuple(rows)
+        self.et = accy.elem_of(self.qk.result)
+        if not accy.is_float(self.et):
+            raise Decline(f"attention over {self.et} is not a float attention")
+        self.score = self._match_softmax(self.pv.lhs)
+        self.causal, self.score = self._match_causal(self.score)
+        for out in self.outputs:
+            if accy.shape_of(out) != accy.shape_of(self.pv.result):
+                raise Decline(f"output {out.name_hint or out} does not have the attention result's shape")
+        self.batch_shape = list(self.rows[:-1])
+        self.sq = self.rows[-1]
+        lb, rb, lc, rc = (tuple(x) for x in self.qk.dims())
+        self.q_dims = (lb, lc[0], self._free(self.qk.lhs, lb, lc))
+        self.k_dims = (rb, rc[0], self._free(self.qk.rhs, rb, rc))
+        pb, vb, _, vc = (tuple(x) for x in self.pv.dims())
+        self.v_dims = (vb, vc[0], self._free(self.pv.rhs, vb, vc))
+        self.d = accy.shape_of(self.qk.lhs)[lc[0]]
+        self.dv = accy.shape_of(self.pv.rhs)[self.v_dims[2]]
+        self.inputs = broadcast_accesses(kb, ops)
+
+    # -- matching ------------------------------------------------------------------
+
+    def _op(self, v: SSAValue, cls: type, what: str) -> Any:
+        op = self.producer.get(v)
+        if not isinstance(op, cls):
+            raise Decline(f"the work between the two dots is not a softmax (no {what})")
+        return op
+
+    def _match_softmax(self, probs: SSAValue) -> SSAValue:
+        """The score s of probs = exp(s - max s) / sum(exp(s - max s))."""
+        div = self._op(probs, accy.DivOp, "division by the row sum")
+        total = self._op(strip_row_views(div.rhs), accy.ReduceOp, "row sum")
+        exp = self._op(div.lhs, accy.ExpOp, "exp")
+        sub = self._op(exp.x, accy.SubOp, "subtracted row max")
+        peak = self._op(strip_row_views(sub.rhs), accy.ReduceOp, "row max")
+        if total.kind.data != "sum" or total.x is not div.lhs or peak.kind.data != "max" or peak.x is not sub.lhs:
+            raise Decline("the work between the two dots is not a softmax (exp(s - max s) / sum)")
+        return sub.lhs
+
+    def _match_causal(self, score: SSAValue) -> tuple[bool, SSAValue]:
+        """(True, unmasked score) for select(iota_k > iota_q, lowest, s)."""
+        sel = self.producer.get(score)
+        if not isinstance(sel, accy.SelectOp):
+            return False, score
+        rank = len(accy.shape_of(score))
+        cond = self.producer.get(sel.cond) or sel.cond.owner
+        if not (
+            isinstance(cond, accy.CmpOp)
+            and cond.predicate.data == "gt"
+            and _iota_along(cond.lhs, rank - 1)
+            and _iota_along(cond.rhs, rank - 2)
+            and _splat_at_most(sel.lhs, MASKED)
+        ):
+            return False, score
+        return True, sel.rhs
+
+    @staticmethod
+    def _free(v: SSAValue, batch: Sequence[int], contract: Sequence[int]) -> int:
+        (free,) = [d for d in range(len(accy.shape_of(v))) if d not in (*batch, *contract)]
+        return free
+
+    # -- evaluation --------------------------------------------------------------------
+
+    def expr(self, width: int) -> Expr:
+        kb = self.kb
+        e = Expr(kb, self.ops, width)
+        for v, acc in self.inputs.items():
+            e.pin(v, lambda coords, acc=acc: kb.load(acc, coords, width))
+        pin_aliases(e, self.aliases)
+        return e
+
+    def _at(self, dims: tuple[Sequence[int], int, int], bc: list[SSAValue], row: SSAValue, col: SSAValue) -> list[SSAValue]:
+        """Operand coordinates: batch, the contracted index `row`, the free index `col`."""
+        batch, contract, free = dims
+        coords: list[Any] = [None] * (len(batch) + 2)
+        for d, c in zip(batch, bc, strict=True):
+            coords[d] = c
+        coords[contract], coords[free] = row, col
+        return coords
+
+    def q_at(self, bc: list[SSAValue], i: SSAValue, d0: int, w: int) -> SSAValue:
+        return self.expr(w).at(self.qk.lhs, self._at(self.q_dims, bc, self.kb.idx(d0), i))
+
+    def k_at(self, bc: list[SSAValue], j: SSAValue, d0: SSAValue | int, w: int) -> SSAValue:
+        return self.expr(w).at(self.qk.rhs, self._at(self.k_dims, bc, _index(self.kb, d0), j))
+
+    def v_at(self, bc: list[SSAValue], j: SSAValue, d0: SSAValue | int, w: int) -> SSAValue:
+        return self.expr(w).at(self.pv.rhs, self._at(self.v_dims, bc, j, _index(self.kb, d0)))
+
+    def _lanes(self, values: Sequence[SSAValue], last: Sequence[int], n: int) -> int:
+        """W when `values` can be computed W lanes at a time along their last
+        dim and that dim is the one walked (`last` holds, per value, the dim
+        walked); otherwise 1."""
+        w = self.kb.profile.vector_width
+        leaves = {*self.inputs, self.qk.result, self.pv.result}
+        _, ok = walk_cone(self.kb, self.producer, self.aliases, values, set(), leaves)
+        in_last = all(d == len(accy.shape_of(v)) - 1 for v, d in zip(values, last, strict=True))
+        return w if w > 1 and ok and in_last and n >= w else 1
+
+    def widths(self, from_local: bool) -> tuple[int, int]:
+        """Lane widths of the D chunks and the Dv chunks."""
+        out_dims = [len(accy.shape_of(o)) - 1 for o in self.outputs]
+        if from_local:  # k and v come from contiguous local tiles
+            wd = self._lanes([self.qk.lhs], [self.q_dims[1]], self.d)
+            wv = self._lanes(self.outputs, out_dims, self.dv)
+        else:
+            wd = self._lanes([self.qk.lhs, self.qk.rhs], [self.q_dims[1], self.k_dims[1]], self.d)
+            wv = self._lanes([self.pv.rhs, *self.outputs], [self.v_dims[2], *out_dims], self.dv)
+        return wd, wv
+
+    # -- the online softmax ----------------------------------------------------------------
+
+    def _splat(self, x: SSAValue, w: int) -> SSAValue:
+        return x if w == 1 else self.kb.val(vector.BroadcastOp(x, VectorType(x.type, [w])))
+
+    def _fma(self, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
+        return self.kb.val(mathd.FmaOp(a, b, c))
+
+    def init(self, dv_chunks: list[Chunk]) -> list[SSAValue]:
+        kb, et = self.kb, self.et
+        accs = [kb.const(0.0, VectorType(et, [w]) if w > 1 else et) for _, w in dv_chunks]
+        return [kb.const(-math.inf, et), kb.const(0.0, et), *accs]
+
+    def update(
+        self, bc: list[SSAValue], i: SSAValue, j: SSAValue, q: list[tuple[Chunk, SSAValue]],
+        dv_chunks: list[Chunk], carried: list[SSAValue],
+        k_at: Callable[[int, int], SSAValue], v_at: Callable[[int, int], SSAValue],
+    ) -> list[SSAValue]:
+        """One key j of the online softmax (module docstring)."""
+        kb, et = self.kb, self.et
+        m, l, accs = carried[0], carried[1], carried[2:]
+        lanes: SSAValue | None = None
+        dot: SSAValue | None = None
+        for (d0, w), qv in q:
+            kv = k_at(d0, w)
+            if w > 1:
+                lanes = kb.val(arith.MulfOp(qv, kv)) if lanes is None else self._fma(qv, kv, lanes)
+            else:
+                dot = kb.val(arith.MulfOp(qv, kv)) if dot is None else self._fma(qv, kv, dot)
+        if lanes is not None:
+            total = vector_total(kb, "sum", lanes)
+            dot = total if dot is None else kb.val(arith.AddfOp(total, dot))
+        assert dot is not None
+        e = self.expr(1)
+        e.pin(self.qk.result, lambda _: dot)
+        s = e.at(self.score, [*bc, i, j])
+        m_new = kb.val(arith.MaximumfOp(m, s))
+        # While every score so far is -inf, shift by 0 (exp(-inf - -inf) is NaN).
+        shift = kb.val(arith.SelectOp(cmp(kb, "eq", m_new, kb.const(-math.inf, et), False), kb.const(0.0, et), m_new))
+        corr = kb.val(mathd.ExpOp(kb.val(arith.SubfOp(m, shift))))
+        p = kb.val(mathd.ExpOp(kb.val(arith.SubfOp(s, shift))))
+        out = [m_new, self._fma(l, corr, p)]
+        for (d0, w), acc in zip(dv_chunks, accs, strict=True):
+            scaled = kb.val(arith.MulfOp(acc, self._splat(corr, w)))
+            out.append(self._fma(self._splat(p, w), v_at(d0, w), scaled))
+        return out
+
+    def store(self, bc: list[SSAValue], i: SSAValue, dv_chunks: list[Chunk], carried: list[SSAValue]) -> None:
+        """acc / l through the epilogue into every output."""
+        kb = self.kb
+        inv = kb.val(arith.DivfOp(kb.const(1.0, self.et), carried[1]))
+        for (d0, w), acc in zip(dv_chunks, carried[2:], strict=True):
+            value = kb.val(arith.MulfOp(acc, self._splat(inv, w)))
+            coords = [*bc, i, kb.idx(d0)]
+            e = self.expr(w)
+            e.pin(self.pv.result, lambda _, value=value: value)
+            for out in self.outputs:
+                kb.store(kb.access[out], coords, e.at(out, coords), w)
+
+    def key_end(self, i: SSAValue) -> SSAValue:
+        """Keys j < key_end are visited: all, or j <= i when causal."""
+        return self.kb.min(self.sk, self.kb.add(i, 1)) if self.causal else self.kb.idx(self.sk)
+
+    # -- CPU: one work-item per query row ----------------------------------------------------
+
+    def work_item_per_row(self) -> LoweredKernel:
+        kb = self.kb
+        wd, wv = self.widths(from_local=False)
+        d_chunks, dv_chunks = chunks(self.d, wd), chunks(self.dv, wv)
+        total = numel(self.rows)
+        grid, block, padded = launch_1d(total, kb.profile)
+        gid = kb.global_id()
+
+        def body() -> None:
+            row = kb.delinearize(gid, self.rows)
+            bc, i = row[:-1], row[-1]
+            q = [((d0, w), self.q_at(bc, i, d0, w)) for d0, w in d_chunks]
+
+            def key(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+                return self.update(
+                    bc, i, j, q, dv_chunks, carried,
+                    lambda d0, w: self.k_at(bc, j, d0, w), lambda d0, w: self.v_at(bc, j, d0, w),
+                )
+
+            final = kb.for_(0, self.key_end(i), 1, self.init(dv_chunks), key)
+            self.store(bc, i, dv_chunks, final)
+
+        guarded(kb, gid, total, padded, body)
+        return kb.lowered(grid, block)
+
+    # -- GPU: a work-group per block of query rows, K/V tiles in local memory --------------
+
+    def work_group_per_block(self) -> LoweredKernel:
+        kb, et = self.kb, self.et
+        size = 1
+        while size * 2 <= min(GPU_QUERY_ROWS, kb.profile.max_work_group_size, self.sq):
+            size *= 2
+        while size > 1 and size * (self.d + self.dv) * itemsize(et) > kb.profile.local_mem_bytes:
+            size //= 2
+        if size * (self.d + self.dv) * itemsize(et) > kb.profile.local_mem_bytes:
+            raise Decline(f"one key and value row ({self.d} + {self.dv} elements) do not fit in local memory")
+        wd, wv = self.widths(from_local=True)
+        d_chunks, dv_chunks = chunks(self.d, wd), chunks(self.dv, wv)
+        k_tile = kb.local_array(size * self.d, et, workgroup=True)
+        v_tile = kb.local_array(size * self.dv, et, workgroup=True)
+        tid = kb.local_id("x")
+        block_start = kb.mul(kb.group_id("x"), size)
+        bc = kb.delinearize(kb.group_id("y"), self.batch_shape)
+        mine = kb.add(block_start, tid)
+        # Work-items past the last query compute row Sq-1 (every work-item
+        # must stage tiles and reach the barriers) and store nothing.
+        i = kb.min(mine, self.sq - 1)
+        q = [((d0, w), self.q_at(bc, i, d0, w)) for d0, w in d_chunks]
+        # Causal: the block's last query sees no key past it.
+        tiles_end = kb.min(self.sk, kb.add(block_start, size)) if self.causal else kb.idx(self.sk)
+
+        def tile_load(tile: SSAValue, width: int) -> Callable[[SSAValue, int, int], SSAValue]:
+            def load(kk: SSAValue, d0: int, w: int) -> SSAValue:
+                at = kb.add(kb.mul(kk, width), d0)
+                if w == 1:
+                    return kb.val(memref.LoadOp.get(tile, [at]))
+                return kb.val(vector.LoadOp(tile, [at], VectorType(et, [w])))
+
+            return load
+
+        k_load, v_load = tile_load(k_tile, self.d), tile_load(v_tile, self.dv)
+
+        def tile(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            j = kb.add(k0, tid)
+
+            def stage() -> list[SSAValue]:
+                for buf, n, at in ((k_tile, self.d, self.k_at), (v_tile, self.dv, self.v_at)):
+                    def copy(d: SSAValue, _: list[SSAValue], buf: SSAValue = buf, n: int = n, at: Any = at) -> list[SSAValue]:
+                        kb.op(memref.StoreOp.get(at(bc, j, d, 1), buf, [kb.add(kb.mul(tid, n), d)]))
+                        return []
+
+                    kb.for_(0, n, 1, [], copy)
+                return []
+
+            kb.if_(kb.lt(j, self.sk), stage)
+            kb.barrier()
+            count = kb.min(size, kb.sub(self.sk, k0))
+            if self.causal:
+                count = kb.min(count, kb.sub(self.key_end(i), k0))
+
+            def key(kk: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
+                return self.update(
+                    bc, i, kb.add(k0, kk), q, dv_chunks, c,
+                    lambda d0, w: k_load(kk, d0, w), lambda d0, w: v_load(kk, d0, w),
+                )
+
+            out = kb.for_(0, count, 1, carried, key)
+            kb.barrier()
+            return out
+
+        final = kb.for_(0, tiles_end, size, self.init(dv_chunks), tile)
+
+        def store() -> list[SSAValue]:
+            self.store(bc, i, dv_chunks, final)
+            return []
+
+        kb.if_(kb.lt(mine, self.sq), store)
+        return kb.lowered((-(-self.sq // size), max(numel(self.batch_shape), 1), 1), (size, 1, 1))
+
+
+def _iota_along(v: SSAValue, dim: int) -> bool:
+    """`v` is a broadcast along `dim` of the constant 0, 1, 2, ..."""
+    op = v.owner
+    if not isinstance(op, accy.BroadcastOp) or tuple(op.dims.get_values()) != (dim,):
+        return False
+    const = op.x.owner
+    return isinstance(const, accy.ConstantOp) and list(const.value.get_values()) == list(
+        range(accy.shape_of(op.x)[0])
+    )
+
+
+def _splat_at_most(v: SSAValue, bound: float) -> bool:
+    """`v` is a splat constant <= bound."""
+    op = v.owner
+    if isinstance(op, accy.BroadcastOp):
+        op = op.x.owner
+    if not isinstance(op, accy.ConstantOp):
+        return False
+    values = set(op.value.get_values())
+    return len(values) == 1 and float(values.pop()) <= bound
+
+
+def _index(kb: KernelBuilder, x: SSAValue | int) -> SSAValue:
+    return kb.idx(x) if isinstance(x, int) else x

@@ -1,0 +1,418 @@
+"""Lowering of row_pipeline work items: softmax, log_softmax, layer_norm
+(named or written with primitives) and any other pipeline of innermost
+reductions over rows R x row length N, with its elementwise prologue and
+epilogue.
+
+Named row ops are first expanded into their primitive form (the decompose
+pass's `decompose`), so both forms take one path. The item's values then live
+on three domains: [*R, N] (computed per element), R or [*R, 1] (one scalar per
+row) and, for prologues, whatever their views read. Reductions are ordered by
+level: a reduction's level is one more than the highest level of the
+reductions its operand depends on. Each level is one pass over the row that
+accumulates all of its reductions; a last pass computes and stores the
+outputs. Elementwise work between reductions is recomputed from the inputs in
+every pass that needs it; row scalars (a reduction's total and what is
+computed from totals alone) are computed once per row, between passes.
+
+CPU profile: one work-item per row; each pass walks the row W lanes at a time
+(`vector.load`, `vector<WxT>` accumulators, `vector.reduction`) with a scalar
+tail. A pass whose values cannot be computed W lanes at a time (casts,
+compares, views computed inside the kernel) walks the row one element at a
+time. No barriers.
+
+GPU profile: one work-group per row; in every pass each work-item takes a
+strided share of the row, and the shares are combined by a tree in local
+memory (`work_group_combine`) whose total every work-item reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from xdsl.dialects import arith, vector
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import Operation, SSAValue
+
+from accy.dialects import accy
+from accy.dialects.target import TargetProfile
+from accy.passes.decompose import decompose
+from accy.passes.kernelization.common import (
+    ELEMENTWISE,
+    VIEWS,
+    Access,
+    Decline,
+    Expr,
+    KernelBuilder,
+    LoweredKernel,
+    combine,
+    guarded,
+    identity,
+    itemsize,
+    launch_1d,
+    numel,
+    storage_type,
+    vector_total,
+    vectorizable,
+    work_group_combine,
+)
+
+#: Work-items of a GPU work-group sharing one row (at most).
+GPU_ROW_THREADS = 256
+
+
+def lower_row_pipeline(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
+    rows, n = kernel.attrs["rows"], kernel.attrs["row_length"]
+    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
+    with expanded(kernel.ops) as (ops, aliases):
+        rp = RowPipeline(kb, ops, aliases, tuple(rows), int(n))
+        for out in kernel.outputs:
+            rp.domain(out)  # declines outputs on other shapes
+        if profile.profile == "gpu":
+            return rp.work_group_per_row(kernel.outputs)
+        return rp.work_item_per_row(kernel.outputs)
+
+
+# --------------------------------------------------------------------------
+# Named ops -> primitives
+# --------------------------------------------------------------------------
+
+
+@contextmanager
+def expanded(ops: Sequence[Operation]) -> Iterator[tuple[list[Operation], dict[SSAValue, SSAValue]]]:
+    """The item's ops with every named op that has a decomposition (softmax,
+    log_softmax, layer_norm, attention) replaced by its primitive ops, and
+    the map from each named result to the value that replaces it. The new
+    ops are detached and read the original values; they are erased on exit
+    so that the tensor program keeps no extra uses."""
+    out: list[Operation] = []
+    aliases: dict[SSAValue, SSAValue] = {}
+    created: list[Operation] = []
+    try:
+        for op in ops:
+            parts = decompose(op)
+            if parts is None:
+                out.append(op)
+                continue
+            new, value = parts
+            created.extend(new)
+            out.extend(new)
+            aliases[op.results[0]] = value
+        yield out, aliases
+    finally:
+        for op in reversed(created):
+            op.erase(safe_erase=False)
+
+
+def pin_aliases(expr: Expr, aliases: dict[SSAValue, SSAValue]) -> None:
+    """Named results evaluate as the value of their decomposition."""
+    for named, value in aliases.items():
+        expr.pin(named, lambda coords, value=value: expr.at(value, coords))
+
+
+def broadcast_accesses(kb: KernelBuilder, ops: Sequence[Operation]) -> dict[SSAValue, Access]:
+    """Accesses for broadcasts of kernel inputs that the buffer plan does not
+    place (those of an expanded named op, e.g. layer_norm's gamma): a
+    broadcast is strides, so it loads W lanes like any input."""
+    out: dict[SSAValue, Access] = {}
+    for op in ops:
+        if not isinstance(op, accy.BroadcastOp) or op.result in kb.access:
+            continue
+        src = out.get(op.x) or (kb.access.get(op.x) if op.x.owner not in ops else None)
+        if src is None:
+            continue
+        src_shape = accy.shape_of(op.x)
+        strides = [0] * len(accy.shape_of(op.result))
+        for i, d in enumerate(op.dims.get_values()):
+            strides[d] = src.strides[i] if src_shape[i] != 1 else 0
+        out[op.result] = Access(src.arg, src.offset, tuple(strides), src.element_type)
+    return out
+
+
+def strip_row_views(v: SSAValue) -> SSAValue:
+    """The value under a chain of broadcasts and reshapes (a row value
+    brought back onto the rows)."""
+    while isinstance(v.owner, accy.BroadcastOp | accy.ReshapeOp):
+        v = v.owner.operands[0]
+    return v
+
+
+def walk_cone(
+    kb: KernelBuilder, producer: dict[SSAValue, Operation], aliases: dict[SSAValue, SSAValue],
+    values: Sequence[SSAValue], record: set[SSAValue], leaves: set[SSAValue],
+) -> tuple[list[SSAValue], bool]:
+    """Walks what `values` are computed from, up to kernel inputs, `leaves`
+    (values loaded or pinned) and `record` values (not walked into; the ones
+    met are returned). Also says whether every op met computes W lanes at a
+    time (`vectorizable`)."""
+    met: dict[SSAValue, None] = {}
+    ok = True
+    seen: set[SSAValue] = set()
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in aliases:
+            stack.append(aliases[v])
+        elif v in record:
+            met[v] = None
+        elif v not in leaves and v not in kb.view_leaves and v in producer:
+            op = producer[v]
+            if not (isinstance(op, accy.ConstantOp) or vectorizable([op], kb)):
+                ok = False
+            stack.extend(op.operands)
+    return list(met), ok
+
+
+# --------------------------------------------------------------------------
+# The pipeline
+# --------------------------------------------------------------------------
+
+
+class RowPipeline:
+    """The reductions, levels and row scalars of one row pipeline, and the
+    kernels that compute it (see the module docstring)."""
+
+    def __init__(
+        self, kb: KernelBuilder, ops: list[Operation], aliases: dict[SSAValue, SSAValue],
+        rows: tuple[int, ...], n: int,
+    ) -> None:
+        self.kb, self.ops, self.aliases, self.rows, self.n = kb, ops, aliases, rows, n
+        self.full = (*rows, n)
+        self.producer = {r: op for op in ops for r in op.results}
+        for op in ops:
+            if not isinstance(op, (*ELEMENTWISE, *VIEWS, accy.ReduceOp, accy.ConstantOp)):
+                raise Decline(f"{op.name} inside a row pipeline")
+        self.reduces = [op for op in ops if isinstance(op, accy.ReduceOp)]
+        for red in self.reduces:
+            shape = accy.shape_of(red.x)
+            if shape != self.full or red.norm_axes() != (len(shape) - 1,):
+                raise Decline(f"a reduction over {list(shape)} axes {list(red.norm_axes())} is not along the rows")
+        self.levels = self._levels()
+        self.inputs = broadcast_accesses(kb, ops)
+        self.totals: dict[SSAValue, SSAValue] = {}
+        self.scalars: dict[SSAValue, SSAValue] = {}
+        self.splats: dict[tuple[SSAValue, int], SSAValue] = {}
+        self.invariant = self._invariant()
+
+    # -- structure -------------------------------------------------------------
+
+    def _reduce_deps(self, v: SSAValue, memo: dict[SSAValue, frozenset[Operation]]) -> frozenset[Operation]:
+        """The reductions `v` is computed from."""
+        if v in memo:
+            return memo[v]
+        op = self.producer.get(v)
+        deps: frozenset[Operation] = frozenset()
+        if op is not None:
+            if isinstance(op, accy.ReduceOp):
+                deps = frozenset({op})
+            for o in op.operands:
+                deps |= self._reduce_deps(o, memo)
+        memo[v] = deps
+        return deps
+
+    def _levels(self) -> list[list[accy.ReduceOp]]:
+        memo: dict[SSAValue, frozenset[Operation]] = {}
+        level: dict[Operation, int] = {}
+        for red in self.reduces:  # program order: operands first
+            level[red] = 1 + max((level[d] for d in self._reduce_deps(red.x, memo)), default=0)
+        self.deps = memo
+        return [[r for r in self.reduces if level[r] == k] for k in range(1, max(level.values(), default=0) + 1)]
+
+    def _invariant(self) -> set[SSAValue]:
+        """Values that are one scalar per row: reductions, broadcasts along
+        the leading dims onto [*R, N] (their operand is only ever read at
+        the row's coordinates), and elementwise work on those alone."""
+        inv: set[SSAValue] = set()
+        for op in self.ops:
+            if isinstance(op, accy.ReduceOp) or (
+                isinstance(op, accy.BroadcastOp)
+                and accy.shape_of(op.result) == self.full
+                and tuple(op.dims.get_values()) == tuple(range(len(accy.shape_of(op.x))))
+            ):
+                inv.add(op.results[0])
+            elif (
+                isinstance(op, (*ELEMENTWISE, *VIEWS))
+                and any(o in inv for o in op.operands)
+                and all(o in inv or isinstance(o.owner, accy.ConstantOp) for o in op.operands)
+            ):
+                inv.update(op.results)
+        return inv
+
+    def domain(self, v: SSAValue) -> str:
+        """"full" for [*R, N], "row" for R or [*R, 1]; declines other shapes."""
+        shape = accy.shape_of(v)
+        if shape == self.full:
+            return "full"
+        if shape in (self.rows, (*self.rows, 1)):
+            return "row"
+        raise Decline(f"value of shape {list(shape)} is on neither the rows {list(self.rows)} nor [*rows, {self.n}]")
+
+    def coords(self, v: SSAValue, row: list[SSAValue], c: SSAValue) -> list[SSAValue]:
+        """Coordinates of `v` at row `row`, element `c` (ignored for row values)."""
+        return row if accy.shape_of(v) == self.rows else [*row, c]
+
+    def _cone(self, values: Sequence[SSAValue]) -> tuple[list[SSAValue], bool]:
+        """The row scalars that computing `values` per element needs, and
+        whether those per-element values can be computed W lanes at a time."""
+        return walk_cone(self.kb, self.producer, self.aliases, values, self.invariant, set(self.inputs))
+
+    # -- evaluation ------------------------------------------------------------
+
+    def expr(self, width: int) -> Expr:
+        """An evaluator for per-element values: inputs through their
+        accesses, row scalars computed (pinned), named results aliased."""
+        kb = self.kb
+        e = Expr(kb, self.ops, width)
+        for v, acc in self.inputs.items():
+            e.pin(v, lambda coords, acc=acc: kb.load(acc, coords, width))
+        for v, s in self.scalars.items():
+            e.pin(v, lambda _, v=v, s=s: s if width == 1 else self._splat(v, s, width))
+        pin_aliases(e, self.aliases)
+        return e
+
+    def _splat(self, v: SSAValue, s: SSAValue, width: int) -> SSAValue:
+        if (v, width) not in self.splats:
+            self.splats[v, width] = self.kb.val(vector.BroadcastOp(s, VectorType(s.type, [width])))
+        return self.splats[v, width]
+
+    def compute_scalars(self, row: list[SSAValue], values: Sequence[SSAValue], width: int) -> None:
+        """Computes (once per row, where it dominates every later pass) the
+        row scalars in `values`, and their vector splats for `width`."""
+        kb = self.kb
+        e = Expr(kb, self.ops)
+        for v in self.reduces:
+            if v.result in self.totals:
+                e.pin(v.result, lambda _, t=self.totals[v.result]: t)
+        for v, acc in self.inputs.items():
+            e.pin(v, lambda coords, acc=acc: kb.load(acc, coords))
+        pin_aliases(e, self.aliases)
+        for v in values:
+            if v not in self.scalars:
+                self.scalars[v] = e.at(v, self.coords(v, row, kb.idx(0)))
+            if width > 1:
+                self._splat(v, self.scalars[v], width)
+
+    def finish_level(self, reds: Sequence[accy.ReduceOp], totals: Sequence[SSAValue]) -> None:
+        for red, total in zip(reds, totals, strict=True):
+            if red.kind.data == "mean":
+                total = self.kb.val(arith.DivfOp(total, self.kb.const(float(self.n), total.type)))
+            self.totals[red.result] = total
+
+    def store_row_outputs(self, outputs: Sequence[SSAValue], row: list[SSAValue]) -> None:
+        kb = self.kb
+        for out in outputs:
+            if self.domain(out) == "row":
+                self.compute_scalars(row, [out], 1)
+                kb.store(kb.access[out], self.coords(out, row, kb.idx(0)), self.scalars[out])
+
+    # -- CPU: one work-item per row ----------------------------------------------
+
+    def _sweep(
+        self, width: int, inits: Sequence[SSAValue], tail_inits: Sequence[SSAValue],
+        body: Callable[[SSAValue, int, list[SSAValue]], list[SSAValue]],
+    ) -> tuple[list[SSAValue], list[SSAValue]]:
+        """The row W lanes at a time (carrying `inits`), then a scalar tail
+        (carrying `tail_inits`); `body(c, width, carried)`."""
+        kb = self.kb
+        end = self.n - self.n % width if width > 1 else 0
+        vec = kb.for_(0, end, width, inits, lambda c, a: body(c, width, a)) if width > 1 else list(inits)
+        tail = kb.for_(end, self.n, 1, tail_inits, lambda c, a: body(c, 1, a))
+        return vec, tail
+
+    def work_item_per_row(self, outputs: Sequence[SSAValue]) -> LoweredKernel:
+        kb = self.kb
+        total = numel(self.rows)
+        grid, block, padded = launch_1d(total, kb.profile)
+        gid = kb.global_id()
+
+        def body() -> None:
+            row = kb.delinearize(gid, self.rows)
+            for reds in self.levels:
+                width = self._width([r.x for r in reds], all(accy.is_float(accy.elem_of(r.x)) for r in reds))
+                self._prepare(row, [r.x for r in reds], width)
+
+                def step(c: SSAValue, w: int, acc: list[SSAValue], reds: list[accy.ReduceOp] = reds) -> list[SSAValue]:
+                    e = self.expr(w)
+                    return [combine(kb, r.kind.data, a, e.at(r.x, [*row, c])) for r, a in zip(reds, acc, strict=True)]
+
+                ets = [accy.elem_of(r.x) for r in reds]
+                inits = [kb.const(identity(r.kind.data, t), VectorType(t, [width])) for r, t in zip(reds, ets, strict=True)]
+                tails = [kb.const(identity(r.kind.data, t), t) for r, t in zip(reds, ets, strict=True)]
+                vec, tail = self._sweep(width, inits if width > 1 else [], tails, step)
+                if width > 1:
+                    tail = [combine(kb, r.kind.data, vector_total(kb, r.kind.data, v), s)
+                            for r, v, s in zip(reds, vec, tail, strict=True)]
+                self.finish_level(reds, tail)
+            full = [o for o in outputs if self.domain(o) == "full"]
+            if full:
+                width = self._width(full, True)
+                self._prepare(row, full, width)
+
+                def write(c: SSAValue, w: int, _: list[SSAValue]) -> list[SSAValue]:
+                    e = self.expr(w)
+                    for o in full:
+                        kb.store(kb.access[o], [*row, c], e.at(o, [*row, c]), w)
+                    return []
+
+                self._sweep(width, [], [], write)
+            self.store_row_outputs(outputs, row)
+
+        guarded(kb, gid, total, padded, body)
+        return kb.lowered(grid, block)
+
+    def _width(self, values: Sequence[SSAValue], float_only: bool) -> int:
+        w = self.kb.profile.vector_width
+        _, ok = self._cone(values)
+        return w if w > 1 and ok and float_only and self.n >= w else 1
+
+    def _prepare(self, row: list[SSAValue], values: Sequence[SSAValue], width: int) -> None:
+        needed, _ = self._cone(values)
+        self.compute_scalars(row, needed, width)
+
+    # -- GPU: one work-group per row ------------------------------------------------
+
+    def work_group_per_row(self, outputs: Sequence[SSAValue]) -> LoweredKernel:
+        kb = self.kb
+        size = 1
+        while size * 2 <= min(GPU_ROW_THREADS, kb.profile.max_work_group_size, max(self.n, 1)):
+            size *= 2
+        scratch_bytes = size * sum(itemsize(accy.elem_of(r.x)) for r in self.reduces)
+        if scratch_bytes > kb.profile.local_mem_bytes:
+            raise Decline(f"{scratch_bytes} bytes of local memory for the row totals exceed the device's")
+        scratch = {r: kb.local_array(size, storage_type(accy.elem_of(r.x)), workgroup=True) for r in self.reduces}
+        tid = kb.local_id()
+        row = kb.delinearize(kb.group_id(), self.rows)
+        for reds in self.levels:
+            self._prepare(row, [r.x for r in reds], 1)
+
+            def step(c: SSAValue, acc: list[SSAValue], reds: list[accy.ReduceOp] = reds) -> list[SSAValue]:
+                e = self.expr(1)
+                return [combine(kb, r.kind.data, a, e.at(r.x, [*row, c])) for r, a in zip(reds, acc, strict=True)]
+
+            inits = [kb.const(identity(r.kind.data, accy.elem_of(r.x)), accy.elem_of(r.x)) for r in reds]
+            shares = kb.for_(tid, self.n, size, inits, step)
+            totals = [work_group_combine(kb, r.kind.data, s, scratch[r], tid, size) for r, s in zip(reds, shares, strict=True)]
+            self.finish_level(reds, totals)
+        full = [o for o in outputs if self.domain(o) == "full"]
+        if full:
+            self._prepare(row, full, 1)
+
+            def write(c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                e = self.expr(1)
+                for o in full:
+                    kb.store(kb.access[o], [*row, c], e.at(o, [*row, c]))
+                return []
+
+            kb.for_(tid, self.n, size, [], write)
+        if any(self.domain(o) == "row" for o in outputs):
+
+            def first() -> list[SSAValue]:
+                self.store_row_outputs(outputs, row)
+                return []
+
+            kb.if_(kb.lt(tid, 1), first)
+        return kb.lowered((max(numel(self.rows), 1), 1, 1), (size, 1, 1))
