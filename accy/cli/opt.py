@@ -18,13 +18,14 @@ import argparse
 import importlib.util
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 from pathlib import Path
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.universe import Universe
-from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from accy.cli.diagnostics import ReportedError, ToolError, run_tool, wants_traceback
@@ -77,7 +78,7 @@ class AccyOptMain(xDSLOptMain):
         except ImportError:
             present = False
         if present:
-            self.available_targets["opencl"] = lambda: registry._load(f"{OPENCL_TARGET}:OpenCLTarget")
+            self.available_targets["opencl"] = lambda: import_module(OPENCL_TARGET).OpenCLTarget
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -98,7 +99,7 @@ class AccyOptMain(xDSLOptMain):
     def setup_pipeline(self) -> None:
         self.passes = tuple(self._make_pass(spec) for spec in parse_pipeline(self.args.passes))
 
-    def _make_pass(self, spec) -> ModulePass:  # spec: xdsl.utils.arg_spec.ArgSpec
+    def _make_pass(self, spec: ArgSpec) -> ModulePass:
         if spec.name not in self.available_passes:
             raise ToolError(f"unknown pass '{spec.name}' (accy-opt --list-passes lists them)")
         try:
@@ -107,7 +108,7 @@ class AccyOptMain(xDSLOptMain):
             raise ToolError(f"pass '{spec.name}' is not available: {e}") from e
         try:
             return cls.from_pass_spec(spec)
-        except (ValueError, TypeError) as e:
+        except Exception as e:  # each pass validates its options its own way
             raise ToolError(f"invalid options for pass '{spec.name}': {e}") from e
 
     # -- running -------------------------------------------------------
@@ -123,15 +124,15 @@ class AccyOptMain(xDSLOptMain):
     def _listing(self) -> str:
         entries = []
         if self.args.list_passes:
-            entries += [("Passes:", registry.PASSES)]
+            entries += [("Passes:", registry.PASSES, registry.get_pass)]
         if self.args.list_analyses:
-            entries += [("Analyses:", registry.ANALYSES)]
+            entries += [("Analyses:", registry.ANALYSES, registry.get_analysis)]
         lines = []
-        for title, table in entries:
+        for title, table, load in entries:
             lines.append(title)
-            for name, entry in table.items():
+            for name in table:
                 try:
-                    cls = registry._load(entry)
+                    cls = load(name)
                 except (ImportError, AttributeError) as e:
                     lines.append(f"  {name:<32} (not available: {e})")
                     continue
@@ -151,7 +152,9 @@ class AccyOptMain(xDSLOptMain):
         self._chunk += 1
         if not self.passes:
             return
-        after = ["all"] if self.args.print_ir_after_all else _names(self.args.print_ir_after)
+        # xDSL's --print-between-passes means the same as --print-ir-after-all.
+        every = self.args.print_ir_after_all or self.args.print_between_passes
+        after = ["all"] if every else _names(self.args.print_ir_after)
         dump = self.args.ir_dump_dir
         if dump is not None and self._chunk > 1:
             dump = Path(dump) / f"chunk-{self._chunk}"

@@ -100,10 +100,10 @@ class VCmpOp(IRDLOperation):
         t = self.lhs.type
         assert isinstance(t, VectorType)
         names = FLOAT_PREDICATES if self.is_float else INT_PREDICATES
-        kind = "float" if self.is_float else "integer"
+        kind = "a float" if self.is_float else "an integer"
         if self.predicate.data not in names:
             raise VerifyException(
-                f"'{self.name}' predicate '{self.predicate.data}' is not a {kind} predicate (one of {', '.join(names)})"
+                f"'{self.name}' predicate '{self.predicate.data}' is not {kind} predicate (one of {', '.join(names)})"
             )
         if self.result.type != _mask_type(t):
             raise VerifyException(f"'{self.name}' result must be {_mask_type(t)} for operands {t}, got {self.result.type}")

@@ -91,7 +91,16 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
     """Parses `text` (not verified), recording op positions. Raises xDSL's
     `ParseError` (whose span is exact) on a syntax error."""
     source_map = SourceMap(line_offset=line_offset)
-    module = _RecordingParser(ctx, text, name, source_map).parse_module()
+    parser = _RecordingParser(ctx, text, name, source_map)
+    try:
+        module = parser.parse_module()
+    except ParseError:
+        raise
+    except Exception as e:
+        # Some malformed input makes xDSL raise a plain exception (e.g.
+        # NotImplementedError for `array<i664: 1>`): report it where the
+        # parser stopped, as a parse error.
+        raise ParseError(parser._current_token.span, f"{type(e).__name__}: {e}") from e
     return module, source_map
 
 
@@ -110,12 +119,20 @@ def verify_module(module: ModuleOp, source_map: SourceMap | None = None) -> None
 
     try:
         visit(module)
-    except VerifyException as e:
+    except Exception as e:
         op = failing[-1]
         message = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        if not isinstance(e, VerifyException):
+            # A verifier that crashed on odd IR still names the op it was given.
+            message = f"{type(e).__name__}: {message}"
         prefix = "Operation does not verify: "
         if message.startswith(prefix):
             message = message[len(prefix) :]
+        for name in (f"'{op.name}' op ", f"'{op.name}' ", f"{op.name}: "):
+            # The op's own verifier may already name it; say it once.
+            if message.startswith(name):
+                message = message[len(name) :]
+                break
         span = source_map.span_of(op) if source_map is not None else None
         offset = source_map.line_offset if source_map is not None else 0
         raise SourceDiagnostic(format_diagnostic(span, f"'{op.name}' op {message}", offset)) from None

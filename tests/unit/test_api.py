@@ -173,3 +173,24 @@ def test_comparison_tolerances() -> None:
     assert not far.ok
     assert not Comparison.of(np.array([1, 2], np.int32), np.array([1, 3], np.int32)).ok
     assert not Comparison.of(np.zeros(3, np.float32), np.zeros(4, np.float32)).ok
+
+
+def test_best_device_falls_back_to_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accy.runtime import devices
+
+    monkeypatch.setitem(devices.DEVICES, "opencl", "accy.runtime.no_such_module:Nothing")
+    monkeypatch.setattr(devices, "_instances", {})
+    device, note = devices.best_device()
+    assert device.name == "reference"
+    assert note is not None and note.startswith("device 'opencl' is not available: No module named")
+
+
+def test_demo_runs_and_matches_reference() -> None:
+    import subprocess
+    import sys
+
+    demo = Path(__file__).parents[2] / "examples" / "demo.py"
+    done = subprocess.run([sys.executable, str(demo)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "rows sum to 1: True" in done.stdout
+    assert ": ok" in done.stdout.splitlines()[-1]

@@ -4,6 +4,7 @@ every error a user can make (one line, exit 1, no traceback)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +186,20 @@ def test_console_script(prog: Path) -> None:
     assert json.loads(done.stdout.strip().splitlines()[-1])["device"] == "reference"
     failed = subprocess.run([exe, str(prog), "--fn", "absent"], capture_output=True, text=True, check=False)
     assert failed.returncode == 1 and failed.stderr.startswith("accy-run: error: the module has no function @absent")
+
+
+def test_opencl_device_checks_against_reference(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from accy.runtime.devices import get_device
+
+    try:
+        get_device("opencl")
+    except ValueError as e:
+        pytest.skip(str(e))
+    code, out, err = run(capsys, str(prog), "--device", "opencl", "--check", "--stats", "--profile")
+    assert code == 0, err
+    stats = json.loads(out.strip().splitlines()[-1])
+    assert stats["device"] == "opencl" and stats["check_ok"] is True
+    assert stats["kernels"] >= 1 and stats["compile_s"] > 0
+    assert stats["max_abs_err"] < 1e-4
+    launches = int(re.search(r"profile: (\d+) launch", out).group(1))
+    assert launches == stats["kernels"]

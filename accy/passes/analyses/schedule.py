@@ -443,6 +443,8 @@ class _Fuser:
             self._try_flash(grp)
 
     def _try_flash(self, grp: _Group) -> None:
+        if "rows" not in grp.attrs:  # a named softmax along another axis than the last
+            return
         rows, n = grp.attrs["rows"], grp.attrs["row_length"]
         assert isinstance(rows, tuple) and isinstance(n, int)
         rank = len(rows) + 1
@@ -508,7 +510,7 @@ class _Fuser:
             (g for g in self.groups if g.tag in _FUSING and g.anchor is not None),
             key=lambda g: self.g.index[g.anchor],  # type: ignore[index]
         ):
-            if grp.tag == "row_pipeline":
+            if grp.tag == "row_pipeline" and "rows" in grp.attrs:
                 rows = grp.attrs["rows"]
                 assert isinstance(rows, tuple)
                 domain = {(*rows, grp.attrs["row_length"]), rows}

@@ -50,6 +50,7 @@ from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWal
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.transforms.loop_invariant_code_motion import LoopInvariantCodeMotion
 
 from accy.dialects import accy
 from accy.dialects.host import WORKGROUP
@@ -216,9 +217,10 @@ class KernelBuilder:
         self._anchor = gpu.ReturnOp([])
         entry.add_op(self._anchor)
         self._consts: dict[tuple[Any, Attribute], SSAValue] = {}
-        # Loads already made (xDSL's CSE leaves vector.load alone: it declares
-        # no memory effect), and coordinates that `delinearize` made of a flat
-        # index, so a row-major access of them is that index again.
+        # Loads made in the current block since the last store to their buffer
+        # (xDSL's CSE leaves vector.load alone: it declares no memory effect),
+        # and coordinates that `delinearize` made of a flat index, so a
+        # row-major access of them is that index again.
         self._loads: dict[tuple[Any, ...], SSAValue] = {}
         self._delinearized: dict[tuple[SSAValue, ...], tuple[SSAValue, tuple[int, ...]]] = {}
         self._const_tail: Operation | None = None
@@ -227,6 +229,10 @@ class KernelBuilder:
     # -- inserting -----------------------------------------------------
 
     def op(self, op: Operation) -> Operation:
+        if isinstance(op, memref.StoreOp | vector.StoreOp | gpu.BarrierOp):
+            # A load made before a write may not stand for one made after it.
+            written = op.operands[1] if not isinstance(op, gpu.BarrierOp) else None
+            self._loads = {k: v for k, v in self._loads.items() if written is not None and k[1] is not written}
         if self.block is self.func.body.block:
             self.block.insert_op_before(op, self._anchor)
         else:
@@ -362,12 +368,17 @@ class KernelBuilder:
         return self.idx(a) if isinstance(a, int) else a
 
     def delinearize(self, flat: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
-        """Row-major coordinates of `flat` in `shape`."""
+        """Row-major coordinates of `flat` in `shape`, for `flat` in
+        [0, numel(shape)): the outermost dim larger than 1 takes the quotient
+        left (no remainder), the size-1 dims outside it are 0."""
+        top = next((d for d, n in enumerate(shape) if n != 1), len(shape))
         coords: list[SSAValue] = []
         rest = flat
         for d in reversed(range(len(shape))):
             n = shape[d]
-            if d == 0:
+            if d < top:
+                coords.append(self.idx(0))
+            elif d == top:
                 coords.append(rest)
             else:
                 coords.append(self.rem(rest, n))
@@ -462,8 +473,8 @@ class KernelBuilder:
         last coordinate), converted from storage (i8 -> i1)."""
         et = acc.element_type
         st = storage_type(et)
-        key = (acc.arg, self.address(acc, coords), width, acc.strides[-1] if acc.strides else 0, et)
-        hit = self.lookup(self._loads, key)
+        key = (self.block, acc.arg, self.address(acc, coords), width, acc.strides[-1] if acc.strides else 0, et)
+        hit = self._loads.get(key)
         if hit is not None:
             return hit
         if width == 1:
@@ -481,7 +492,8 @@ class KernelBuilder:
                 x = self.val(vector.InsertOp(s, x, [lane]))
         if accy.is_bool(et):
             x = cmp(self, "ne", x, self.const(0, x.type), integer=True)
-        return self.remember(self._loads, key, x)
+        self._loads[key] = x
+        return x
 
     def store(self, acc: Access, coords: Sequence[SSAValue], x: SSAValue, width: int = 1) -> None:
         if accy.is_bool(acc.element_type):
@@ -853,12 +865,17 @@ def _fold_context() -> Context:
 def simplify_kernel(func: gpu.FuncOp) -> None:
     """Tidies a built kernel in place: xDSL's canonicalization patterns with
     constant folding and dead-op removal (index math of merged dims, loops
-    that run once, unused ids), then common-subexpression elimination (an
-    address or a value the builders computed per operand or per output is
+    that run once, unused ids), loop-invariant code motion (what a loop body
+    computes from values defined outside it moves before the loop), then
+    common-subexpression elimination (an address or a value the builders
+    computed per operand or per output, or that moved out of a loop, is
     computed once). The patterns only produce ops of the kernel IR
     conventions (`arith.constant`, `arith.xori`, inlined `scf` regions)."""
     applier = GreedyRewritePatternApplier([CanonicalizationRewritePattern()], ctx=_fold_context(), folding_enabled=True)
     PatternRewriteWalker(applier, post_walk_func=region_dce).rewrite_region(func.body)
+    PatternRewriteWalker(LoopInvariantCodeMotion(), apply_recursively=False, walk_regions_first=True).rewrite_region(
+        func.body
+    )
     cse(func)
 
 

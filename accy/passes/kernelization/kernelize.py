@@ -99,7 +99,7 @@ class KernelizePass(AccyPass):
     kind) and a host schedule of buffers, launches and host fallbacks."""
 
     name: ClassVar[str] = "kernelize"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
     description: ClassVar[str] = "tensor functions -> gpu.module @kernels + a host schedule over buffers"
 
     strict: bool = False

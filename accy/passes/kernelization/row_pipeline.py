@@ -63,6 +63,8 @@ GPU_ROW_THREADS = 256
 
 
 def lower_row_pipeline(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
+    if "rows" not in kernel.attrs:
+        raise Decline("a softmax along another axis than the last has no row form")
     rows, n = kernel.attrs["rows"], kernel.attrs["row_length"]
     kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
     with expanded(kernel.ops) as (ops, aliases):

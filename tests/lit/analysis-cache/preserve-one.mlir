@@ -8,7 +8,7 @@
 
 // --check-preserved catches a pass that changes the IR while claiming to
 // preserve every analysis.
-// RUN: not accy-opt %s -p test-rewrite-claiming-preserved --check-preserved 2>&1 | filecheck %s --check-prefix=LIE
+// RUN: rm -rf %t && not accy-opt %s -p test-rewrite-claiming-preserved --check-preserved --reproducer-dir %t 2>&1 | filecheck %s --check-prefix=LIE
 // LIE: test-rewrite-claiming-preserved{{.*}}changed the IR but claims to preserve analyses (all)
 
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
