@@ -73,13 +73,10 @@ def make_context() -> Context:
     from xdsl.dialects.vector import Vector
 
     from accy.dialects.accy import Accy
+    from accy.dialects.host import AccyHost
+    from accy.dialects.kernel import AccyKernel
 
     ctx = Context()
-    for d in (Builtin, Func, Arith, Math, MemRef, Scf, Vector, GPU, Accy):
+    for d in (Builtin, Func, Arith, Math, MemRef, Scf, Vector, GPU, Accy, AccyHost, AccyKernel):
         ctx.load_dialect(d)
-    for extra in ("accy.dialects.kernel:AccyKernel", "accy.dialects.host:AccyHost"):
-        try:
-            ctx.load_dialect(_load(extra))
-        except (ImportError, AttributeError):
-            pass  # kernel-IR dialects not built yet
     return ctx

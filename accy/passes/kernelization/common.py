@@ -17,7 +17,14 @@ implementation in kernel IR (`apply_elementwise`).
 
 An `Expr` has a width: 1 evaluates scalars, W > 1 evaluates `vector<WxT>` of
 W consecutive elements along the last dimension (coordinates name the first
-lane). Vector evaluation needs no views inside the kernel (`vectorizable`).
+lane). Vector evaluation needs no views inside the kernel (`vectorizable`);
+compares, selects, casts and i1 masks are lane-wise through the
+`accy_kernel` ops. Integer division and float->int casts give the
+reference's results where C leaves them undefined (`int_div`,
+`float_to_int`).
+
+Every finished kernel is tidied by `simplify_kernel` (folding, dead code,
+loop-invariant code motion, CSE).
 """
 
 from __future__ import annotations

@@ -6,9 +6,11 @@ vector width): it evaluates the chain with `vector<WxT>` loads, math and
 stores, and the last, partial chunk of a row falls back to a scalar loop.
 Before that, dims that every buffer walks as one are merged (a contiguous
 tensor becomes one long row; a bias broadcast over rows keeps two dims), so
-vectors span whole rows. A chain with views inside it (a transpose of a
-computed value, say) evaluates one element per work-item through the view's
-index math instead. The same kernel serves CPUs and GPUs: on a GPU the
+vectors span whole rows (a contiguous chain is one row: work-item i owns
+elements W*i.., with no div/rem index math). Compares, selects, casts and
+i1 masks are vectorised like the rest. A chain with views inside it (a
+transpose of a computed value, say) evaluates one element per work-item
+through the view's index math instead. The same kernel serves CPUs and GPUs: on a GPU the
 vector width is small and work-groups are larger (`launch_1d`).
 """
 
