@@ -35,9 +35,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
-    ParsePropInAttrDict,
     BaseAttr,
     IRDLOperation,
+    ParsePropInAttrDict,
     VarConstraint,
     irdl_op_definition,
     lazy_traits_def,
@@ -50,6 +50,8 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import (
     ConstantLike,
     HasParent,
@@ -58,8 +60,6 @@ from xdsl.traits import (
     RecursiveMemoryEffect,
     SymbolUserOpInterface,
 )
-from xdsl.parser import Parser
-from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 # --------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def infer_slice(
     if not len(start) == len(limit) == len(stride) == len(shape):
         raise ValueError(f"start, limit and stride must each have {len(shape)} entries")
     out = []
-    for d, (n, a, b, s) in enumerate(zip(shape, start, limit, stride)):
+    for d, (n, a, b, s) in enumerate(zip(shape, start, limit, stride, strict=True)):
         if s < 1:
             raise ValueError(f"stride {s} of dim {d} must be positive")
         if not 0 <= a <= b <= n:
@@ -183,10 +183,10 @@ def infer_dot_general(
             raise ValueError(f"{side} dimension out of range in {dims} for rank {len(shape)}")
         if len(set(dims)) != len(dims):
             raise ValueError(f"{side} batch and contracting dimensions {dims} repeat a dimension")
-    for x, y in zip(lhs_batch, rhs_batch):
+    for x, y in zip(lhs_batch, rhs_batch, strict=True):
         if a[x] != b[y]:
             raise ValueError(f"batch dims differ: lhs dim {x} is {a[x]}, rhs dim {y} is {b[y]}")
-    for x, y in zip(lhs_contract, rhs_contract):
+    for x, y in zip(lhs_contract, rhs_contract, strict=True):
         if a[x] != b[y]:
             raise ValueError(f"contracting dims differ: lhs dim {x} is {a[x]}, rhs dim {y} is {b[y]}")
     lhs_free = [d for d in range(len(a)) if d not in (*lhs_batch, *lhs_contract)]
@@ -631,7 +631,7 @@ class ConcatOp(IRDLOperation):
             if t.element_type != ts[0].element_type:
                 raise VerifyException(f"'{self.name}' operand #{i} has element type {t.element_type}, expected {ts[0].element_type}")
             s = list(t.get_shape())
-            if len(s) != rank or any(a != b for d, (a, b) in enumerate(zip(s, shape)) if d != axis):
+            if len(s) != rank or any(a != b for d, (a, b) in enumerate(zip(s, shape, strict=True)) if d != axis):
                 raise VerifyException(f"'{self.name}' operand #{i} shape {s} does not match {shape} off axis {axis}")
         shape[axis] = sum(t.get_shape()[axis] for t in ts)
         _expect_type(self, self.result.type, tensor(shape, ts[0].element_type))

@@ -1,3 +1,4 @@
+# ruff: noqa: F821  (lit injects `config`)
 # lit configuration for accy: `.mlir` files run through accy-opt / accy-run
 # and FileCheck (the Python `filecheck` package).
 import os
