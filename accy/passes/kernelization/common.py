@@ -33,7 +33,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from io import StringIO
+from typing import Any, TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects import arith, gpu, memref, scf, vector
@@ -52,7 +53,8 @@ from xdsl.dialects.builtin import (
     VectorType,
     i8,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.printer import Printer
 from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 from xdsl.transforms.common_subexpression_elimination import cse
@@ -63,6 +65,8 @@ from accy.dialects import accy
 from accy.dialects.host import WORKGROUP
 from accy.dialects.kernel import compare_op, convert_op, select_op
 from accy.dialects.target import TargetProfile
+
+T = TypeVar("T")
 
 # --------------------------------------------------------------------------
 # Results of a lowering
@@ -227,9 +231,15 @@ class KernelBuilder:
         # Loads made in the current block since the last store to their buffer
         # (xDSL's CSE leaves vector.load alone: it declares no memory effect),
         # and coordinates that `delinearize` made of a flat index, so a
-        # row-major access of them is that index again.
+        # row-major access of them is that index again. Both are keyed by the
+        # block they were made in: a load is reused in that block only (a
+        # store later in a loop body would stale it for the next iteration),
+        # a flat index from there and from blocks nested in it (`lookup`), as
+        # size-1 dims make equal coordinate tuples (all the constant 0) of
+        # different flat indices, and an index made inside a loop is no value
+        # after it.
         self._loads: dict[tuple[Any, ...], SSAValue] = {}
-        self._delinearized: dict[tuple[SSAValue, ...], tuple[SSAValue, tuple[int, ...]]] = {}
+        self._delinearized: dict[tuple[Any, ...], tuple[SSAValue, tuple[int, ...]]] = {}
         self._const_tail: Operation | None = None
         self.const_value: dict[SSAValue, int] = {}
 
@@ -253,14 +263,20 @@ class KernelBuilder:
         return self.func
 
     def lowered(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> LoweredKernel:
-        """The finished kernel (tidied by `simplify_kernel`) with its launch sizes."""
+        """The finished kernel (tidied by `simplify_kernel`) with its launch
+        sizes; its SSA dominance is checked as built and once tidied."""
+        check_dominance(self.func, "as the lowering built it")
         simplify_kernel(self.func)
+        check_dominance(self.func, "after simplify_kernel")
         return LoweredKernel(self.func, grid, block, self.buffers, self.arg_values)
 
     # -- values computed once where they dominate ---------------------------
 
-    def lookup(self, memo: dict[tuple[Any, ...], SSAValue], key: tuple[Any, ...]) -> SSAValue | None:
-        """`memo`'s value for `key` made in the current block or one enclosing it."""
+    def lookup(self, memo: dict[tuple[Any, ...], T], key: tuple[Any, ...]) -> T | None:
+        """`memo`'s value for `key` made in the current block or one enclosing
+        it, so it dominates the current insertion point (the builder only
+        appends, and never reenters a finished region). Every cache of values
+        the builder or a lowering hands out again goes through here."""
         block: Block | None = self.block
         while block is not None:
             hit = memo.get((block, *key))
@@ -270,7 +286,8 @@ class KernelBuilder:
             block = parent.parent_block() if parent is not None else None
         return None
 
-    def remember(self, memo: dict[tuple[Any, ...], SSAValue], key: tuple[Any, ...], value: SSAValue) -> SSAValue:
+    def remember(self, memo: dict[tuple[Any, ...], T], key: tuple[Any, ...], value: T) -> T:
+        """Records `value` (made at the current insertion point) for `lookup`."""
         memo[(self.block, *key)] = value
         return value
 
@@ -391,7 +408,7 @@ class KernelBuilder:
                 coords.append(self.rem(rest, n))
                 rest = self.div(rest, n)
         coords.reverse()
-        self._delinearized[tuple(coords)] = (flat, tuple(shape))
+        self.remember(self._delinearized, tuple(coords), (flat, tuple(shape)))
         return coords
 
     def linearize(self, coords: Sequence[SSAValue], shape: Sequence[int]) -> SSAValue:
@@ -403,7 +420,7 @@ class KernelBuilder:
     def address(self, acc: Access, coords: Sequence[SSAValue]) -> SSAValue:
         """The element index of `coords` in `acc`'s buffer."""
         assert len(coords) == len(acc.strides), (coords, acc.strides)
-        source = self._delinearized.get(tuple(coords))
+        source = self.lookup(self._delinearized, tuple(coords))
         if source is not None and _row_major(acc.strides, source[1]):
             # delinearize(i, shape) read row-major is i itself.
             return self.add(self.idx(acc.offset), source[0])
@@ -884,6 +901,68 @@ def simplify_kernel(func: gpu.FuncOp) -> None:
         func.body
     )
     cse(func)
+
+
+class InvalidKernelError(Exception):
+    """A kernel the compiler built is not valid SSA: a bug in a lowering or in
+    the kernel tidying, never in the user's program."""
+
+
+def check_dominance(func: gpu.FuncOp, stage: str = "") -> None:
+    """Checks that every operand of every op of kernel `func` is defined
+    before its use in the same block or in a block enclosing it (an op
+    result), or is an argument of such a block. xDSL's verifier checks
+    neither (a value of a loop body used after the loop verifies, and prints
+    as OpenCL C that no compiler accepts). Kernel regions are single blocks,
+    so this is all dominance means there.
+
+    Raises `InvalidKernelError` naming the kernel, the op and the operand."""
+    visible: set[SSAValue] = set()
+
+    def walk(block: Block) -> None:
+        scope = list(block.args)
+        visible.update(scope)
+        for op in block.ops:
+            for i, operand in enumerate(op.operands):
+                if operand not in visible:
+                    raise InvalidKernelError(_dominance_message(func, stage, op, i, operand))
+            for region in op.regions:
+                for inner in region.blocks:
+                    walk(inner)
+            visible.update(op.results)
+            scope.extend(op.results)
+        visible.difference_update(scope)
+
+    for block in func.body.blocks:
+        walk(block)
+
+
+def _dominance_message(func: gpu.FuncOp, stage: str, op: Operation, index: int, operand: SSAValue) -> str:
+    """The error text: the use and the definition, named as in the printed
+    kernel that follows it."""
+    text = StringIO()
+    printer = Printer(stream=text)
+    printer.print_op(func)
+    names = printer._ssa_values  # the names the kernel text above gives
+
+    def name(v: SSAValue) -> str:
+        return f"%{names[v]}" if v in names else "<unnamed>"
+
+    def brief(o: Operation) -> str:
+        results = ", ".join(name(r) for r in o.results)
+        return f"{results} = {o.name}" if results else o.name
+
+    if isinstance(operand, BlockArgument):
+        parent = operand.block.parent_op()
+        where = f"argument #{operand.index} of a block of {brief(parent) if parent else '?'}"
+    else:
+        assert isinstance(operand.owner, Operation)
+        where = f"defined by {brief(operand.owner)}"
+    return (
+        f"internal error: kernel @{func.sym_name.data} is not valid SSA{f' {stage}' if stage else ''}: "
+        f"operand #{index} ({name(operand)}) of {brief(op)} is {where}, which does not dominate the use "
+        f"(defined later, or inside a region that does not enclose it):\n{text.getvalue()}"
+    )
 
 
 def launch_1d(total: int, profile: TargetProfile, local: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:

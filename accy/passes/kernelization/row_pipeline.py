@@ -197,7 +197,7 @@ class RowPipeline:
         self.inputs = broadcast_accesses(kb, ops)
         self.totals: dict[SSAValue, SSAValue] = {}
         self.scalars: dict[SSAValue, SSAValue] = {}
-        self.splats: dict[tuple[SSAValue, int], SSAValue] = {}
+        self.splats: dict[tuple[Any, ...], SSAValue] = {}
         self.invariant = self._invariant()
 
     # -- structure -------------------------------------------------------------
@@ -277,9 +277,11 @@ class RowPipeline:
         return e
 
     def _splat(self, v: SSAValue, s: SSAValue, width: int) -> SSAValue:
-        if (v, width) not in self.splats:
-            self.splats[v, width] = self.kb.val(vector.BroadcastOp(s, VectorType(s.type, [width])))
-        return self.splats[v, width]
+        # Reused only where it dominates (one made inside a sweep's loop is no value after it).
+        hit = self.kb.lookup(self.splats, (v, width))
+        if hit is None:
+            hit = self.kb.remember(self.splats, (v, width), self.kb.val(vector.BroadcastOp(s, VectorType(s.type, [width]))))
+        return hit
 
     def compute_scalars(self, row: list[SSAValue], values: Sequence[SSAValue], width: int) -> None:
         """Computes (once per row, where it dominates every later pass) the

@@ -7,7 +7,7 @@ func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
   %0 = "accy.exp"(%x) : (tensor<?xf32>) -> tensor<?xf32>
   func.return %0 : tensor<?xf32>
 }
-// CHECK: 'accy.exp' operand must be a statically shaped tensor, got tensor<?xf32>
+// CHECK: 'accy.exp' op operand must be a statically shaped tensor, got tensor<?xf32>
 
 // -----
 
@@ -15,7 +15,7 @@ func.func @index(%x: tensor<4xindex>) -> tensor<4xindex> {
   %0 = "accy.neg"(%x) : (tensor<4xindex>) -> tensor<4xindex>
   func.return %0 : tensor<4xindex>
 }
-// CHECK: 'accy.neg' operand has unsupported element type index
+// CHECK: 'accy.neg' op operand has unsupported element type index
 
 // -----
 
@@ -25,7 +25,7 @@ func.func @constant() -> tensor<4xf32> {
   %0 = "accy.constant"() <{value = dense<1.0> : tensor<3xf32>}> : () -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.constant' value type tensor<3xf32> does not match result type tensor<4xf32>
+// CHECK: 'accy.constant' op value type tensor<3xf32> does not match result type tensor<4xf32>
 
 // -----
 
@@ -35,7 +35,7 @@ func.func @unary_float_only(%x: tensor<4xi32>) -> tensor<4xi32> {
   %0 = "accy.exp"(%x) : (tensor<4xi32>) -> tensor<4xi32>
   func.return %0 : tensor<4xi32>
 }
-// CHECK: 'accy.exp' needs a float element type, got i32
+// CHECK: 'accy.exp' op needs a float element type, got i32
 
 // -----
 
@@ -43,7 +43,7 @@ func.func @unary_no_i1(%x: tensor<4xi1>) -> tensor<4xi1> {
   %0 = "accy.neg"(%x) : (tensor<4xi1>) -> tensor<4xi1>
   func.return %0 : tensor<4xi1>
 }
-// CHECK: 'accy.neg' does not take i1 operands
+// CHECK: 'accy.neg' op does not take i1 operands
 
 // -----
 
@@ -67,7 +67,7 @@ func.func @binary_bool(%x: tensor<4xi1>) -> tensor<4xi1> {
   %0 = "accy.add"(%x, %x) : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
   func.return %0 : tensor<4xi1>
 }
-// CHECK: 'accy.add' does not take element type i1
+// CHECK: 'accy.add' op does not take element type i1
 
 // -----
 
@@ -75,7 +75,7 @@ func.func @bitwise_float(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.and"(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.and' does not take element type f32
+// CHECK: 'accy.and' op does not take element type f32
 
 // -----
 
@@ -83,7 +83,7 @@ func.func @not_float(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.not"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.not' needs an i1 operand, got f32
+// CHECK: 'accy.not' op needs an i1 operand, got f32
 
 // -----
 
@@ -93,7 +93,7 @@ func.func @cmp_predicate(%x: tensor<4xf32>) -> tensor<4xi1> {
   %0 = "accy.cmp"(%x, %x) <{predicate = "less"}> : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
   func.return %0 : tensor<4xi1>
 }
-// CHECK: 'accy.cmp' predicate "less" is not one of eq, ne, lt, le, gt, ge
+// CHECK: 'accy.cmp' op predicate "less" is not one of eq, ne, lt, le, gt, ge
 
 // -----
 
@@ -109,7 +109,7 @@ func.func @cmp_result(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.cmp"(%x, %x) <{predicate = "lt"}> : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.cmp' result type should be tensor<4xi1>, got tensor<4xf32>
+// CHECK: 'accy.cmp' op result type should be tensor<4xi1>, got tensor<4xf32>
 
 // -----
 
@@ -117,7 +117,7 @@ func.func @select_cond(%c: tensor<4xi32>, %x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.select"(%c, %x, %x) : (tensor<4xi32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.select' condition must be i1, got i32
+// CHECK: 'accy.select' op condition must be i1, got i32
 
 // -----
 
@@ -133,7 +133,7 @@ func.func @select_shape(%c: tensor<2xi1>, %x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.select"(%c, %x, %x) : (tensor<2xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.select' condition shape [2] differs from value shape [4]
+// CHECK: 'accy.select' op condition shape [2] differs from value shape [4]
 
 // -----
 
@@ -141,7 +141,7 @@ func.func @cast_shape(%x: tensor<4xf32>) -> tensor<2xi32> {
   %0 = "accy.cast"(%x) : (tensor<4xf32>) -> tensor<2xi32>
   func.return %0 : tensor<2xi32>
 }
-// CHECK: 'accy.cast' changes the shape from [4] to [2]
+// CHECK: 'accy.cast' op changes the shape from [4] to [2]
 
 // -----
 
@@ -149,7 +149,7 @@ func.func @cast_result(%x: tensor<4xf32>) -> tensor<4xindex> {
   %0 = "accy.cast"(%x) : (tensor<4xf32>) -> tensor<4xindex>
   func.return %0 : tensor<4xindex>
 }
-// CHECK: 'accy.cast' result has unsupported element type index
+// CHECK: 'accy.cast' op result has unsupported element type index
 
 // -----
 
@@ -159,7 +159,7 @@ func.func @shape_elem(%x: tensor<4xf32>) -> tensor<4xf64> {
   %0 = "accy.reshape"(%x) : (tensor<4xf32>) -> tensor<4xf64>
   func.return %0 : tensor<4xf64>
 }
-// CHECK: 'accy.reshape' changes the element type from f32 to f64
+// CHECK: 'accy.reshape' op changes the element type from f32 to f64
 
 // -----
 
@@ -167,7 +167,7 @@ func.func @reshape_count(%x: tensor<4xf32>) -> tensor<5xf32> {
   %0 = "accy.reshape"(%x) : (tensor<4xf32>) -> tensor<5xf32>
   func.return %0 : tensor<5xf32>
 }
-// CHECK: 'accy.reshape' cannot reshape 4 elements into [5] (5 elements)
+// CHECK: 'accy.reshape' op cannot reshape 4 elements into [5] (5 elements)
 
 // -----
 
@@ -175,7 +175,7 @@ func.func @transpose_perm(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
   %0 = "accy.transpose"(%x) <{permutation = array<i64: 1, 1>}> : (tensor<2x3xf32>) -> tensor<3x2xf32>
   func.return %0 : tensor<3x2xf32>
 }
-// CHECK: 'accy.transpose' permutation [1, 1] is not a permutation of 0..1
+// CHECK: 'accy.transpose' op permutation [1, 1] is not a permutation of 0..1
 
 // -----
 
@@ -183,7 +183,7 @@ func.func @transpose_result(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = "accy.transpose"(%x) <{permutation = array<i64: 1, 0>}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
-// CHECK: 'accy.transpose' result shape should be [3, 2], got [2, 3]
+// CHECK: 'accy.transpose' op result shape should be [3, 2], got [2, 3]
 
 // -----
 
@@ -191,7 +191,7 @@ func.func @broadcast_count(%x: tensor<3xf32>) -> tensor<2x3xf32> {
   %0 = "accy.broadcast"(%x) <{dims = array<i64: 0, 1>}> : (tensor<3xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
-// CHECK: 'accy.broadcast' dims has 2 entries, operand rank is 1
+// CHECK: 'accy.broadcast' op dims has 2 entries, operand rank is 1
 
 // -----
 
@@ -199,7 +199,7 @@ func.func @broadcast_range(%x: tensor<3xf32>) -> tensor<2x3xf32> {
   %0 = "accy.broadcast"(%x) <{dims = array<i64: 2>}> : (tensor<3xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
-// CHECK: 'accy.broadcast' dims [2] must be distinct result dims below 2
+// CHECK: 'accy.broadcast' op dims [2] must be distinct result dims below 2
 
 // -----
 
@@ -207,7 +207,7 @@ func.func @broadcast_order(%x: tensor<3x2xf32>) -> tensor<2x3xf32> {
   %0 = "accy.broadcast"(%x) <{dims = array<i64: 1, 0>}> : (tensor<3x2xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
-// CHECK: 'accy.broadcast' dims [1, 0] must be increasing
+// CHECK: 'accy.broadcast' op dims [1, 0] must be increasing
 
 // -----
 
@@ -215,7 +215,7 @@ func.func @broadcast_size(%x: tensor<2xf32>) -> tensor<2x3xf32> {
   %0 = "accy.broadcast"(%x) <{dims = array<i64: 1>}> : (tensor<2xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
-// CHECK: 'accy.broadcast' operand dim 0 of size 2 cannot broadcast to result dim 1 of size 3
+// CHECK: 'accy.broadcast' op operand dim 0 of size 2 cannot broadcast to result dim 1 of size 3
 
 // -----
 
@@ -223,7 +223,7 @@ func.func @slice_entries(%x: tensor<4xf32>) -> tensor<2xf32> {
   %0 = "accy.slice"(%x) <{start = array<i64: 0>, limit = array<i64: 2, 2>, stride = array<i64: 1>}> : (tensor<4xf32>) -> tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
-// CHECK: 'accy.slice' start, limit and stride must each have 1 entries
+// CHECK: 'accy.slice' op start, limit and stride must each have 1 entries
 
 // -----
 
@@ -231,7 +231,7 @@ func.func @slice_stride(%x: tensor<4xf32>) -> tensor<2xf32> {
   %0 = "accy.slice"(%x) <{start = array<i64: 0>, limit = array<i64: 2>, stride = array<i64: 0>}> : (tensor<4xf32>) -> tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
-// CHECK: 'accy.slice' stride 0 of dim 0 must be positive
+// CHECK: 'accy.slice' op stride 0 of dim 0 must be positive
 
 // -----
 
@@ -239,7 +239,7 @@ func.func @slice_bounds(%x: tensor<4xf32>) -> tensor<2xf32> {
   %0 = "accy.slice"(%x) <{start = array<i64: 3>, limit = array<i64: 5>, stride = array<i64: 1>}> : (tensor<4xf32>) -> tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
-// CHECK: 'accy.slice' dim 0: need 0 <= start (3) <= limit (5) <= size (4)
+// CHECK: 'accy.slice' op dim 0: need 0 <= start (3) <= limit (5) <= size (4)
 
 // -----
 
@@ -247,7 +247,7 @@ func.func @slice_result(%x: tensor<4xf32>) -> tensor<3xf32> {
   %0 = "accy.slice"(%x) <{start = array<i64: 0>, limit = array<i64: 4>, stride = array<i64: 2>}> : (tensor<4xf32>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }
-// CHECK: 'accy.slice' result shape should be [2], got [3]
+// CHECK: 'accy.slice' op result shape should be [2], got [3]
 
 // -----
 
@@ -257,7 +257,7 @@ func.func @concat_empty() -> tensor<0xf32> {
   %0 = "accy.concat"() <{axis = 0 : i64}> : () -> tensor<0xf32>
   func.return %0 : tensor<0xf32>
 }
-// CHECK: 'accy.concat' needs at least one operand
+// CHECK: 'accy.concat' op needs at least one operand
 
 // -----
 
@@ -265,7 +265,7 @@ func.func @concat_axis(%x: tensor<4xf32>) -> tensor<8xf32> {
   %0 = "accy.concat"(%x, %x) <{axis = 1 : i64}> : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
   func.return %0 : tensor<8xf32>
 }
-// CHECK: 'accy.concat' axis 1 is out of range for rank 1
+// CHECK: 'accy.concat' op axis 1 is out of range for rank 1
 
 // -----
 
@@ -273,7 +273,7 @@ func.func @concat_elem(%x: tensor<4xf32>, %y: tensor<4xi32>) -> tensor<8xf32> {
   %0 = "accy.concat"(%x, %y) <{axis = 0 : i64}> : (tensor<4xf32>, tensor<4xi32>) -> tensor<8xf32>
   func.return %0 : tensor<8xf32>
 }
-// CHECK: 'accy.concat' operand #1 has element type i32, expected f32
+// CHECK: 'accy.concat' op operand #1 has element type i32, expected f32
 
 // -----
 
@@ -281,7 +281,7 @@ func.func @concat_shape(%x: tensor<2x4xf32>, %y: tensor<2x3xf32>) -> tensor<4x4x
   %0 = "accy.concat"(%x, %y) <{axis = 0 : i64}> : (tensor<2x4xf32>, tensor<2x3xf32>) -> tensor<4x4xf32>
   func.return %0 : tensor<4x4xf32>
 }
-// CHECK: 'accy.concat' operand #1 shape [2, 3] does not match [2, 4] off axis 0
+// CHECK: 'accy.concat' op operand #1 shape [2, 3] does not match [2, 4] off axis 0
 
 // -----
 
@@ -289,7 +289,7 @@ func.func @concat_result(%x: tensor<4xf32>) -> tensor<9xf32> {
   %0 = "accy.concat"(%x, %x) <{axis = 0 : i64}> : (tensor<4xf32>, tensor<4xf32>) -> tensor<9xf32>
   func.return %0 : tensor<9xf32>
 }
-// CHECK: 'accy.concat' result type should be tensor<8xf32>, got tensor<9xf32>
+// CHECK: 'accy.concat' op result type should be tensor<8xf32>, got tensor<9xf32>
 
 // -----
 
@@ -299,7 +299,7 @@ func.func @dot_elem(%a: tensor<2x3xf32>, %b: tensor<3x4xi32>) -> tensor<2x4xf32>
   %0 = "accy.dot_general"(%a, %b) <{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>}> : (tensor<2x3xf32>, tensor<3x4xi32>) -> tensor<2x4xf32>
   func.return %0 : tensor<2x4xf32>
 }
-// CHECK: 'accy.dot_general' operands must share a numeric element type, got f32 and i32
+// CHECK: 'accy.dot_general' op operands must share a numeric element type, got f32 and i32
 
 // -----
 
@@ -307,7 +307,7 @@ func.func @dot_batch_len(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2xf
   %0 = "accy.dot_general"(%a, %b) <{lhs_batch = array<i64: 0>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 1>}> : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
-// CHECK: 'accy.dot_general' lhs_batch and rhs_batch must have the same length
+// CHECK: 'accy.dot_general' op lhs_batch and rhs_batch must have the same length
 
 // -----
 
@@ -315,7 +315,7 @@ func.func @dot_contract_len(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<
   %0 = "accy.dot_general"(%a, %b) <{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64>}> : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   func.return %0 : tensor<2x4xf32>
 }
-// CHECK: 'accy.dot_general' lhs_contract and rhs_contract must have the same length
+// CHECK: 'accy.dot_general' op lhs_contract and rhs_contract must have the same length
 
 // -----
 
@@ -323,7 +323,7 @@ func.func @dot_range(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32
   %0 = "accy.dot_general"(%a, %b) <{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 2>, rhs_contract = array<i64: 0>}> : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   func.return %0 : tensor<2x4xf32>
 }
-// CHECK: 'accy.dot_general' lhs dimension out of range in [2] for rank 2
+// CHECK: 'accy.dot_general' op lhs dimension out of range in [2] for rank 2
 
 // -----
 
@@ -331,7 +331,7 @@ func.func @dot_repeat(%a: tensor<3x3xf32>, %b: tensor<3x3xf32>) -> tensor<3xf32>
   %0 = "accy.dot_general"(%a, %b) <{lhs_batch = array<i64: 0>, rhs_batch = array<i64: 0>, lhs_contract = array<i64: 0>, rhs_contract = array<i64: 1>}> : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }
-// CHECK: 'accy.dot_general' lhs batch and contracting dimensions [0, 0] repeat a dimension
+// CHECK: 'accy.dot_general' op lhs batch and contracting dimensions [0, 0] repeat a dimension
 
 // -----
 
@@ -339,7 +339,7 @@ func.func @dot_batch_size(%a: tensor<2x3xf32>, %b: tensor<5x3xf32>) -> tensor<2x
   %0 = "accy.dot_general"(%a, %b) <{lhs_batch = array<i64: 0>, rhs_batch = array<i64: 0>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 1>}> : (tensor<2x3xf32>, tensor<5x3xf32>) -> tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
-// CHECK: 'accy.dot_general' batch dims differ: lhs dim 0 is 2, rhs dim 0 is 5
+// CHECK: 'accy.dot_general' op batch dims differ: lhs dim 0 is 2, rhs dim 0 is 5
 
 // -----
 
@@ -347,7 +347,7 @@ func.func @dot_contract_size(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor
   %0 = "accy.dot_general"(%a, %b) <{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>}> : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
   func.return %0 : tensor<2x5xf32>
 }
-// CHECK: 'accy.dot_general' contracting dims differ: lhs dim 1 is 3, rhs dim 0 is 4
+// CHECK: 'accy.dot_general' op contracting dims differ: lhs dim 1 is 3, rhs dim 0 is 4
 
 // -----
 
@@ -355,7 +355,7 @@ func.func @dot_result(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<4x2xf3
   %0 = "accy.dot_general"(%a, %b) <{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>}> : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<4x2xf32>
   func.return %0 : tensor<4x2xf32>
 }
-// CHECK: 'accy.dot_general' result type should be tensor<2x4xf32>, got tensor<4x2xf32>
+// CHECK: 'accy.dot_general' op result type should be tensor<2x4xf32>, got tensor<4x2xf32>
 
 // -----
 
@@ -365,7 +365,7 @@ func.func @reduce_kind(%x: tensor<4xf32>) -> tensor<f32> {
   %0 = "accy.reduce"(%x) <{kind = "avg", axes = array<i64: 0>}> : (tensor<4xf32>) -> tensor<f32>
   func.return %0 : tensor<f32>
 }
-// CHECK: 'accy.reduce' kind "avg" is not one of sum, prod, max, min, mean
+// CHECK: 'accy.reduce' op kind "avg" is not one of sum, prod, max, min, mean
 
 // -----
 
@@ -373,7 +373,7 @@ func.func @reduce_mean_int(%x: tensor<4xi32>) -> tensor<i32> {
   %0 = "accy.reduce"(%x) <{kind = "mean", axes = array<i64: 0>}> : (tensor<4xi32>) -> tensor<i32>
   func.return %0 : tensor<i32>
 }
-// CHECK: 'accy.reduce' mean does not take element type i32
+// CHECK: 'accy.reduce' op mean does not take element type i32
 
 // -----
 
@@ -381,7 +381,7 @@ func.func @reduce_axis(%x: tensor<4xf32>) -> tensor<f32> {
   %0 = "accy.reduce"(%x) <{kind = "sum", axes = array<i64: 1>}> : (tensor<4xf32>) -> tensor<f32>
   func.return %0 : tensor<f32>
 }
-// CHECK: 'accy.reduce' axes 1 is out of range for rank 1
+// CHECK: 'accy.reduce' op axes 1 is out of range for rank 1
 
 // -----
 
@@ -389,7 +389,7 @@ func.func @reduce_repeat(%x: tensor<2x4xf32>) -> tensor<4xf32> {
   %0 = "accy.reduce"(%x) <{kind = "sum", axes = array<i64: 0, -2>}> : (tensor<2x4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.reduce' axes [0, -2] repeat a dimension
+// CHECK: 'accy.reduce' op axes [0, -2] repeat a dimension
 
 // -----
 
@@ -397,7 +397,7 @@ func.func @reduce_result(%x: tensor<2x4xf32>) -> tensor<2xf32> {
   %0 = "accy.reduce"(%x) <{kind = "sum", axes = array<i64: 0>}> : (tensor<2x4xf32>) -> tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
-// CHECK: 'accy.reduce' result type should be tensor<4xf32>, got tensor<2xf32>
+// CHECK: 'accy.reduce' op result type should be tensor<4xf32>, got tensor<2xf32>
 
 // -----
 
@@ -405,7 +405,7 @@ func.func @scan_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.scan"(%x) <{kind = "mean", axis = 0 : i64}> : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.scan' kind "mean" is not one of sum, prod, max, min
+// CHECK: 'accy.scan' op kind "mean" is not one of sum, prod, max, min
 
 // -----
 
@@ -413,7 +413,7 @@ func.func @scan_bool(%x: tensor<4xi1>) -> tensor<4xi1> {
   %0 = "accy.scan"(%x) <{kind = "sum", axis = 0 : i64}> : (tensor<4xi1>) -> tensor<4xi1>
   func.return %0 : tensor<4xi1>
 }
-// CHECK: 'accy.scan' does not take element type i1
+// CHECK: 'accy.scan' op does not take element type i1
 
 // -----
 
@@ -421,7 +421,7 @@ func.func @scan_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.scan"(%x) <{kind = "sum", axis = -2 : i64}> : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.scan' axis -2 is out of range for rank 1
+// CHECK: 'accy.scan' op axis -2 is out of range for rank 1
 
 // -----
 
@@ -431,7 +431,7 @@ func.func @softmax_int(%x: tensor<4xi32>) -> tensor<4xi32> {
   %0 = "accy.softmax"(%x) <{axis = 0 : i64}> : (tensor<4xi32>) -> tensor<4xi32>
   func.return %0 : tensor<4xi32>
 }
-// CHECK: 'accy.softmax' needs a float element type, got i32
+// CHECK: 'accy.softmax' op needs a float element type, got i32
 
 // -----
 
@@ -439,7 +439,7 @@ func.func @softmax_rank0(%x: tensor<f32>) -> tensor<f32> {
   %0 = "accy.log_softmax"(%x) <{axis = 0 : i64}> : (tensor<f32>) -> tensor<f32>
   func.return %0 : tensor<f32>
 }
-// CHECK: 'accy.log_softmax' needs an operand of rank >= 1
+// CHECK: 'accy.log_softmax' op needs an operand of rank >= 1
 
 // -----
 
@@ -447,7 +447,7 @@ func.func @softmax_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.softmax"(%x) <{axis = 1 : i64}> : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.softmax' axis 1 is out of range for rank 1
+// CHECK: 'accy.softmax' op axis 1 is out of range for rank 1
 
 // -----
 
@@ -455,7 +455,7 @@ func.func @layer_norm_int(%x: tensor<4xi32>) -> tensor<4xi32> {
   %0 = "accy.layer_norm"(%x, %x, %x) <{epsilon = 1.0e-05 : f32}> : (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   func.return %0 : tensor<4xi32>
 }
-// CHECK: 'accy.layer_norm' needs a float operand of rank >= 1, got tensor<4xi32>
+// CHECK: 'accy.layer_norm' op needs a float operand of rank >= 1, got tensor<4xi32>
 
 // -----
 
@@ -463,7 +463,7 @@ func.func @layer_norm_gamma(%x: tensor<2x4xf32>, %g: tensor<2xf32>, %b: tensor<4
   %0 = "accy.layer_norm"(%x, %g, %b) <{epsilon = 1.0e-05 : f32}> : (tensor<2x4xf32>, tensor<2xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   func.return %0 : tensor<2x4xf32>
 }
-// CHECK: 'accy.layer_norm' gamma must be tensor<4xf32> (the last dim of x), got tensor<2xf32>
+// CHECK: 'accy.layer_norm' op gamma must be tensor<4xf32> (the last dim of x), got tensor<2xf32>
 
 // -----
 
@@ -471,7 +471,7 @@ func.func @layer_norm_result(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<4
   %0 = "accy.layer_norm"(%x, %g, %g) <{epsilon = 1.0e-05 : f32}> : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x2xf32>
   func.return %0 : tensor<4x2xf32>
 }
-// CHECK: 'accy.layer_norm' result type should be tensor<2x4xf32>, got tensor<4x2xf32>
+// CHECK: 'accy.layer_norm' op result type should be tensor<2x4xf32>, got tensor<4x2xf32>
 
 // -----
 
@@ -481,7 +481,7 @@ func.func @attention_elem(%q: tensor<2x4xf32>, %k: tensor<3x4xf16>) -> tensor<2x
   %0 = "accy.attention"(%q, %k, %k) <{scale = 0.5 : f32}> : (tensor<2x4xf32>, tensor<3x4xf16>, tensor<3x4xf16>) -> tensor<2x4xf32>
   func.return %0 : tensor<2x4xf32>
 }
-// CHECK: 'accy.attention' q, k and v must share a float element type
+// CHECK: 'accy.attention' op q, k and v must share a float element type
 
 // -----
 
@@ -489,7 +489,7 @@ func.func @attention_rank(%q: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.attention"(%q, %q, %q) <{scale = 0.5 : f32}> : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.attention' q, k and v must have one rank >= 2, got 1, 1, 1
+// CHECK: 'accy.attention' op q, k and v must have one rank >= 2, got 1, 1, 1
 
 // -----
 
@@ -497,7 +497,7 @@ func.func @attention_batch(%q: tensor<2x3x4xf32>, %k: tensor<5x3x4xf32>) -> tens
   %0 = "accy.attention"(%q, %k, %k) <{scale = 0.5 : f32}> : (tensor<2x3x4xf32>, tensor<5x3x4xf32>, tensor<5x3x4xf32>) -> tensor<2x3x4xf32>
   func.return %0 : tensor<2x3x4xf32>
 }
-// CHECK: 'accy.attention' batch dims of q [2], k [5], v [5] differ
+// CHECK: 'accy.attention' op batch dims of q [2], k [5], v [5] differ
 
 // -----
 
@@ -505,7 +505,7 @@ func.func @attention_head(%q: tensor<3x4xf32>, %k: tensor<5x8xf32>) -> tensor<3x
   %0 = "accy.attention"(%q, %k, %k) <{scale = 0.5 : f32}> : (tensor<3x4xf32>, tensor<5x8xf32>, tensor<5x8xf32>) -> tensor<3x8xf32>
   func.return %0 : tensor<3x8xf32>
 }
-// CHECK: 'accy.attention' q and k head dims differ: 4 and 8
+// CHECK: 'accy.attention' op q and k head dims differ: 4 and 8
 
 // -----
 
@@ -513,7 +513,7 @@ func.func @attention_seq(%q: tensor<3x4xf32>, %k: tensor<5x4xf32>, %v: tensor<6x
   %0 = "accy.attention"(%q, %k, %v) <{scale = 0.5 : f32}> : (tensor<3x4xf32>, tensor<5x4xf32>, tensor<6x4xf32>) -> tensor<3x4xf32>
   func.return %0 : tensor<3x4xf32>
 }
-// CHECK: 'accy.attention' k and v sequence lengths differ: 5 and 6
+// CHECK: 'accy.attention' op k and v sequence lengths differ: 5 and 6
 
 // -----
 
@@ -521,7 +521,7 @@ func.func @attention_result(%q: tensor<3x4xf32>, %k: tensor<5x4xf32>, %v: tensor
   %0 = "accy.attention"(%q, %k, %v) <{scale = 0.5 : f32}> : (tensor<3x4xf32>, tensor<5x4xf32>, tensor<5x2xf32>) -> tensor<3x4xf32>
   func.return %0 : tensor<3x4xf32>
 }
-// CHECK: 'accy.attention' result type should be tensor<3x2xf32>, got tensor<3x4xf32>
+// CHECK: 'accy.attention' op result type should be tensor<3x2xf32>, got tensor<3x4xf32>
 
 // -----
 
@@ -534,7 +534,7 @@ func.func @iterate_count(%x: tensor<4xf32>) -> tensor<4xf32> {
   }) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.iterate' count must be >= 0, got -1
+// CHECK: 'accy.iterate' op count must be >= 0, got -1
 
 // -----
 
@@ -545,7 +545,7 @@ func.func @iterate_args(%x: tensor<4xf32>) -> tensor<4xf32> {
   }) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.iterate' block argument types must match the init types (tensor<4xf32>)
+// CHECK: 'accy.iterate' op block argument types must match the init types (tensor<4xf32>)
 
 // -----
 
@@ -556,7 +556,7 @@ func.func @iterate_results(%x: tensor<4xf32>) -> tensor<4xf64> {
   }) : (tensor<4xf32>) -> tensor<4xf64>
   func.return %0 : tensor<4xf64>
 }
-// CHECK: 'accy.iterate' result types must match the init types (tensor<4xf32>)
+// CHECK: 'accy.iterate' op result types must match the init types (tensor<4xf32>)
 
 // -----
 
@@ -577,7 +577,7 @@ func.func @iterate_empty(%x: tensor<4xf32>) -> tensor<4xf32> {
   }) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.iterate' body must end in accy.yield
+// CHECK: 'accy.iterate' op body must end in accy.yield
 
 // -----
 
@@ -588,14 +588,14 @@ func.func @iterate_yield(%x: tensor<4xf32>, %y: tensor<4xi32>) -> tensor<4xf32> 
   }) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.iterate' yielded types (tensor<4xi32>) must match (tensor<4xf32>)
+// CHECK: 'accy.iterate' op yielded types (tensor<4xi32>) must match (tensor<4xf32>)
 
 // -----
 
 func.func @yield_outside(%x: tensor<4xf32>) -> tensor<4xf32> {
   "accy.yield"(%x) : (tensor<4xf32>) -> ()
 }
-// CHECK: 'accy.yield' expects parent op 'accy.iterate'
+// CHECK: 'accy.yield' op expects parent op 'accy.iterate'
 
 // -----
 
@@ -605,7 +605,7 @@ func.func @kernel_no_result(%x: tensor<4xf32>) {
   "accy.kernel_call"(%x) <{callee = @k}> : (tensor<4xf32>) -> ()
   func.return
 }
-// CHECK: 'accy.kernel_call' must produce at least one result
+// CHECK: 'accy.kernel_call' op must produce at least one result
 
 // -----
 
@@ -613,7 +613,7 @@ func.func @kernel_sizes(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.kernel_call"(%x) <{callee = @k, global_size = array<i64: 4, 0>}> : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.kernel_call' global_size must have 1 to 3 positive entries
+// CHECK: 'accy.kernel_call' op global_size must have 1 to 3 positive entries
 
 // -----
 
@@ -621,4 +621,4 @@ func.func @kernel_input(%x: tensor<?xf32>) -> tensor<4xf32> {
   %0 = "accy.kernel_call"(%x) <{callee = @k}> : (tensor<?xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
-// CHECK: 'accy.kernel_call' input #0 must be a statically shaped tensor, got tensor<?xf32>
+// CHECK: 'accy.kernel_call' op input #0 must be a statically shaped tensor, got tensor<?xf32>
