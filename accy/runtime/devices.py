@@ -1,5 +1,5 @@
 """Devices by name: `reference`, `opencl` / `opencl:N` (the N-th OpenCL
-device), and `llvm` once it exists.
+device). The LLVM CPU device (`llvm`) is a later addition: one line here.
 
 Device modules are imported only when asked for, so a machine without OpenCL
 still compiles for the reference device; a device that cannot load says why.
@@ -16,7 +16,6 @@ from accy.runtime.device import Device
 DEVICES: dict[str, str] = {
     "reference": "accy.runtime.reference_device:ReferenceDevice",
     "opencl": "accy.runtime.opencl:OpenCLDevice",
-    "llvm": "accy.runtime.llvm:LLVMDevice",
 }
 
 _instances: dict[str, Device] = {}

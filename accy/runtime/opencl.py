@@ -46,6 +46,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from accy.backends.opencl.emitter import build_options, emit_opencl, kernel_funcs
+from accy.debug import DEBUG, debug
 from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.dialects.host import FallbackOp
 from accy.dialects.target import TargetProfile
@@ -313,6 +314,18 @@ class OpenCLProgram(Program):
         #: Inputs of the last call that ran in place (no copy), by argument index.
         self.in_place: list[bool] = []
 
+    def describe(self) -> str:
+        """One line per step: what `ACCY_DEBUG=1` prints."""
+        s = self.schedule
+        lines = [f"{s.launches} kernel(s), {s.fallbacks} fallback(s), peak {s.peak_bytes} bytes"]
+        for step in s.steps:
+            if isinstance(step, _Launch):
+                local = "x".join(map(str, step.local_size)) if step.local_size else "-"
+                lines.append(f"  {step.name} ({step.kind}) global {'x'.join(map(str, step.global_size))} local {local}")
+            elif isinstance(step, _Fallback):
+                lines.append(f"  {step.op.kernel.data} on the host reference path")
+        return "\n".join(lines)
+
     def _constant(self, step: _Constant, queue: Any, keep: list[Any]) -> Any:
         import pyopencl as cl
 
@@ -520,8 +533,12 @@ class OpenCLDevice(Device):
 
         math_tier = TargetProfile.of_module(module).math if "accy.target" in module.attributes else "exact"
         self.target_profile(math_tier).attach(module)
-        PassManager([KernelizePass(strict=strict)]).run(module)
-        return self.load(module, fn)
+        pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if DEBUG >= 3 else (), out=debug_out)
+        pm.run(module)
+        program = self.load(module, fn)
+        debug(1, f"accy: @{fn} on {self.name}: {program.describe()}")
+        debug(2, program.source)
+        return program
 
     def load(self, module: ModuleOp, fn: str) -> OpenCLProgram:
         """A program for function `fn` of an already kernelized module."""
@@ -534,6 +551,10 @@ class OpenCLDevice(Device):
         source = emit_opencl(module) if gfuncs else ""
         kernels = self.programs.get(source, build_options(module)).kernels if gfuncs else {}
         return OpenCLProgram(self, _translate(host, kernels, gfuncs), source)
+
+
+def debug_out(text: str) -> None:
+    debug(3, text)
 
 
 def _has_kernels(module: ModuleOp) -> bool:

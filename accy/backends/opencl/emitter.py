@@ -157,6 +157,9 @@ def int_literal(value: int, t: Attribute) -> str:
         if not -(2**31) <= value < 2**31:
             text = f"{value}L" if value != -(2**63) else "(-9223372036854775807L - 1)"
             return f"({text})" if value < 0 else text
+    if value == -(2**31):
+        # `-2147483648` is the negation of a long literal, a long (`max` of it and an int is ambiguous).
+        return "(-2147483647 - 1)"
     return f"({value})" if value < 0 else str(value)
 
 
