@@ -21,13 +21,6 @@ func.func @main(%x: tensor<{r}x{c}xf32>, %y: tensor<{r}x{c}xf32>) -> (tensor<{r}
 }}
 """
 
-SOFTMAX = """
-func.func @main(%x: tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32> {{
-  %s = "accy.softmax"(%x) <{{axis = 1 : i64}}> : (tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
-  func.return %s : tensor<{r}x{c}xf32>
-}}
-"""
-
 
 @pytest.fixture(scope="module")
 def device():
