@@ -15,7 +15,6 @@ was given) and the command that replays it.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Sequence
 from importlib import import_module
@@ -35,12 +34,6 @@ from accy.runtime.source import parse_text, verify_module
 
 TOOL = "accy-opt"
 OPENCL_TARGET = "accy.backends.opencl.target"
-
-
-def _summary(cls: type) -> str:
-    """The first paragraph of `cls`'s docstring, on one line."""
-    paragraph = (cls.__doc__ or "").strip().split("\n\n", 1)[0]
-    return " ".join(paragraph.split())
 
 
 def _names(text: str | None) -> list[str]:
@@ -73,12 +66,8 @@ class AccyOptMain(xDSLOptMain):
         from xdsl.targets import get_all_targets
 
         self.available_targets["mlir"] = get_all_targets()["mlir"]
-        try:
-            present = importlib.util.find_spec(OPENCL_TARGET) is not None
-        except ImportError:
-            present = False
-        if present:
-            self.available_targets["opencl"] = lambda: import_module(OPENCL_TARGET).OpenCLTarget
+        # Loaded only when asked for, as xDSL's own targets are.
+        self.available_targets["opencl"] = lambda: import_module(OPENCL_TARGET).OpenCLTarget
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -102,10 +91,7 @@ class AccyOptMain(xDSLOptMain):
     def _make_pass(self, spec: ArgSpec) -> ModulePass:
         if spec.name not in self.available_passes:
             raise ToolError(f"unknown pass '{spec.name}' (accy-opt --list-passes lists them)")
-        try:
-            cls = self.available_passes[spec.name]()
-        except (ImportError, AttributeError) as e:
-            raise ToolError(f"pass '{spec.name}' is not available: {e}") from e
+        cls = self.available_passes[spec.name]()
         try:
             return cls.from_pass_spec(spec)
         except Exception as e:  # each pass validates its options its own way
@@ -124,20 +110,15 @@ class AccyOptMain(xDSLOptMain):
     def _listing(self) -> str:
         entries = []
         if self.args.list_passes:
-            entries += [("Passes:", registry.PASSES, registry.get_pass)]
+            entries += [("Passes:", registry.PASSES, registry.get_pass, registry.pass_summary)]
         if self.args.list_analyses:
-            entries += [("Analyses:", registry.ANALYSES, registry.get_analysis)]
+            entries += [("Analyses:", registry.ANALYSES, registry.get_analysis, lambda n: registry.get_analysis(n).description)]
         lines = []
-        for title, table, load in entries:
+        for title, table, load, describe in entries:
             lines.append(title)
             for name in table:
-                try:
-                    cls = load(name)
-                except (ImportError, AttributeError) as e:
-                    lines.append(f"  {name:<32} (not available: {e})")
-                    continue
-                version = getattr(cls, "version", 0)
-                lines.append(f"  {name:<32} v{version}  {_summary(cls)}".rstrip())
+                version = getattr(load(name), "version", 0)
+                lines.append(f"  {name:<32} v{version}  {describe(name)}".rstrip())
         return "\n".join(lines) + "\n"
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:

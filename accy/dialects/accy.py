@@ -14,6 +14,7 @@ broadcasting (frontends insert `accy.broadcast`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -215,7 +216,7 @@ class UnaryOp(IRDLOperation):
     assembly_format = "$x attr-dict `:` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, x: SSAValue | Operation):
+    def __init__(self, x: SSAValue | Operation) -> None:
         x = SSAValue.get(x)
         super().__init__(operands=[x], result_types=[x.type])
 
@@ -243,7 +244,7 @@ class BinaryOp(IRDLOperation):
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
         lhs = SSAValue.get(lhs)
         super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
 
@@ -295,7 +296,7 @@ class ConstantOp(IRDLOperation):
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
-    def __init__(self, value: DenseIntOrFPElementsAttr):
+    def __init__(self, value: DenseIntOrFPElementsAttr) -> None:
         super().__init__(properties={"value": value}, result_types=[value.type])
 
     def verify_(self) -> None:
@@ -380,7 +381,7 @@ class NotOp(IRDLOperation):
     assembly_format = "$x attr-dict `:` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, x: SSAValue | Operation):
+    def __init__(self, x: SSAValue | Operation) -> None:
         x = SSAValue.get(x)
         super().__init__(operands=[x], result_types=[x.type])
 
@@ -408,7 +409,7 @@ class CmpOp(IRDLOperation):
     assembly_format = "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, predicate: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+    def __init__(self, predicate: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
         lhs = SSAValue.get(lhs)
         super().__init__(
             operands=[lhs, rhs],
@@ -438,7 +439,7 @@ class SelectOp(IRDLOperation):
     assembly_format = "$cond `,` $lhs `,` $rhs attr-dict `:` type($cond) `,` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, cond: SSAValue | Operation, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+    def __init__(self, cond: SSAValue | Operation, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
         lhs = SSAValue.get(lhs)
         super().__init__(operands=[cond, lhs, rhs], result_types=[lhs.type])
 
@@ -467,7 +468,7 @@ class CastOp(IRDLOperation):
     assembly_format = "$x attr-dict `:` type($x) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, x: SSAValue | Operation, element_type: Attribute):
+    def __init__(self, x: SSAValue | Operation, element_type: Attribute) -> None:
         x = SSAValue.get(x)
         super().__init__(operands=[x], result_types=[tensor(shape_of(x), element_type)])
 
@@ -509,23 +510,16 @@ class ReshapeOp(_ShapeOp):
 
     name = "accy.reshape"
 
-    def __init__(self, x: SSAValue | Operation, shape: Sequence[int]):
+    def __init__(self, x: SSAValue | Operation, shape: Sequence[int]) -> None:
         x = SSAValue.get(x)
         super().__init__(operands=[x], result_types=[tensor(shape, elem_of(x))])
 
     def infer(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         out = shape_of(self.result)
-        n_in, n_out = _numel(shape), _numel(out)
+        n_in, n_out = math.prod(shape), math.prod(out)
         if n_in != n_out:
             raise ValueError(f"cannot reshape {n_in} elements into {list(out)} ({n_out} elements)")
         return out
-
-
-def _numel(shape: Sequence[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 @irdl_op_definition
@@ -535,7 +529,7 @@ class TransposeOp(_ShapeOp):
     name = "accy.transpose"
     permutation = prop_def(DenseArrayBase)
 
-    def __init__(self, x: SSAValue | Operation, permutation: Sequence[int]):
+    def __init__(self, x: SSAValue | Operation, permutation: Sequence[int]) -> None:
         x = SSAValue.get(x)
         super().__init__(
             operands=[x],
@@ -555,7 +549,7 @@ class BroadcastOp(_ShapeOp):
     name = "accy.broadcast"
     dims = prop_def(DenseArrayBase)
 
-    def __init__(self, x: SSAValue | Operation, dims: Sequence[int], shape: Sequence[int]):
+    def __init__(self, x: SSAValue | Operation, dims: Sequence[int], shape: Sequence[int]) -> None:
         x = SSAValue.get(x)
         super().__init__(
             operands=[x], properties={"dims": i64_array(dims)}, result_types=[tensor(shape, elem_of(x))]
@@ -587,7 +581,7 @@ class SliceOp(_ShapeOp):
 
     def __init__(
         self, x: SSAValue | Operation, start: Sequence[int], limit: Sequence[int], stride: Sequence[int] | None = None
-    ):
+    ) -> None:
         x = SSAValue.get(x)
         stride = list(stride) if stride is not None else [1] * len(start)
         super().__init__(
@@ -612,7 +606,7 @@ class ConcatOp(IRDLOperation):
     assembly_format = "$xs attr-dict `:` `(` type($xs) `)` `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, xs: Sequence[SSAValue | Operation], axis: int):
+    def __init__(self, xs: Sequence[SSAValue | Operation], axis: int) -> None:
         vals = [SSAValue.get(x) for x in xs]
         shape = list(shape_of(vals[0]))
         shape[axis] = sum(shape_of(v)[axis] for v in vals)
@@ -662,7 +656,7 @@ class DotGeneralOp(IRDLOperation):
         rhs_batch: Sequence[int] = (),
         lhs_contract: Sequence[int] = (1,),
         rhs_contract: Sequence[int] = (0,),
-    ):
+    ) -> None:
         lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
         shape = infer_dot_general(shape_of(lhs), shape_of(rhs), lhs_batch, rhs_batch, lhs_contract, rhs_contract)
         super().__init__(
@@ -713,7 +707,7 @@ class ReduceOp(IRDLOperation):
     assembly_format = "$x attr-dict `:` type($x) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, x: SSAValue | Operation, kind: str, axes: Sequence[int]):
+    def __init__(self, x: SSAValue | Operation, kind: str, axes: Sequence[int]) -> None:
         x = SSAValue.get(x)
         super().__init__(
             operands=[x],
@@ -751,7 +745,7 @@ class ScanOp(IRDLOperation):
     assembly_format = "$x attr-dict `:` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, x: SSAValue | Operation, kind: str, axis: int, exclusive: bool = False, reverse: bool = False):
+    def __init__(self, x: SSAValue | Operation, kind: str, axis: int, exclusive: bool = False, reverse: bool = False) -> None:
         x = SSAValue.get(x)
         super().__init__(
             operands=[x],
@@ -784,7 +778,7 @@ class _AxisFloatOp(IRDLOperation):
     assembly_format = "$x attr-dict `:` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, x: SSAValue | Operation, axis: int = -1):
+    def __init__(self, x: SSAValue | Operation, axis: int = -1) -> None:
         x = SSAValue.get(x)
         super().__init__(operands=[x], properties={"axis": IntegerAttr(axis, i64)}, result_types=[x.type])
 
@@ -827,7 +821,7 @@ class LayerNormOp(IRDLOperation):
     assembly_format = "$x `,` $gamma `,` $beta attr-dict `:` type($x) `,` type($gamma) `,` type($beta) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, x: SSAValue | Operation, gamma: SSAValue | Operation, beta: SSAValue | Operation, epsilon: float = 1e-5):
+    def __init__(self, x: SSAValue | Operation, gamma: SSAValue | Operation, beta: SSAValue | Operation, epsilon: float = 1e-5) -> None:
         x = SSAValue.get(x)
         super().__init__(
             operands=[x, gamma, beta],
@@ -864,7 +858,7 @@ class AttentionOp(IRDLOperation):
 
     def __init__(
         self, q: SSAValue | Operation, k: SSAValue | Operation, v: SSAValue | Operation, scale: float, causal: bool = False
-    ):
+    ) -> None:
         q, v = SSAValue.get(q), SSAValue.get(v)
         shape = (*shape_of(q)[:-1], shape_of(v)[-1])
         super().__init__(
@@ -901,7 +895,7 @@ class YieldOp(IRDLOperation):
     assembly_format = "($values^ `:` type($values))? attr-dict"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, values: Sequence[SSAValue | Operation]):
+    def __init__(self, values: Sequence[SSAValue | Operation]) -> None:
         super().__init__(operands=[list(values)])
 
 
@@ -919,7 +913,7 @@ class IterateOp(IRDLOperation):
     res = var_result_def(TensorType)
     traits = traits_def(RecursiveMemoryEffect())
 
-    def __init__(self, inits: Sequence[SSAValue | Operation], count: int, body: Region):
+    def __init__(self, inits: Sequence[SSAValue | Operation], count: int, body: Region) -> None:
         vals = [SSAValue.get(v) for v in inits]
         super().__init__(
             operands=[vals],
@@ -975,7 +969,7 @@ class KernelCallOp(IRDLOperation):
         result_types: Sequence[Attribute],
         global_size: Sequence[int] | None = None,
         local_size: Sequence[int] | None = None,
-    ):
+    ) -> None:
         props: dict[str, Attribute] = {"callee": SymbolRefAttr(callee)}
         if global_size is not None:
             props["global_size"] = i64_array(global_size)

@@ -1,6 +1,9 @@
 """The `accy_host` dialect: host-schedule ops that the gpu/memref dialects lack
 (`accy_host.fallback`, `accy_host.yield`, `accy_host.constant`), plus the
-`#accy.target` and `#gpu.address_space` attributes kernel IR uses.
+`#accy.target` and `#gpu.address_space` attributes kernel IR uses. It also
+names the host-schedule conventions that the kernelize pass writes and the
+backends and the runtime read (`KERNELS_MODULE`, `SIGNATURE_ATTR`,
+`PEAK_BYTES_ATTR`), so that none of them imports another to agree on a name.
 
 `accy_host.fallback` is one work item that the kernelize pass declined to turn
 into a kernel (e.g. a lowering that cannot honour the exact math tier). It
@@ -38,7 +41,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -56,6 +59,13 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from accy.dialects.target import TargetAttr
+
+#: The `gpu.module` of a kernelized module that holds its kernels.
+KERNELS_MODULE = "kernels"
+#: On a kernelized (host) function: its tensor signature before kernelization.
+SIGNATURE_ATTR = "accy.signature"
+#: On a kernelized (host) function: the buffer plan's peak bytes.
+PEAK_BYTES_ATTR = "accy.peak_bytes"
 
 
 class AddressSpace(StrEnum):
@@ -264,12 +274,6 @@ class YieldOp(IRDLOperation):
 
     def __init__(self, values: Sequence[SSAValue]) -> None:
         super().__init__(operands=[values])
-
-
-def fallback_region(input_types: Sequence[Attribute]) -> tuple[Region, Block]:
-    """An empty fallback body with one block argument per input tensor type."""
-    block = Block(arg_types=input_types)
-    return Region(block), block
 
 
 AccyHost = Dialect("accy_host", [FallbackOp, YieldOp, ConstantOp], [TargetAttr, AddressSpaceAttr])

@@ -138,15 +138,11 @@ class TargetAttr(ParametrizedAttribute):
     cheap_barriers: IntAttr
 
     def profile_value(self) -> TargetProfile:
+        """The `TargetProfile` this attribute holds (booleans are stored as 0/1)."""
         values: dict[str, Any] = {}
         for field in _FIELDS:
-            p = getattr(self, field)
-            if field in _STR_FIELDS:
-                values[field] = p.data
-            elif field in _BOOL_FIELDS:
-                values[field] = bool(p.data)
-            else:
-                values[field] = p.data
+            data = getattr(self, field).data
+            values[field] = bool(data) if field in _BOOL_FIELDS else data
         return TargetProfile(**values)
 
     def verify(self) -> None:
@@ -196,12 +192,3 @@ class TargetAttr(ParametrizedAttribute):
                 parts.append(f"{field} = {value}")
         printer.print_string("<" + ", ".join(parts) + ">")
 
-
-def of_module(module: ModuleOp) -> TargetProfile:
-    """The module's target profile (CPU when absent)."""
-    return TargetProfile.of_module(module)
-
-
-def attach(module: ModuleOp, profile: TargetProfile) -> None:
-    """Sets the module's target profile."""
-    profile.attach(module)

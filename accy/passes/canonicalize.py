@@ -11,15 +11,22 @@ follow IEEE semantics as MLIR's folders do not bother to: `x + 0 -> x` turns a
 result of `+0.0` for `x = -0.0` into `-0.0`, and constant folding evaluates in
 numpy (the reference), whose transcendental functions may differ from a
 backend's by an ulp.
+
+Constant folding is the one place where a pass imports something other than
+the dialects (DESIGN.md, "Layout"): it calls the reference interpreter's
+`evaluate_op`, so that an op has one semantics, the reference's, whether it
+is folded at compile time or run. A second, folding-only implementation of
+every op could drift from it; tests/unit/test_layering.py allows exactly this
+import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from typing import ClassVar
 
-from xdsl.context import Context
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
@@ -53,6 +60,7 @@ from accy.dialects.accy import (
     shape_of,
 )
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
+from accy.passes.registry import shared_context
 from accy.reference import dense_to_numpy, evaluate_op, numpy_to_dense
 
 # Constant folding materialises its result as a literal; past this many
@@ -93,13 +101,6 @@ def is_splat_of(value: SSAValue, scalar: float) -> bool:
     return attr is not None and splat_value(attr) == scalar
 
 
-def _numel(shape: Sequence[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 # --------------------------------------------------------------------------
 # Patterns
 # --------------------------------------------------------------------------
@@ -124,7 +125,7 @@ class FoldConstants(RewritePattern):
         if any(lit is None for lit in literals):
             return
         result_type = op.results[0].type
-        if _numel(shape_of(result_type)) > MAX_FOLDED_ELEMENTS:
+        if math.prod(shape_of(result_type)) > MAX_FOLDED_ELEMENTS:
             return
         try:
             # The reference defines every result (x/0, overflow, NaN): folding
@@ -196,17 +197,6 @@ class DropIdentityBroadcast(RewritePattern):
             _forward(rewriter, op, op.x)
 
 
-class DropFullSlice(RewritePattern):
-    """A slice whose result has the operand's shape covers the whole tensor
-    (a verified slice keeps n elements of a dim of n only with start 0 and
-    stride 1, or when n <= 1): it is x."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: SliceOp, rewriter: PatternRewriter, /) -> None:
-        if op.x.type == op.result.type:
-            _forward(rewriter, op, op.x)
-
-
 class DoubleNegation(RewritePattern):
     """neg(neg(x)) -> x."""
 
@@ -233,12 +223,14 @@ class FoldSelect(RewritePattern):
             _forward(rewriter, op, op.lhs if cond != 0 else op.rhs)
 
 
-class DropNoopCast(RewritePattern):
-    """cast(x) to x's own type -> x."""
+class DropSameTypeSliceOrCast(RewritePattern):
+    """slice(x) or cast(x) of x's own type -> x. A cast to the operand's type
+    converts nothing; a slice whose result has the operand's shape covers the
+    whole tensor (a verified slice keeps n elements of a dim of n only with
+    start 0 and stride 1, or when n <= 1)."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: CastOp, rewriter: PatternRewriter, /) -> None:
-        if op.x.type == op.result.type:
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if isinstance(op, SliceOp | CastOp) and op.x.type == op.result.type:
             _forward(rewriter, op, op.x)
 
 
@@ -257,19 +249,11 @@ ACCY_PATTERNS: tuple[Callable[[], RewritePattern], ...] = (
     ComposeTransposes,
     ComposeReshapes,
     DropIdentityBroadcast,
-    DropFullSlice,
+    DropSameTypeSliceOrCast,
     DoubleNegation,
     FoldSelect,
-    DropNoopCast,
     FoldZeroTripIterate,
 )
-
-
-@cache
-def _context() -> Context:
-    from accy.passes.registry import make_context
-
-    return make_context()
 
 
 def canonicalize_module(module: ModuleOp) -> bool:
@@ -277,7 +261,7 @@ def canonicalize_module(module: ModuleOp) -> bool:
     changed."""
     applier = GreedyRewritePatternApplier(
         [*(p() for p in ACCY_PATTERNS), CanonicalizationRewritePattern()],
-        ctx=_context(),
+        ctx=shared_context(),
         folding_enabled=True,
         # Erases pure ops with no uses before matching (the dead-code part).
         dce_enabled=True,
@@ -292,9 +276,8 @@ class CanonicalizePass(AccyPass):
     reshape chains, folds selects on literal conditions, and erases unused
     pure ops; also runs xDSL's canonicalization of func/arith."""
 
-    name = "canonicalize"
-    version = 1
-    description = "Simplify accy tensor programs (folding, identities, dead code)"
+    name: ClassVar[str] = "canonicalize"
+    version: ClassVar[int] = 1
 
     def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         return PreservedAnalyses.none() if canonicalize_module(module) else PreservedAnalyses.all()

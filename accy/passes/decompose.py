@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float16Type, Float64Type, ModuleOp, i32
@@ -171,9 +172,8 @@ class DecomposePass(AccyPass):
     dot_generals (numerically stable forms). Option `ops` limits it to the
     listed ones (softmax, log_softmax, layer_norm, attention)."""
 
-    name = "decompose"
-    version = 1
-    description = "Rewrite softmax/log_softmax/layer_norm/attention into primitives"
+    name: ClassVar[str] = "decompose"
+    version: ClassVar[int] = 1
 
     ops: tuple[str, ...] = ()
 

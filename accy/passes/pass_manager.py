@@ -40,13 +40,30 @@ from xdsl.printer import Printer
 # --------------------------------------------------------------------------
 
 
-class Analysis:
+def summary(cls: type) -> str:
+    """The first paragraph of `cls`'s docstring, on one line."""
+    paragraph = (cls.__doc__ or "").strip().split("\n\n", 1)[0]
+    return " ".join(paragraph.split())
+
+
+class Described:
+    """A pass or analysis: its `description` (what `accy-opt --list-passes`
+    and `--list-analyses` print) is the first paragraph of its docstring,
+    so the two cannot drift apart."""
+
+    description: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.description = summary(cls)
+
+
+class Analysis(Described):
     """Base of accy analyses. Subclasses set `name` and `version`, and compute
     themselves in `__init__(op, am)`, asking `am` for the analyses they need."""
 
     name: ClassVar[str] = "analysis"
     version: ClassVar[int] = 1
-    description: ClassVar[str] = ""
 
     def __init__(self, op: Operation, am: AnalysisManager) -> None:
         self.op = op
@@ -171,13 +188,12 @@ class AnalysisManager:
 
 
 @dataclass(frozen=True)
-class AccyPass(ModulePass):
+class AccyPass(ModulePass, Described):
     """An accy pass: an xDSL `ModulePass` that also sees the analysis manager
     and reports what it preserved. Its dataclass fields are its options."""
 
     name: ClassVar[str] = "accy-pass"
     version: ClassVar[int] = 1
-    description: ClassVar[str] = ""
 
     def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         raise NotImplementedError

@@ -22,7 +22,6 @@ class PrintAnalysisPass(AccyPass):
 
     name: ClassVar[str] = "print-analysis"
     version: ClassVar[int] = 1
-    description: ClassVar[str] = "print an analysis of every function as stable text"
 
     analysis: str = "schedule"
 

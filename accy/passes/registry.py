@@ -1,4 +1,4 @@
-"""Every pass, analysis, dialect and target accy knows, by name.
+"""Every pass and analysis accy knows, by name, and the dialects it loads.
 
 Entries are lazy (`module:Class`), so importing the registry costs nothing and
 a tool lists what exists without loading every lowering.
@@ -7,15 +7,17 @@ a tool lists what exists without loading every lowering.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from importlib import import_module
 
 from xdsl.context import Context
 from xdsl.passes import ModulePass
 
-from accy.passes.pass_manager import Analysis
+from accy.passes.pass_manager import Analysis, summary
 
-# name -> "module:Class". Each class documents itself (its docstring's first
-# paragraph is what `accy-opt --list-passes` prints).
+# name -> "module:Class". Each accy class documents itself (its docstring's
+# first paragraph is what `accy-opt --list-passes` prints); xDSL's own passes
+# are described in `XDSL_PASS_SUMMARIES`.
 PASSES: dict[str, str] = {
     "canonicalize": "accy.passes.canonicalize:CanonicalizePass",
     "cse": "xdsl.transforms.common_subexpression_elimination:CommonSubexpressionElimination",
@@ -27,6 +29,15 @@ PASSES: dict[str, str] = {
     "test-fail": "accy.passes.testing:TestFailPass",
     "set-target": "accy.passes.target:SetTargetPass",
     "kernelize": "accy.passes.kernelization.kernelize:KernelizePass",
+}
+
+#: What the xDSL passes accy registers do (their classes carry no docstring).
+XDSL_PASS_SUMMARIES: dict[str, str] = {
+    "cse": "xDSL's common-subexpression elimination: an op equal to one that dominates it (same name, operands, "
+    "properties, attributes and regions; no effects but reads that no write separates) is erased, and its uses "
+    "read the earlier one; ops that are dead already are erased on the way.",
+    "dce": "xDSL's dead-code elimination: erases ops without side effects whose results are unused, "
+    "innermost first, until none is left.",
 }
 
 # The optional tensor passes: any subset in any order must keep results.
@@ -61,6 +72,11 @@ def get_analysis(name: str) -> type[Analysis]:
     return _load(ANALYSES[name])
 
 
+def pass_summary(name: str) -> str:
+    """The one-paragraph description of pass `name`."""
+    return XDSL_PASS_SUMMARIES.get(name) or summary(get_pass(name))
+
+
 def make_context() -> Context:
     """A context with every dialect accy reads or writes."""
     from xdsl.dialects.arith import Arith
@@ -80,3 +96,11 @@ def make_context() -> Context:
     for d in (Builtin, Func, Arith, Math, MemRef, Scf, Vector, GPU, Accy, AccyHost, AccyKernel):
         ctx.load_dialect(d)
     return ctx
+
+
+@cache
+def shared_context() -> Context:
+    """One `make_context()` per process, for the pattern rewrites that need a
+    context only to build the constants they fold to (canonicalize,
+    `simplify_kernel`); nobody loads dialects into it."""
+    return make_context()

@@ -23,7 +23,6 @@ class SetTargetPass(AccyPass):
 
     name: ClassVar[str] = "set-target"
     version: ClassVar[int] = 1
-    description: ClassVar[str] = "attach or change the module's target profile"
 
     profile: str | None = None
     format: str | None = None

@@ -4,7 +4,7 @@
   computed from it, so invalidating the first drops the second.
 - `test-analysis-cache` asks for both and prints the answers and the
   manager's hit/miss/invalidation figures so far: lit tests FileCheck them.
-- `test-rewrite-claiming-preserved` renames nothing but adds an attribute and
+- `test-rewrite-claiming-preserved` adds an attribute to the module and
   claims to preserve all analyses: `--check-preserved` must catch it.
 - `test-fail` raises, to test failure reporting and reproducers.
 """
@@ -25,9 +25,8 @@ class TestAnalysis(Analysis):
     """Counts the operations nested in the op (the op itself excluded)."""
 
     __test__ = False  # not a pytest class
-    name = "test-analysis"
-    version = 1
-    description = "counts the ops of a module (tests the analysis cache)"
+    name: ClassVar[str] = "test-analysis"
+    version: ClassVar[int] = 1
 
     def __init__(self, op: Operation, am: AnalysisManager) -> None:
         super().__init__(op, am)
@@ -44,9 +43,8 @@ class TestDependentAnalysis(Analysis):
     """Twice the op count of `TestAnalysis`: exists to depend on it."""
 
     __test__ = False
-    name = "test-dependent-analysis"
-    version = 1
-    description = "derived from test-analysis (tests transitive invalidation)"
+    name: ClassVar[str] = "test-dependent-analysis"
+    version: ClassVar[int] = 1
 
     def __init__(self, op: Operation, am: AnalysisManager) -> None:
         super().__init__(op, am)

@@ -202,7 +202,7 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x.astype(dtype)
 
 
-def scan_identity(kind: str, dtype: np.dtype) -> Any:
+def scan_identity(kind: str, dtype: np.dtype) -> np.generic:
     """The value an exclusive scan starts with (and reductions of nothing give)."""
     if kind == "sum":
         return dtype.type(0)

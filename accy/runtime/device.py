@@ -3,8 +3,8 @@ module into a `Program`, which runs numpy arrays to numpy arrays.
 
 `accy.compile` checks the caller's arrays against the function's signature
 before a `Program` sees them, so programs may assume shapes and dtypes match.
-Devices are looked up by name (`reference`, `opencl`, `opencl:N`, later `llvm`)
-in `accy.runtime.devices.get_device`.
+Devices are looked up by name (`reference`, `opencl`, `opencl:N`) in
+`accy.runtime.devices.get_device`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ class Program(ABC):
 
 
 class Device(ABC):
+    """Where programs run; `name` is the one `get_device` knows it by."""
+
     name: str
 
     @abstractmethod

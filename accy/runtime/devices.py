@@ -1,5 +1,5 @@
 """Devices by name: `reference`, `opencl` / `opencl:N` (the N-th OpenCL
-device). The LLVM CPU device (`llvm`) is a later addition: one line here.
+device). A new device is one entry of `DEVICES`.
 
 Device modules are imported only when asked for, so a machine without OpenCL
 still compiles for the reference device; a device that cannot load says why.
@@ -54,11 +54,9 @@ def get_device(name: str) -> Device:
 
 
 def best_device() -> tuple[Device, str | None]:
-    """The fastest device that works here, and why faster ones were skipped."""
-    notes = []
-    for name in ("opencl",):
-        try:
-            return get_device(name), ("; ".join(notes) or None)
-        except DeviceUnavailable as e:
-            notes.append(str(e))
-    return get_device("reference"), ("; ".join(notes) or None)
+    """The fastest device that works here (OpenCL, else the reference), and
+    why OpenCL was skipped."""
+    try:
+        return get_device("opencl"), None
+    except DeviceUnavailable as e:
+        return get_device("reference"), str(e)

@@ -50,10 +50,6 @@ class MemoryPool:
         if len(free) < self.max_free_per_size:
             free.append(buffer)
 
-    @property
-    def free_bytes(self) -> int:
-        return sum(size * len(bufs) for size, bufs in self._free.items())
-
     def clear(self) -> None:
         """Drops every free buffer (the driver frees them once unreferenced)."""
         self._free.clear()

@@ -36,26 +36,27 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from accy.backends.opencl.emitter import build_options, emit_opencl, kernel_funcs
+from accy.backends.opencl.emitter import build_options, emit_opencl, kernel_funcs, written_arguments
 from accy.debug import DEBUG, debug
+from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, FallbackOp
 from accy.dialects.host import ConstantOp as HostConstantOp
-from accy.dialects.host import FallbackOp
 from accy.dialects.target import TargetProfile
 from accy.reference.constants import dense_to_numpy, numpy_dtype
+from accy.reference.interpreter import evaluate_op
 from accy.runtime.device import Device, LaunchProfile, Program, RunStats
 from accy.runtime.program_cache import ProgramCache, configure_pocl_cache
 
-SIGNATURE_ATTR = "accy.signature"
-PEAK_BYTES_ATTR = "accy.peak_bytes"
+if TYPE_CHECKING:  # pyopencl is imported when a device is made, not with this module
+    import pyopencl as cl
+
 INSTALL_HINT = (
     "no OpenCL platform found: install one (on Debian/Ubuntu, `sudo apt-get install pocl-opencl-icd` "
     "gives OpenCL on the CPU), or use device='reference'"
@@ -86,7 +87,7 @@ def _memref_nbytes(t: MemRefType) -> int:
     return math.prod(t.get_shape()) * _storage_dtype(t.element_type).itemsize
 
 
-def profile_of_device(device: Any, math_tier: str = "exact") -> TargetProfile:
+def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProfile:
     """The target profile of a pyopencl device."""
     import pyopencl as cl
 
@@ -108,7 +109,7 @@ def profile_of_device(device: Any, math_tier: str = "exact") -> TargetProfile:
     )
 
 
-def opencl_devices() -> list[Any]:
+def opencl_devices() -> list[cl.Device]:
     """Every device of every OpenCL platform, in platform order."""
     import pyopencl as cl
 
@@ -181,16 +182,6 @@ class HostScheduleError(ValueError):
     """The host function holds an op the OpenCL runtime does not run."""
 
 
-def _written_args(gfunc: gpu.FuncOp) -> set[int]:
-    """Indices of the kernel arguments the kernel stores to."""
-    args = list(gfunc.body.block.args)
-    written = set()
-    for op in gfunc.walk():
-        if op.name in ("memref.store", "vector.store") and op.operands[1] in args:
-            written.add(args.index(op.operands[1]))
-    return written
-
-
 def _translate(host: func.FuncOp, kernels: dict[str, Any], gfuncs: dict[str, gpu.FuncOp]) -> _Schedule:
     slots: dict[SSAValue, int] = {}
     ints: dict[SSAValue, int] = {}
@@ -239,7 +230,7 @@ def _translate(host: func.FuncOp, kernels: dict[str, Any], gfuncs: dict[str, gpu
             if len(set(args)) != len(args):
                 raise HostScheduleError(f"opencl runtime: launch of @{name} passes one buffer to two arguments")
             gfunc = gfuncs[name]
-            written |= {args[i] for i in _written_args(gfunc)}
+            written |= {args[i] for i in written_arguments(gfunc)}
             sizes = []
             for v in (op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ):
                 if v not in ints:
@@ -370,8 +361,6 @@ class OpenCLProgram(Program):
     def run(self, inputs: list[np.ndarray], profile: bool = False) -> list[np.ndarray]:
         import pyopencl as cl
 
-        from accy.reference.interpreter import evaluate_op
-
         s = self.schedule
         device = self.device
         queue = device.profiling_queue if profile else device.queue
@@ -407,7 +396,7 @@ class OpenCLProgram(Program):
                         owned.add(id(bufs[step.slot]))
                 else:
                     start = time.perf_counter()
-                    self._fallback(step, bufs, queue, evaluate_op)
+                    self._fallback(step, bufs, queue)
                     if profile:
                         records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
             outputs = self._read_results(bufs, queue)
@@ -426,7 +415,7 @@ class OpenCLProgram(Program):
         )
         return outputs
 
-    def _fallback(self, step: _Fallback, bufs: list[Any], queue: Any, evaluate_op: Any) -> None:
+    def _fallback(self, step: _Fallback, bufs: list[Any], queue: Any) -> None:
         import pyopencl as cl
 
         op = step.op
@@ -443,12 +432,13 @@ class OpenCLProgram(Program):
         env: dict[SSAValue, np.ndarray] = {
             arg: _as_tensor(host, t) for arg, (host, t) in zip(block.args, arrays, strict=True)
         }
+        yielded = op.yield_op
         for inner in block.ops:
-            if inner is block.last_op:
+            if inner is yielded:
                 break
             results = evaluate_op(inner, [env[v] for v in inner.operands])
             env.update(zip(inner.results, results, strict=True))
-        for slot, v in zip(step.outputs, block.last_op.operands, strict=True):  # type: ignore[union-attr]
+        for slot, v in zip(step.outputs, yielded.values, strict=True):
             value = np.ascontiguousarray(env[v]).reshape(-1)
             if value.dtype == np.bool_:
                 value = value.view(np.int8)
@@ -515,7 +505,7 @@ class OpenCLDevice(Device):
         self.programs = ProgramCache(self.context, self.cl_device)
 
     @property
-    def profiling_queue(self) -> Any:
+    def profiling_queue(self) -> cl.CommandQueue:
         import pyopencl as cl
 
         if self._profiling_queue is None:
@@ -559,10 +549,3 @@ def debug_out(text: str) -> None:
 
 def _has_kernels(module: ModuleOp) -> bool:
     return any(isinstance(op, gpu.ModuleOp) and op.body.block.first_op is not None for op in module.ops)
-
-
-def run_kernel_module(
-    device: OpenCLDevice, module: ModuleOp, fn: str, inputs: Sequence[np.ndarray]
-) -> list[np.ndarray]:
-    """Runs an already kernelized module's function (tests, accy-run on kernel IR)."""
-    return device.load(module, fn).run(list(inputs))

@@ -123,7 +123,7 @@ def test_profile_reports_each_launch(device):
     assert exe.stats.profile == []
 
 
-# accy.iterate has no kernel lowering yet: it runs on the host reference path,
+# accy.iterate has no kernel lowering: it runs on the host reference path,
 # between the kernels before and after it.
 ITERATE = """
 func.func @main(%x: tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32> {{
@@ -147,6 +147,32 @@ def test_host_fallback_runs_on_the_reference_path(device, rows, cols):
     np.testing.assert_allclose(out, -np.tanh(np.tanh(np.tanh(np.exp(x)))), rtol=1e-5, atol=1e-6)
     assert exe.stats.fallbacks == 1 and exe.stats.kernels == 2
     assert [p.kind for p in exe.stats.profile].count("fallback") == 1
+
+
+# An empty tensor whose last dim is 0 (directly, or as a slice of a buffer):
+# kernelize once judged its row-major buffer not contiguous (two definitions
+# of row-major strides disagreed on size-0 dims) and refused the fallback.
+EMPTY_SLICE_ITERATE = """
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x0xf32> {
+  %v = "accy.slice"(%x) <{start = array<i64: 0, 1>, limit = array<i64: 3, 1>, stride = array<i64: 1, 1>}> : (tensor<3x4xf32>) -> tensor<3x0xf32>
+  %it = "accy.iterate"(%v) <{count = 2 : i64}> ({
+  ^bb0(%a: tensor<3x0xf32>):
+    %t = "accy.tanh"(%a) : (tensor<3x0xf32>) -> tensor<3x0xf32>
+    "accy.yield"(%t) : (tensor<3x0xf32>) -> ()
+  }) : (tensor<3x0xf32>) -> tensor<3x0xf32>
+  func.return %it : tensor<3x0xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("program", [ITERATE.format(r=3, c=0), ITERATE.format(r=0, c=2), EMPTY_SLICE_ITERATE])
+def test_host_fallback_of_an_empty_tensor(device, program):
+    exe = accy_compile(program, device=device)
+    inputs = exe.random_inputs(0)
+    (out,) = exe(*inputs)
+    (want,) = exe.reference_outputs(inputs)
+    assert out.shape == want.shape and out.size == 0 and out.dtype == want.dtype
+    assert exe.stats.fallbacks == 1
 
 
 def test_strict_refuses_a_fallback(device):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -18,8 +20,9 @@ from accy.passes.pass_manager import (
     PassManager,
     PreservedAnalyses,
     fingerprint,
+    summary,
 )
-from accy.passes.registry import ANALYSES, PASSES, get_analysis, get_pass, make_context
+from accy.passes.registry import ANALYSES, PASSES, get_analysis, get_pass, make_context, pass_summary
 from accy.passes.testing import TestAnalysis, TestDependentAnalysis
 
 PROGRAM = """
@@ -202,3 +205,34 @@ def test_every_registered_pass_and_analysis_has_an_identity():
     for name in ANALYSES:
         cls = get_analysis(name)
         assert cls.name == name and isinstance(cls.version, int)
+
+
+LIT = Path(__file__).parents[1] / "lit"
+
+
+def test_every_pass_and_analysis_is_described_by_its_docstring():
+    for name in PASSES:
+        text = pass_summary(name)
+        assert len(text.split()) >= 5, f"pass {name} has no one-paragraph description: {text!r}"
+        cls = get_pass(name)
+        if issubclass(cls, AccyPass):
+            assert cls.description == text == summary(cls)
+    for name in ANALYSES:
+        cls = get_analysis(name)
+        assert cls.description == summary(cls) and len(cls.description.split()) >= 5, name
+
+
+def test_every_pass_and_analysis_has_a_lit_test():
+    """Each pass is run by a RUN line of tests/lit (so a lit test shows its
+    input and output); each analysis is printed by one."""
+    runs = "\n".join(
+        line for path in LIT.rglob("*.mlir") if "Output" not in path.parts
+        for line in path.read_text().splitlines() if "RUN:" in line
+    )
+    for name in PASSES:
+        assert re.search(rf"-p '?([^ ]*[,'])?{re.escape(name)}([{{,' ]|$)", runs, re.M), f"no lit test runs pass {name}"
+    checks = "\n".join(p.read_text() for p in LIT.rglob("*.mlir") if "Output" not in p.parts)
+    for name in ANALYSES:
+        # Printed by print-analysis, or (the test analyses) by test-analysis-cache.
+        printed = f"analysis={name}" in runs or re.search(rf"CHECK.*[ ;]{re.escape(name)}: ", checks)
+        assert printed, f"no lit test prints analysis {name}"

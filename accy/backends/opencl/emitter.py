@@ -37,7 +37,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from xdsl.dialects import gpu
+from xdsl.dialects import gpu, memref, vector
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -55,11 +55,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from accy.dialects.host import AddressSpace, AddressSpaceAttr
+from accy.dialects.host import KERNELS_MODULE, AddressSpace, AddressSpaceAttr
 from accy.dialects.kernel import VCmpOp
 from accy.dialects.target import TargetProfile
-
-KERNELS_MODULE = "kernels"
 
 
 class OpenCLEmitError(ValueError):
@@ -363,7 +361,7 @@ class _KernelEmitter:
         if len(func.body.blocks) != 1:
             raise OpenCLEmitError(f"opencl: kernel @{self.kernel} has {len(func.body.blocks)} blocks; kernels are structured (one block)")
         block = func.body.block
-        written = self._written_buffers()
+        written = written_arguments(func)
         params = []
         for i, arg in enumerate(block.args):
             t = arg.type
@@ -373,7 +371,7 @@ class _KernelEmitter:
                 )
             name = f"b{i}"
             self.names[arg] = name
-            const = "" if arg in written else "const "
+            const = "" if i in written else "const "
             params.append(f"__global {const}{scalar_c_type(t.element_type)}* restrict {name}")
         self.emit_block(block, top=True)
         header = []
@@ -391,15 +389,6 @@ class _KernelEmitter:
             header.append(sig + ", ".join(params) + ") {")
         body = ["  " + d for d in self.local_decls] + self.lines
         return "\n".join(header + body + ["}"])
-
-    def _written_buffers(self) -> set[SSAValue]:
-        written: set[SSAValue] = set()
-        for op in self.func.walk():
-            if op.name == "memref.store":
-                written.add(op.operands[1])
-            elif op.name == "vector.store":
-                written.add(op.operands[1])
-        return written
 
     def emit_block(self, block: Block, top: bool = False) -> None:
         for op in block.ops:
@@ -763,6 +752,17 @@ def kernel_funcs(module: ModuleOp) -> list[gpu.FuncOp]:
             raise OpenCLEmitError(f"opencl: gpu.module @kernels holds '{op.name}'; only gpu.func kernels are supported")
         funcs.append(op)
     return funcs
+
+
+def written_arguments(func: gpu.FuncOp) -> set[int]:
+    """Indices of the kernel arguments (buffers) that `func` stores to: the
+    others are `const` in OpenCL C, and the runtime may pass them in place."""
+    args = list(func.body.block.args)
+    return {
+        args.index(op.operands[1])
+        for op in func.walk()
+        if isinstance(op, memref.StoreOp | vector.StoreOp) and op.operands[1] in args
+    }
 
 
 def _uses_type(gmod: gpu.ModuleOp, kinds: tuple[type, ...]) -> bool:

@@ -4,8 +4,8 @@
 
 Each is an `Analysis` of a `func.func`, computed through the analysis manager
 (`am.get(Schedule, func_op)`), so results are cached and dropped when a pass
-changes the IR. This module holds what their printers share: stable names for
-SSA values.
+changes the IR. This module holds what they share: stable printed names for
+SSA values, and walks over a function's body.
 """
 
 from __future__ import annotations
@@ -60,6 +60,32 @@ def body_ops(fn: Operation) -> list[Operation]:
     if isinstance(fn, func.FuncOp):
         return list(fn.body.block.ops) if fn.body.blocks else []
     raise ValueError(f"the analyses run on func.func ops, not '{fn.name}'")
+
+
+def returned_values(fn: Operation) -> set[SSAValue]:
+    """The values the function's `func.return` returns."""
+    return {v for op in body_ops(fn) if isinstance(op, func.ReturnOp) for v in op.operands}
+
+
+def external_operands(op: Operation) -> list[SSAValue]:
+    """Operands of `op` and values its regions read from outside it, in
+    first-use order."""
+    seen: dict[SSAValue, None] = dict.fromkeys(op.operands)
+    for inner in op.walk():
+        for v in inner.operands:
+            owner = v.owner
+            definer = owner if isinstance(owner, Operation) else owner.parent_op()
+            if not _inside(definer, op):
+                seen.setdefault(v)
+    return list(seen)
+
+
+def _inside(op: Operation | None, ancestor: Operation) -> bool:
+    while op is not None:
+        if op is ancestor:
+            return True
+        op = op.parent_op()
+    return False
 
 
 def type_str(shape: Sequence[int], element_type: object) -> str:

@@ -33,7 +33,7 @@ from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
 from accy.dialects.accy import ELEMENTWISE_OPS, ConstantOp
-from accy.passes.analyses import ValueNames, body_ops, defined_values, func_name
+from accy.passes.analyses import ValueNames, defined_values, func_name, returned_values
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
 from accy.passes.analyses.shape_layout import VIEW_OP_TYPES, ShapeLayout, element_bytes, row_major_strides
 from accy.passes.pass_manager import Analysis, AnalysisManager
@@ -41,6 +41,8 @@ from accy.passes.pass_manager import Analysis, AnalysisManager
 
 @dataclass
 class Buffer:
+    """One allocation of the plan; `id` is its index in `BufferPlan.buffers`."""
+
     id: int
     nbytes: int
     first_use: int
@@ -67,7 +69,6 @@ class BufferPlan(Analysis):
 
     name: ClassVar[str] = "bufferization"
     version: ClassVar[int] = 1
-    description: ClassVar[str] = "a buffer per stored value, views, in-place and liveness reuse, peak bytes"
 
     def __init__(self, op: Operation, am: AnalysisManager) -> None:
         super().__init__(op, am)
@@ -78,14 +79,15 @@ class BufferPlan(Analysis):
         self._plan()
         self.peak_bytes: int = self._peak()
 
+    def buffer_of(self, v: SSAValue) -> Buffer:
+        """The buffer `v` lives in (KeyError when the plan stores no `v`)."""
+        return self.buffers[self.refs[v].buffer]
+
     # -- planning -----------------------------------------------------------
 
     def _plan(self) -> None:
         end = len(self.kernels)
-        returned: set[SSAValue] = set()
-        for top in body_ops(self.op):
-            if isinstance(top, func.ReturnOp):
-                returned.update(top.operands)
+        returned = returned_values(self.op)
         last: dict[SSAValue, int] = {}
         for k, kern in enumerate(self.kernels):
             for v in kern.inputs:

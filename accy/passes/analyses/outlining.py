@@ -16,11 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
-from accy.passes.analyses import ValueNames, body_ops, func_name
-from accy.passes.analyses.schedule import Schedule, _external_operands
+from accy.passes.analyses import ValueNames, external_operands, func_name, returned_values
+from accy.passes.analyses.schedule import Schedule
 from accy.passes.pass_manager import Analysis, AnalysisManager
 
 
@@ -44,16 +43,12 @@ class Outlining(Analysis):
 
     name: ClassVar[str] = "outlining"
     version: ClassVar[int] = 1
-    description: ClassVar[str] = "one kernel per work item: its ops, inputs from outside and outputs"
 
     def __init__(self, op: Operation, am: AnalysisManager) -> None:
         super().__init__(op, am)
         schedule = am.get(Schedule, op)
         fname = func_name(op)
-        returned: set[SSAValue] = set()
-        for top in body_ops(op):
-            if isinstance(top, func.ReturnOp):
-                returned.update(top.operands)
+        returned = returned_values(op)
         members = [set(item.ops) for item in schedule.items]
         # Which kernels read a value that they do not compute themselves.
         read_from_outside: dict[SSAValue, list[int]] = {}
@@ -61,7 +56,7 @@ class Outlining(Analysis):
         for k, item in enumerate(schedule.items):
             ins: dict[SSAValue, None] = {}
             for inner in item.ops:
-                for v in _external_operands(inner):
+                for v in external_operands(inner):
                     owner = v.owner
                     if isinstance(owner, Operation) and owner in members[k]:
                         continue

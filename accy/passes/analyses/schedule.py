@@ -77,7 +77,7 @@ from accy.dialects.accy import (
     SoftmaxOp,
     shape_of,
 )
-from accy.passes.analyses import ValueNames, body_ops, func_name
+from accy.passes.analyses import ValueNames, body_ops, external_operands, func_name, returned_values
 from accy.passes.analyses.shape_layout import VIEW_OP_TYPES, ShapeLayout
 from accy.passes.pass_manager import Analysis, AnalysisManager
 
@@ -138,19 +138,18 @@ class _Graph:
 
     def __init__(self, fn: Operation, layout: ShapeLayout) -> None:
         self.layout = layout
-        self.returned: set[SSAValue] = set()
-        self.nodes: list[Operation] = []
+        self.returned = returned_values(fn)
         live = _live_ops(body_ops(fn))
-        for op in body_ops(fn):
-            if isinstance(op, func.ReturnOp):
-                self.returned.update(op.operands)
-            elif op in live and not isinstance(op, ConstantOp) and not self.is_view(op):
-                self.nodes.append(op)
+        self.nodes: list[Operation] = [
+            op
+            for op in body_ops(fn)
+            if op in live and not isinstance(op, func.ReturnOp | ConstantOp) and not self.is_view(op)
+        ]
         self.index = {op: i for i, op in enumerate(body_ops(fn))}
         self.ins: dict[Operation, list[_Edge]] = {op: [] for op in self.nodes}
         self.outs: dict[Operation, list[_Edge]] = {op: [] for op in self.nodes}
         for op in self.nodes:
-            for v in _external_operands(op):
+            for v in external_operands(op):
                 e = self._edge(v, op)
                 self.ins[op].append(e)
                 if e.producer is not None:
@@ -200,26 +199,6 @@ def _top(op: Operation, block: object) -> Operation:
     while op.parent_block() is not block and op.parent_op() is not None:
         op = op.parent_op()  # type: ignore[assignment]
     return op
-
-
-def _external_operands(op: Operation) -> list[SSAValue]:
-    """Operands of `op` and values its regions read from outside it."""
-    seen: dict[SSAValue, None] = dict.fromkeys(op.operands)
-    for inner in op.walk():
-        for v in inner.operands:
-            owner = v.owner
-            definer = owner if isinstance(owner, Operation) else owner.parent_op()
-            if not _inside(definer, op):
-                seen.setdefault(v)
-    return list(seen)
-
-
-def _inside(op: Operation | None, ancestor: Operation) -> bool:
-    while op is not None:
-        if op is ancestor:
-            return True
-        op = op.parent_op()
-    return False
 
 
 # --------------------------------------------------------------------------
@@ -608,7 +587,6 @@ class Schedule(Analysis):
 
     name: ClassVar[str] = "schedule"
     version: ClassVar[int] = 1
-    description: ClassVar[str] = "work items (what fuses into one kernel) in dependency order"
 
     def __init__(self, op: Operation, am: AnalysisManager) -> None:
         super().__init__(op, am)
@@ -623,10 +601,6 @@ class Schedule(Analysis):
         fuser.returned_views()
         extra = fuser.recompute()
         self.items: list[WorkItem] = _order(graph, fuser, extra)
-
-    def item_of(self, op: Operation) -> list[int]:
-        """Indices of the items that contain `op` (several for a recomputed op)."""
-        return [i for i, item in enumerate(self.items) if op in item.ops]
 
     def print(self) -> str:
         names = ValueNames(self.op)

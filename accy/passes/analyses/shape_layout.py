@@ -21,6 +21,7 @@ stored, and where, is the bufferization's decision (see `BufferPlan`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -34,6 +35,9 @@ from accy.passes.pass_manager import Analysis, AnalysisManager
 
 
 def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides in elements. A size-0 dim counts as 1, so that the
+    dims before it keep the strides of the same shape without it (every
+    layout accy compares against this one agrees on empty tensors)."""
     strides = []
     acc = 1
     for n in reversed(shape):
@@ -43,10 +47,8 @@ def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
 
 
 def numel(shape: Sequence[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    """The number of elements of `shape`."""
+    return math.prod(shape)
 
 
 def element_bytes(t: Attribute) -> int:
@@ -171,7 +173,6 @@ class ShapeLayout(Analysis):
 
     name: ClassVar[str] = "shape-layout"
     version: ClassVar[int] = 1
-    description: ClassVar[str] = "shape, element type, bytes and layout (contiguous or a strided view) of every value"
 
     def __init__(self, op: Operation, am: AnalysisManager) -> None:
         super().__init__(op, am)

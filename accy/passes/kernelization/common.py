@@ -25,6 +25,11 @@ reference's results where C leaves them undefined (`int_div`,
 
 Every finished kernel is tidied by `simplify_kernel` (folding, dead code,
 loop-invariant code motion, CSE).
+
+A lowering starts from `KernelBuilder.for_kernel` (or `anchored_kernel`, for
+kinds built around one anchor op such as a reduction) and ends with
+`KernelBuilder.lowered`; `Expr.store` is every lowering's epilogue. What
+reductions and scans combine values with is in `combining`.
 """
 
 from __future__ import annotations
@@ -32,18 +37,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from io import StringIO
 from typing import Any, TypeVar
 
-from xdsl.context import Context
 from xdsl.dialects import arith, gpu, memref, scf, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -62,11 +62,16 @@ from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.transforms.loop_invariant_code_motion import LoopInvariantCodeMotion
 
 from accy.dialects import accy
-from accy.dialects.host import WORKGROUP
+from accy.dialects.host import WORKGROUP, buffer_element_type
 from accy.dialects.kernel import compare_op, convert_op, select_op
 from accy.dialects.target import TargetProfile
+from accy.passes.analyses.bufferization import Buffer, BufferPlan
+from accy.passes.analyses.outlining import OutlinedKernel
+from accy.passes.analyses.shape_layout import element_bytes, is_row_major
+from accy.passes.registry import shared_context
 
 T = TypeVar("T")
+Anchor = TypeVar("Anchor", bound=Operation)
 
 # --------------------------------------------------------------------------
 # Results of a lowering
@@ -87,7 +92,7 @@ class LoweredKernel:
     func: gpu.FuncOp
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
-    buffers: list[Any]
+    buffers: list[Buffer]
     values: list[SSAValue] = field(default_factory=list)
 
 
@@ -95,39 +100,10 @@ class LoweredKernel:
 # Types
 # --------------------------------------------------------------------------
 
-_ITEMSIZE = {Float16Type: 2, Float32Type: 4, Float64Type: 8}
-
-
-def storage_type(t: Attribute) -> Attribute:
-    """The element type a buffer stores for values of type `t` (i1 -> i8)."""
-    return i8 if accy.is_bool(t) else t
-
-
-def itemsize(t: Attribute) -> int:
-    t = storage_type(t)
-    for cls, n in _ITEMSIZE.items():
-        if isinstance(t, cls):
-            return n
-    assert isinstance(t, IntegerType)
-    return max(1, t.width.data // 8)
-
-
-def buffer_type(buffer: Any, element_type: Attribute) -> MemRefType:
+def buffer_type(buffer: Buffer, element_type: Attribute) -> MemRefType:
     """The flat memref a buffer is seen as, for values of `element_type`."""
-    st = storage_type(element_type)
-    return MemRefType(st, [max(1, buffer.nbytes // itemsize(st))])
-
-
-def numel(shape: Sequence[int]) -> int:
-    return math.prod(shape)
-
-
-def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= n
-    return tuple(reversed(strides))
+    st = buffer_element_type(element_type)
+    return MemRefType(st, [max(1, buffer.nbytes // element_bytes(st))])
 
 
 def collapse(shape: Sequence[int], stride_sets: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
@@ -167,18 +143,6 @@ class Access:
     element_type: Attribute
 
 
-def plan_buffer(plan: Any, ref: Any) -> Any:
-    """The `Buffer` a `BufferRef` points into (refs name buffers by id)."""
-    buf = ref.buffer
-    if not isinstance(buf, int):
-        return buf
-    by_id = getattr(plan, "_accy_buffers_by_id", None)
-    if by_id is None:
-        by_id = {b.id: b for b in plan.buffers}
-        plan._accy_buffers_by_id = by_id
-    return by_id[buf]
-
-
 @dataclass
 class KernelBuilder:
     """Builds one `gpu.func @<name> kernel` over the buffers of `values`
@@ -187,12 +151,17 @@ class KernelBuilder:
     name: str
     kind: str
     profile: TargetProfile
-    plan: Any
+    plan: BufferPlan
     values: Sequence[SSAValue]
-    buffers: list[Any] = field(default_factory=list)
+    buffers: list[Buffer] = field(default_factory=list)
     access: dict[SSAValue, Access] = field(default_factory=dict)
 
     ops: Sequence[Operation] = ()
+
+    @classmethod
+    def for_kernel(cls, kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> KernelBuilder:
+        """The builder of `kernel`'s function: its inputs, then its outputs."""
+        return cls(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
 
     def __post_init__(self) -> None:
         # Views of the kernel's inputs that the plan places read their base's
@@ -209,20 +178,20 @@ class KernelBuilder:
         for v in self.values:
             if v not in self.plan.refs:
                 raise Decline(f"the buffer plan places no buffer for {v.name_hint or v}")
-            buf = plan_buffer(self.plan, self.plan.refs[v])
+            buf = self.plan.buffer_of(v)
             if buf.id not in arg_of:
                 arg_of[buf.id] = len(self.buffers)
                 self.buffers.append(buf)
                 self.arg_values.append(v)
                 types.append(buffer_type(buf, accy.elem_of(v)))
-            elif storage_type(accy.elem_of(v)) != types[arg_of[buf.id]].element_type:
+            elif buffer_element_type(accy.elem_of(v)) != types[arg_of[buf.id]].element_type:
                 raise Decline(f"buffer of {v} is read with two element types")
         self.func = gpu.FuncOp(self.name, (types, []), kernel=True)
         self.func.attributes["accy.kind"] = StringAttr(self.kind)
         entry = self.func.body.block
         for v in self.values:
             ref = self.plan.refs[v]
-            arg = entry.args[arg_of[plan_buffer(self.plan, ref).id]]
+            arg = entry.args[arg_of[ref.buffer]]
             self.access[v] = Access(arg, ref.offset, tuple(ref.strides), accy.elem_of(v))
         self.block = entry
         self._anchor = gpu.ReturnOp([])
@@ -258,9 +227,6 @@ class KernelBuilder:
 
     def val(self, op: Operation) -> SSAValue:
         return self.op(op).results[0]
-
-    def finish(self) -> gpu.FuncOp:
-        return self.func
 
     def lowered(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> LoweredKernel:
         """The finished kernel (tidied by `simplify_kernel`) with its launch
@@ -329,7 +295,7 @@ class KernelBuilder:
     # -- index math (folds constants) --------------------------------------
 
     def add(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
-        a, b = self._as_idx(a), self._as_idx(b)
+        a, b = self.as_index(a), self.as_index(b)
         ca, cb = self.const_value.get(a), self.const_value.get(b)
         if ca is not None and cb is not None:
             return self.idx(ca + cb)
@@ -340,7 +306,7 @@ class KernelBuilder:
         return self.val(arith.AddiOp(a, b))
 
     def sub(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
-        a, b = self._as_idx(a), self._as_idx(b)
+        a, b = self.as_index(a), self.as_index(b)
         ca, cb = self.const_value.get(a), self.const_value.get(b)
         if ca is not None and cb is not None:
             return self.idx(ca - cb)
@@ -349,7 +315,7 @@ class KernelBuilder:
         return self.val(arith.SubiOp(a, b))
 
     def mul(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
-        a, b = self._as_idx(a), self._as_idx(b)
+        a, b = self.as_index(a), self.as_index(b)
         ca, cb = self.const_value.get(a), self.const_value.get(b)
         if ca is not None and cb is not None:
             return self.idx(ca * cb)
@@ -375,7 +341,7 @@ class KernelBuilder:
         return self.idx(0) if n == 1 else self.val(arith.RemSIOp(a, self.idx(n)))
 
     def min(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
-        a, b = self._as_idx(a), self._as_idx(b)
+        a, b = self.as_index(a), self.as_index(b)
         ca, cb = self.const_value.get(a), self.const_value.get(b)
         if ca is not None and cb is not None:
             return self.idx(min(ca, cb))
@@ -386,9 +352,10 @@ class KernelBuilder:
         return self.val(select_op(cond, a, b))
 
     def lt(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
-        return self.val(arith.CmpiOp(self._as_idx(a), self._as_idx(b), "slt"))
+        return self.val(arith.CmpiOp(self.as_index(a), self.as_index(b), "slt"))
 
-    def _as_idx(self, a: SSAValue | int) -> SSAValue:
+    def as_index(self, a: SSAValue | int) -> SSAValue:
+        """`a` as an index value (a constant when it is an int)."""
         return self.idx(a) if isinstance(a, int) else a
 
     def delinearize(self, flat: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
@@ -421,7 +388,7 @@ class KernelBuilder:
         """The element index of `coords` in `acc`'s buffer."""
         assert len(coords) == len(acc.strides), (coords, acc.strides)
         source = self.lookup(self._delinearized, tuple(coords))
-        if source is not None and _row_major(acc.strides, source[1]):
+        if source is not None and len(acc.strides) == len(source[1]) and is_row_major(source[1], acc.strides):
             # delinearize(i, shape) read row-major is i itself.
             return self.add(self.idx(acc.offset), source[0])
         flat = self.idx(acc.offset)
@@ -456,7 +423,7 @@ class KernelBuilder:
     ) -> list[SSAValue]:
         """scf.for lo..hi by step carrying `inits`; `body(iv, carried)` returns
         the next carried values. A loop known to run once is inlined."""
-        lo, hi, step = self._as_idx(lo), self._as_idx(hi), self._as_idx(step)
+        lo, hi, step = self.as_index(lo), self.as_index(hi), self.as_index(step)
         clo, chi, cst = (self.const_value.get(x) for x in (lo, hi, step))
         if clo is not None and chi is not None and cst is not None:
             if chi <= clo:
@@ -496,7 +463,7 @@ class KernelBuilder:
         """The value at `coords` (width > 1: W consecutive elements along the
         last coordinate), converted from storage (i8 -> i1)."""
         et = acc.element_type
-        st = storage_type(et)
+        st = buffer_element_type(et)
         key = (self.block, acc.arg, self.address(acc, coords), width, acc.strides[-1] if acc.strides else 0, et)
         hit = self._loads.get(key)
         if hit is not None:
@@ -529,7 +496,7 @@ class KernelBuilder:
         else:
             for lane in range(width):
                 lc = [*coords[:-1], self.add(coords[-1], lane)]
-                s = self.val(vector.ExtractOp(x, [lane], storage_type(acc.element_type)))
+                s = self.val(vector.ExtractOp(x, [lane], buffer_element_type(acc.element_type)))
                 self.op(memref.StoreOp.get(s, acc.arg, [self.address(acc, lc)]))
 
     def local_array(self, n: int, t: Attribute, workgroup: bool) -> SSAValue:
@@ -537,13 +504,6 @@ class KernelBuilder:
         if workgroup:
             return self.val(memref.AllocaOp.get(t, shape=[n], memory_space=WORKGROUP))
         return self.val(memref.AllocaOp.get(t, shape=[n]))
-
-
-def _row_major(strides: Sequence[int], shape: Sequence[int]) -> bool:
-    """Whether `strides` walk `shape` row-major (dims of size 1 aside)."""
-    return len(strides) == len(shape) and all(
-        s == r for s, r, n in zip(strides, row_major_strides(shape), shape, strict=True) if n != 1
-    )
 
 
 def _view_root(v: SSAValue) -> SSAValue:
@@ -654,13 +614,13 @@ def cast(kb: KernelBuilder, x: SSAValue, src: Attribute, dst: Attribute) -> SSAV
     if accy.is_bool(src):
         return kb.select(x, kb.const(1, rt), kb.const(0, rt))
     if accy.is_float(src) and accy.is_float(dst):
-        wider = itemsize(dst) > itemsize(src)
+        wider = element_bytes(dst) > element_bytes(src)
         return kb.val(arith.ExtFOp(x, rt) if wider else arith.TruncFOp(x, rt))
     if accy.is_float(src):
         return float_to_int(kb, x, dst)
     if accy.is_float(dst):
         return kb.val(convert_op("sitofp", x, dst))
-    return kb.val(convert_op("extsi" if itemsize(dst) > itemsize(src) else "trunci", x, dst))
+    return kb.val(convert_op("extsi" if element_bytes(dst) > element_bytes(src) else "trunci", x, dst))
 
 
 def apply_elementwise(kb: KernelBuilder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
@@ -790,6 +750,12 @@ class Expr:
         """Evaluate `value` with `fn(coords)` (a lowering's own result)."""
         self.pinned[value] = fn
 
+    def store(self, outputs: Sequence[SSAValue], coords: Sequence[SSAValue]) -> None:
+        """Stores each of `outputs`, evaluated at `coords` (`width` lanes),
+        into its buffer: a lowering's epilogue."""
+        for out in outputs:
+            self.kb.store(self.access[out], coords, self.at(out, coords), self.width)
+
     def at(self, value: SSAValue, coords: Sequence[SSAValue]) -> SSAValue:
         key = (value, tuple(coords))
         hit = self.kb.lookup(self._memo, key)
@@ -856,7 +822,7 @@ class Expr:
         for x in op.xs:
             pieces.append((x, lo))
             lo += accy.shape_of(x)[axis]
-        t = storage_free_type(accy.elem_of(op.result))
+        t = accy.elem_of(op.result)
 
         def piece(i: int) -> SSAValue:
             x, start = pieces[i]
@@ -874,18 +840,6 @@ class Expr:
         return piece(0)
 
 
-def storage_free_type(t: Attribute) -> Attribute:
-    """The type a kernel computes values of element type `t` in (i1 stays i1)."""
-    return t
-
-
-@cache
-def _fold_context() -> Context:
-    from accy.passes.registry import make_context
-
-    return make_context()
-
-
 def simplify_kernel(func: gpu.FuncOp) -> None:
     """Tidies a built kernel in place: xDSL's canonicalization patterns with
     constant folding and dead-op removal (index math of merged dims, loops
@@ -895,7 +849,7 @@ def simplify_kernel(func: gpu.FuncOp) -> None:
     computed per operand or per output, or that moved out of a loop, is
     computed once). The patterns only produce ops of the kernel IR
     conventions (`arith.constant`, `arith.xori`, inlined `scf` regions)."""
-    applier = GreedyRewritePatternApplier([CanonicalizationRewritePattern()], ctx=_fold_context(), folding_enabled=True)
+    applier = GreedyRewritePatternApplier([CanonicalizationRewritePattern()], ctx=shared_context(), folding_enabled=True)
     PatternRewriteWalker(applier, post_walk_func=region_dce).rewrite_region(func.body)
     PatternRewriteWalker(LoopInvariantCodeMotion(), apply_recursively=False, walk_regions_first=True).rewrite_region(
         func.body
@@ -989,79 +943,19 @@ def guarded(kb: KernelBuilder, gid: SSAValue, total: int, padded: int, body: Cal
     kb.if_(kb.lt(gid, total), then)
 
 
-# --------------------------------------------------------------------------
-# Combining values (reductions and scans)
-# --------------------------------------------------------------------------
-
-_COMBINE: dict[str, tuple[type[Operation], type[Operation]]] = {
-    "sum": (arith.AddfOp, arith.AddiOp),
-    "mean": (arith.AddfOp, arith.AddiOp),
-    "prod": (arith.MulfOp, arith.MuliOp),
-    "max": (arith.MaximumfOp, arith.MaxSIOp),
-    "min": (arith.MinimumfOp, arith.MinSIOp),
-}
-
-
-def combine(kb: KernelBuilder, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
-    """a (+ * max min) b for reduction/scan `kind` (max/min propagate NaN, as numpy)."""
-    f, i = _COMBINE[kind]
-    return kb.val((f if _is_float_t(a.type) else i)(a, b))
-
-
-def identity(kind: str, t: Attribute) -> float | int:
-    """The neutral element of `kind` for element type `t`."""
-    et = element_type_of(t)
-    if kind in ("sum", "mean"):
-        return 0
-    if kind == "prod":
-        return 1
-    if accy.is_float(et):
-        return -math.inf if kind == "max" else math.inf
-    bits = et.width.data
-    return -(2 ** (bits - 1)) if kind == "max" else 2 ** (bits - 1) - 1
-
-
-def vector_total(kb: KernelBuilder, kind: str, v: SSAValue) -> SSAValue:
-    """Combines the lanes of vector `v` (vector.reduction)."""
-    et = element_type_of(v.type)
-    name = {"sum": "add", "mean": "add", "prod": "mul", "max": "maximumf", "min": "minimumf"}[kind]
-    op = vector.ReductionOp.create(
-        operands=[v],
-        result_types=[et],
-        properties={"kind": vector.CombiningKindAttr(vector.CombiningKindFlag(name)),
-                    "fastmath": arith.FastMathFlagsAttr("none")},
-    )
-    return kb.val(op)
-
-
-def place(rank: int, axes: Sequence[int], reduced: Sequence[SSAValue], kept: Sequence[SSAValue]) -> list[SSAValue]:
-    """Full coordinates from the reduced dims' and the kept dims' coordinates."""
-    out: list[SSAValue] = []
-    ri, ki = iter(reduced), iter(kept)
-    for d in range(rank):
-        out.append(next(ri) if d in axes else next(ki))
-    return out
-
-
-def work_group_combine(
-    kb: KernelBuilder, kind: str, share: SSAValue, scratch: SSAValue, tid: SSAValue, size: int
-) -> SSAValue:
-    """Combines the `size` shares of a work-group (`share` of work-item `tid`;
-    `size` a power of two) by a tree in the local array `scratch`, and gives
-    every work-item the total. `scratch` keeps the total afterwards: reusing
-    it needs a barrier first."""
-    kb.op(memref.StoreOp.get(share, scratch, [tid]))
-    kb.barrier()
-    half = size // 2
-    while half >= 1:
-
-        def fold(half: int = half) -> list[SSAValue]:
-            a = kb.val(memref.LoadOp.get(scratch, [tid]))
-            b = kb.val(memref.LoadOp.get(scratch, [kb.add(tid, half)]))
-            kb.op(memref.StoreOp.get(combine(kb, kind, a, b), scratch, [tid]))
-            return []
-
-        kb.if_(kb.lt(tid, half), fold)
-        kb.barrier()
-        half //= 2
-    return kb.val(memref.LoadOp.get(scratch, [kb.idx(0)]))
+def anchored_kernel(
+    kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile, anchor_type: type[Anchor], what: str
+) -> tuple[KernelBuilder, Anchor]:
+    """The builder of a kernel built around one anchor op of `anchor_type`
+    (a reduction's `accy.reduce`, say; `what` names it in declines), and
+    that op. Declines unless there is exactly one anchor and every output
+    has the anchor's result shape (the epilogue runs on its index space)."""
+    anchors = [op for op in kernel.ops if isinstance(op, anchor_type)]
+    if len(anchors) != 1:
+        raise Decline(f"a {what} kernel needs exactly one {anchor_type.name}, got {len(anchors)}")
+    anchor = anchors[0]
+    shape = accy.shape_of(anchor.results[0])
+    for out in kernel.outputs:
+        if accy.shape_of(out) != shape:
+            raise Decline(f"output {out.name_hint or out} does not have the {what}'s shape {list(shape)}")
+    return KernelBuilder.for_kernel(kernel, plan, profile), anchor

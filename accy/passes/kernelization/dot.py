@@ -20,25 +20,26 @@ is just index math.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from xdsl.dialects import arith, memref
+from xdsl.dialects import arith, memref, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import SSAValue
 
 from accy.dialects import accy
+from accy.dialects.host import buffer_element_type
 from accy.dialects.target import TargetProfile
+from accy.passes.analyses.bufferization import BufferPlan
+from accy.passes.analyses.outlining import OutlinedKernel
+from accy.passes.analyses.shape_layout import numel
 from accy.passes.kernelization.common import (
-    Decline,
     Expr,
     KernelBuilder,
     LoweredKernel,
+    anchored_kernel,
     guarded,
     launch_1d,
-    numel,
-    storage_type,
     vectorizable,
 )
 
@@ -46,15 +47,9 @@ TILE_ROWS = 4
 GPU_TILE = 16
 
 
-def lower_dot(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
-    dots = [op for op in kernel.ops if isinstance(op, accy.DotGeneralOp)]
-    if len(dots) != 1:
-        raise Decline(f"a dot kernel needs exactly one accy.dot_general, got {len(dots)}")
-    dot = dots[0]
-    for out in kernel.outputs:
-        if accy.shape_of(out) != accy.shape_of(dot.result):
-            raise Decline(f"output {out.name_hint or out} does not have the dot's shape")
-    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
+def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
+    """A dot kernel: one `accy.dot_general` and the work fused around it."""
+    kb, dot = anchored_kernel(kernel, plan, profile, accy.DotGeneralOp, "dot")
     d = _Dot(kb, kernel, dot)
     if profile.profile == "gpu":
         return d.local_tiles()
@@ -64,7 +59,9 @@ def lower_dot(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
 
 
 class _Dot:
-    def __init__(self, kb: KernelBuilder, kernel: Any, dot: accy.DotGeneralOp) -> None:
+    """The dot as B batches of (M x K) by (K x N), and its kernels."""
+
+    def __init__(self, kb: KernelBuilder, kernel: OutlinedKernel, dot: accy.DotGeneralOp) -> None:
         self.kb, self.kernel, self.dot = kb, kernel, dot
         self.others = [op for op in kernel.ops if op is not dot]
         a, b = accy.shape_of(dot.lhs), accy.shape_of(dot.rhs)
@@ -85,11 +82,13 @@ class _Dot:
 
     @staticmethod
     def _place(rank: int, groups: Sequence[tuple[Sequence[int], Sequence[SSAValue]]]) -> list[SSAValue]:
-        coords: list[Any] = [None] * rank
+        """Coordinates of rank `rank` with each group's values at its dims."""
+        coords: list[SSAValue | None] = [None] * rank
         for dims, values in groups:
             for d, v in zip(dims, values, strict=False):
                 coords[d] = v
-        return coords
+        assert all(c is not None for c in coords)
+        return coords  # type: ignore[return-value]
 
     def a_at(self, expr: Expr, bc: list[SSAValue], m: SSAValue, kc: list[SSAValue]) -> SSAValue:
         mc = self.kb.delinearize(m, self.m_shape)
@@ -112,10 +111,9 @@ class _Dot:
 
     def finish(self, coords: list[SSAValue], value: SSAValue, width: int = 1) -> None:
         """The epilogue and stores of one output element (or W lanes)."""
-        expr = Expr(self.kb, self.others, width)
-        expr.pin(self.dot.result, lambda _: value)
-        for out in self.kernel.outputs:
-            self.kb.store(self.kb.access[out], coords, expr.at(out, coords), width)
+        epilogue = Expr(self.kb, self.others, width)
+        epilogue.pin(self.dot.result, lambda _: value)
+        epilogue.store(self.kernel.outputs, coords)
 
     # -- one work-item per output element --------------------------------------
 
@@ -175,7 +173,7 @@ class _Dot:
                 scalar = Expr(kb, self.others)
                 out = []
                 for i in range(TILE_ROWS):
-                    a = kb.val(_broadcast(self.a_at(scalar, bc, rows[i], kc), vt))
+                    a = kb.val(vector.BroadcastOp(self.a_at(scalar, bc, rows[i], kc), vt))
                     out.append(self.fma(a, bvec, acc[i]))
                 return out
 
@@ -199,7 +197,7 @@ class _Dot:
 
     def local_tiles(self) -> LoweredKernel:
         kb, t = self.kb, GPU_TILE
-        st = storage_type(self.et)
+        st = buffer_element_type(self.et)
         a_tile = kb.local_array(t * t, st, workgroup=True)
         b_tile = kb.local_array(t * t, st, workgroup=True)
         tx, ty = kb.local_id("x"), kb.local_id("y")
@@ -211,7 +209,7 @@ class _Dot:
         slot = kb.add(kb.mul(ty, t), tx)
         zero = kb.const(0, self.et)
 
-        def stage(ok: SSAValue, load: Any, tile: SSAValue) -> None:
+        def stage(ok: SSAValue, load: Callable[[], SSAValue], tile: SSAValue) -> None:
             v = kb.if_(ok, lambda: [load()], lambda: [zero], [self.et])[0]
             kb.op(memref.StoreOp.get(v, tile, [slot]))
 
@@ -241,9 +239,3 @@ class _Dot:
         kb.if_(kb.val(arith.AndIOp(m_ok, n_ok)), store)
         grid = (-(-self.N // t), -(-self.M // t), max(self.B, 1))
         return kb.lowered(grid, (t, t, 1))
-
-
-def _broadcast(x: SSAValue, vt: VectorType) -> Any:
-    from xdsl.dialects import vector
-
-    return vector.BroadcastOp(x, vt)

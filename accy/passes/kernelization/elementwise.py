@@ -10,19 +10,22 @@ vectors span whole rows (a contiguous chain is one row: work-item i owns
 elements W*i.., with no div/rem index math). Compares, selects, casts and
 i1 masks are vectorised like the rest. A chain with views inside it (a
 transpose of a computed value, say) evaluates one element per work-item
-through the view's index math instead. The same kernel serves CPUs and GPUs: on a GPU the
-vector width is small and work-groups are larger (`launch_1d`).
+through the view's index math instead. The same kernel serves CPUs and GPUs:
+on a GPU the vector width is small and work-groups are larger (`launch_1d`).
+Shape work items (copies) are lowered by the same function (`shape.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from accy.dialects import accy
 from accy.dialects.target import TargetProfile
+from accy.passes.analyses.bufferization import BufferPlan
+from accy.passes.analyses.outlining import OutlinedKernel
+from accy.passes.analyses.shape_layout import numel
 from accy.passes.kernelization.common import (
     Access,
     Expr,
@@ -31,21 +34,15 @@ from accy.passes.kernelization.common import (
     collapse,
     guarded,
     launch_1d,
-    numel,
     vectorizable,
 )
 
 
-def lower_elementwise(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
-    """An elementwise kernel, vectorised when the chain has no inner views."""
-    return lower_pointwise(kernel, plan, profile)
-
-
-def lower_pointwise(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
+def lower_elementwise(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
     """Computes every output of `kernel` element by element (W lanes at a
     time when the chain is `vectorizable`). Outputs of different shapes share
     one launch, each guarded by its own element count."""
-    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
+    kb = KernelBuilder.for_kernel(kernel, plan, profile)
     width = profile.vector_width if vectorizable(kernel.ops, kb) else 1
     groups: dict[tuple[int, ...], list[SSAValue]] = {}
     for out in kernel.outputs:
@@ -63,7 +60,7 @@ class _Group:
     """The outputs of one shape, and how work-items map onto them."""
 
     def __init__(
-        self, kb: KernelBuilder, ops: Sequence[Any], shape: list[int], outs: list[SSAValue],
+        self, kb: KernelBuilder, ops: Sequence[Operation], shape: list[int], outs: list[SSAValue],
         access: dict[SSAValue, Access], width: int,
     ) -> None:
         self.kb, self.ops, self.shape, self.outs, self.access = kb, ops, shape, outs, access
@@ -97,12 +94,12 @@ class _Group:
         kb.if_(kb.lt(kb.add(col, w), last + 1), full, tail)
 
     def _store(self, coords: list[SSAValue], width: int) -> None:
-        expr = Expr(self.kb, self.ops, width, self.access)
-        for out in self.outs:
-            self.kb.store(self.access[out], coords, expr.at(out, coords), width)
+        Expr(self.kb, self.ops, width, self.access).store(self.outs, coords)
 
 
-def _plan_group(kb: KernelBuilder, kernel: Any, shape: tuple[int, ...], outs: list[SSAValue], width: int) -> _Group:
+def _plan_group(
+    kb: KernelBuilder, kernel: OutlinedKernel, shape: tuple[int, ...], outs: list[SSAValue], width: int
+) -> _Group:
     if not vectorizable(kernel.ops, kb):
         # Views inside the chain: coordinates stay in the outputs' own shape.
         return _Group(kb, kernel.ops, list(shape), outs, kb.access, 1)
@@ -113,4 +110,3 @@ def _plan_group(kb: KernelBuilder, kernel: Any, shape: tuple[int, ...], outs: li
     access = {v: Access(kb.access[v].arg, kb.access[v].offset, tuple(s), kb.access[v].element_type)
               for v, s in zip(leaves, strides, strict=False)}
     return _Group(kb, kernel.ops, new_shape, outs, access, width)
-

@@ -40,18 +40,11 @@ from xdsl.ir import Operation, SSAValue
 
 from accy.dialects import accy
 from accy.dialects.target import TargetProfile
-from accy.passes.kernelization.common import (
-    Decline,
-    Expr,
-    KernelBuilder,
-    LoweredKernel,
-    cmp,
-    guarded,
-    itemsize,
-    launch_1d,
-    numel,
-    vector_total,
-)
+from accy.passes.analyses.bufferization import BufferPlan
+from accy.passes.analyses.outlining import OutlinedKernel
+from accy.passes.analyses.shape_layout import element_bytes, numel
+from accy.passes.kernelization.combining import vector_total, work_group_size
+from accy.passes.kernelization.common import Decline, Expr, KernelBuilder, LoweredKernel, cmp, guarded, launch_1d
 from accy.passes.kernelization.row_pipeline import (
     broadcast_accesses,
     expanded,
@@ -69,8 +62,9 @@ Chunk = tuple[int, int]
 """(offset, width) of a piece of a row of D or Dv elements."""
 
 
-def lower_flash_attention(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
-    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
+def lower_flash_attention(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
+    """A flash-attention kernel: two dot_generals and the softmax between them."""
+    kb = KernelBuilder.for_kernel(kernel, plan, profile)
     with expanded(kernel.ops) as (ops, aliases):
         fa = _Attention(kb, ops, aliases, kernel.outputs)
         return fa.work_group_per_block() if profile.profile == "gpu" else fa.work_item_per_row()
@@ -83,6 +77,8 @@ def chunks(n: int, width: int) -> list[Chunk]:
 
 
 class _Attention:
+    """The matched attention (q·kᵀ, score, softmax, ·v) and its kernels."""
+
     def __init__(
         self, kb: KernelBuilder, ops: list[Operation], aliases: dict[SSAValue, SSAValue], outputs: Sequence[SSAValue]
     ) -> None:
@@ -178,10 +174,10 @@ class _Attention:
         return self.expr(w).at(self.qk.lhs, self._at(self.q_dims, bc, self.kb.idx(d0), i))
 
     def k_at(self, bc: list[SSAValue], j: SSAValue, d0: SSAValue | int, w: int) -> SSAValue:
-        return self.expr(w).at(self.qk.rhs, self._at(self.k_dims, bc, _index(self.kb, d0), j))
+        return self.expr(w).at(self.qk.rhs, self._at(self.k_dims, bc, self.kb.as_index(d0), j))
 
     def v_at(self, bc: list[SSAValue], j: SSAValue, d0: SSAValue | int, w: int) -> SSAValue:
-        return self.expr(w).at(self.pv.rhs, self._at(self.v_dims, bc, j, _index(self.kb, d0)))
+        return self.expr(w).at(self.pv.rhs, self._at(self.v_dims, bc, j, self.kb.as_index(d0)))
 
     def _lanes(self, values: Sequence[SSAValue], last: Sequence[int], n: int) -> int:
         """W when `values` can be computed W lanes at a time along their last
@@ -257,11 +253,9 @@ class _Attention:
         inv = kb.val(arith.DivfOp(kb.const(1.0, self.et), carried[1]))
         for (d0, w), acc in zip(dv_chunks, carried[2:], strict=True):
             value = kb.val(arith.MulfOp(acc, self._splat(inv, w)))
-            coords = [*bc, i, kb.idx(d0)]
-            e = self.expr(w)
-            e.pin(self.pv.result, lambda _, value=value: value)
-            for out in self.outputs:
-                kb.store(kb.access[out], coords, e.at(out, coords), w)
+            epilogue = self.expr(w)
+            epilogue.pin(self.pv.result, lambda _, value=value: value)
+            epilogue.store(self.outputs, [*bc, i, kb.idx(d0)])
 
     def key_end(self, i: SSAValue) -> SSAValue:
         """Keys j < key_end are visited: all, or j <= i when causal."""
@@ -298,12 +292,10 @@ class _Attention:
 
     def work_group_per_block(self) -> LoweredKernel:
         kb, et = self.kb, self.et
-        size = 1
-        while size * 2 <= min(GPU_QUERY_ROWS, kb.profile.max_work_group_size, self.sq):
-            size *= 2
-        while size > 1 and size * (self.d + self.dv) * itemsize(et) > kb.profile.local_mem_bytes:
+        size = work_group_size(self.sq, GPU_QUERY_ROWS, kb.profile)
+        while size > 1 and size * (self.d + self.dv) * element_bytes(et) > kb.profile.local_mem_bytes:
             size //= 2
-        if size * (self.d + self.dv) * itemsize(et) > kb.profile.local_mem_bytes:
+        if size * (self.d + self.dv) * element_bytes(et) > kb.profile.local_mem_bytes:
             raise Decline(f"one key and value row ({self.d} + {self.dv} elements) do not fit in local memory")
         wd, wv = self.widths(from_local=True)
         d_chunks, dv_chunks = chunks(self.d, wd), chunks(self.dv, wv)
@@ -389,7 +381,3 @@ def _splat_at_most(v: SSAValue, bound: float) -> bool:
         return False
     values = set(op.value.get_values())
     return len(values) == 1 and float(values.pop()) <= bound
-
-
-def _index(kb: KernelBuilder, x: SSAValue | int) -> SSAValue:
-    return kb.idx(x) if isinstance(x, int) else x

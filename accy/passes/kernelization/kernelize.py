@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import (
@@ -43,21 +43,16 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from accy.dialects import accy
+from accy.dialects.host import KERNELS_MODULE, PEAK_BYTES_ATTR, SIGNATURE_ATTR, FallbackOp, YieldOp, buffer_element_type
 from accy.dialects.host import ConstantOp as HostConstantOp
-from accy.dialects.host import FallbackOp, YieldOp
 from accy.dialects.target import TargetProfile
-from accy.passes.kernelization.common import (
-    Decline,
-    LoweredKernel,
-    buffer_type,
-    numel,
-    plan_buffer,
-    row_major_strides,
-    storage_type,
-)
+from accy.passes.analyses.bufferization import BufferPlan, BufferRef
+from accy.passes.analyses.outlining import OutlinedKernel, Outlining
+from accy.passes.analyses.shape_layout import is_row_major, numel
+from accy.passes.kernelization.common import Decline, LoweredKernel, buffer_type
 from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
 from accy.passes.kernelization.flash_attention import lower_flash_attention
@@ -67,7 +62,7 @@ from accy.passes.kernelization.scan import lower_scan
 from accy.passes.kernelization.shape import lower_shape
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
 
-Lowering = Callable[[Any, Any, TargetProfile], LoweredKernel]
+Lowering = Callable[[OutlinedKernel, BufferPlan, TargetProfile], LoweredKernel]
 
 #: kind -> lowering. Kinds without one (iterate, kernel_call) decline and run on the host reference path.
 LOWERINGS: dict[str, Lowering] = {
@@ -79,11 +74,6 @@ LOWERINGS: dict[str, Lowering] = {
     "row_pipeline": lower_row_pipeline,
     "flash_attention": lower_flash_attention,
 }
-
-KERNELS_MODULE = "kernels"
-SIGNATURE_ATTR = "accy.signature"
-PEAK_BYTES_ATTR = "accy.peak_bytes"
-
 
 def print_remark(text: str) -> None:
     print(f"remark: {text}", file=sys.stderr)
@@ -100,14 +90,10 @@ class KernelizePass(AccyPass):
 
     name: ClassVar[str] = "kernelize"
     version: ClassVar[int] = 2
-    description: ClassVar[str] = "tensor functions -> gpu.module @kernels + a host schedule over buffers"
 
     strict: bool = False
 
     def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
-        from accy.passes.analyses.bufferization import BufferPlan
-        from accy.passes.analyses.outlining import Outlining
-
         profile = TargetProfile.of_module(module)
         funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and SIGNATURE_ATTR not in op.attributes]
         if not funcs:
@@ -131,32 +117,32 @@ def _kernels_module(module: ModuleOp) -> gpu.ModuleOp:
     return kernels
 
 
-def _contiguous(ref: Any) -> bool:
-    return ref.offset == 0 and all(
-        s == r for n, s, r in zip(ref.shape, ref.strides, row_major_strides(ref.shape), strict=False) if n != 1
-    )
+def _contiguous(ref: BufferRef) -> bool:
+    return ref.offset == 0 and is_row_major(ref.shape, ref.strides)
 
 
 class _HostBuilder:
     """Rewrites one function into its host schedule."""
 
     def __init__(
-        self, f: func.FuncOp, kernels: list[Any], plan: Any, profile: TargetProfile,
+        self, f: func.FuncOp, kernels: list[OutlinedKernel], plan: BufferPlan, profile: TargetProfile,
         module: gpu.ModuleOp, strict: bool,
     ) -> None:
         self.f, self.kernels, self.plan, self.profile = f, kernels, plan, profile
         self.module, self.strict = module, strict
         self.block = Block()
-        self.buffers: dict[tuple[int, Any], SSAValue] = {}
-        self.pinned: set[tuple[int, Any]] = set()
+        self.buffers: dict[tuple[int, Attribute], SSAValue] = {}
+        self.pinned: set[tuple[int, Attribute]] = set()
 
-    def _key(self, v: SSAValue) -> tuple[int, Any]:
-        return (plan_buffer(self.plan, self.plan.refs[v]).id, storage_type(accy.elem_of(v)))
+    def _key(self, v: SSAValue) -> tuple[int, Attribute]:
+        """A host memref per (plan buffer, stored element type)."""
+        return (self.plan.refs[v].buffer, buffer_element_type(accy.elem_of(v)))
 
-    def _type(self, v: SSAValue) -> Any:
+    def _type(self, v: SSAValue) -> MemRefType:
         if v in self.plan.refs:
-            return buffer_type(plan_buffer(self.plan, self.plan.refs[v]), accy.elem_of(v))
-        return buffer_type(_Size(accy.shape_of(v), accy.elem_of(v)), accy.elem_of(v))
+            return buffer_type(self.plan.buffer_of(v), accy.elem_of(v))
+        # An argument the plan does not place (unused): a buffer of its own size.
+        return MemRefType(buffer_element_type(accy.elem_of(v)), [max(1, numel(accy.shape_of(v)))])
 
     def _buffer(self, v: SSAValue) -> SSAValue:
         """The host memref holding `v`'s buffer, allocated on first use."""
@@ -184,7 +170,7 @@ class _HostBuilder:
         results = list(ret.arguments)
         self.pinned |= {self._key(r) for r in results if r in plan.refs}
 
-        last_use: dict[tuple[int, Any], int] = {}
+        last_use: dict[tuple[int, Attribute], int] = {}
         for i, k in enumerate(self.kernels):
             for v in (*k.inputs, *k.outputs):
                 if v in plan.refs:
@@ -206,7 +192,7 @@ class _HostBuilder:
         )
         new.attributes |= {k: v for k, v in f.attributes.items() if k not in ("sym_name", "function_type")}
         new.attributes[SIGNATURE_ATTR] = old_type
-        new.attributes[PEAK_BYTES_ATTR] = IntegerAttr(int(getattr(plan, "peak_bytes", 0)), i64)
+        new.attributes[PEAK_BYTES_ATTR] = IntegerAttr(plan.peak_bytes, i64)
         if f.sym_visibility is not None:
             new.sym_visibility = f.sym_visibility
         parent = f.parent_block()
@@ -215,11 +201,11 @@ class _HostBuilder:
         f.detach()
         f.erase()
 
-    def _schedule(self, k: Any) -> None:
+    def _schedule(self, k: OutlinedKernel) -> None:
         lower = LOWERINGS.get(k.kind)
         try:
             if lower is None:
-                raise Decline(f"no lowering for {k.kind} work items yet")
+                raise Decline(f"{k.kind} work items have no kernel lowering")
             lowered = lower(k, self.plan, self.profile)
         except Decline as e:
             self._decline(k, str(e))
@@ -235,7 +221,7 @@ class _HostBuilder:
         self.block.add_op(c)
         return c.result
 
-    def _decline(self, k: Any, reason: str) -> None:
+    def _decline(self, k: OutlinedKernel, reason: str) -> None:
         message = f"kernel {k.name} ({k.kind}) runs on the host reference path: {reason}"
         if self.strict or self.profile.math == "fast":
             why = "strict kernelization" if self.strict else "the fast math tier"
@@ -280,15 +266,3 @@ def _fit(value: DenseIntOrFPElementsAttr, t: MemRefType) -> DenseIntOrFPElements
     if n >= numel(value.get_shape()):
         return value
     return DenseIntOrFPElementsAttr.from_list(TensorType(value.get_element_type(), [n]), value.get_values()[:n])
-
-
-@dataclass
-class _Size:
-    """A buffer-like size for values the plan does not place (unused arguments)."""
-
-    nbytes: int
-
-    def __init__(self, shape: tuple[int, ...], et: Any) -> None:
-        from accy.passes.kernelization.common import itemsize, numel
-
-        self.nbytes = numel(shape) * itemsize(et)

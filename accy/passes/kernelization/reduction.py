@@ -10,56 +10,58 @@ reduced index space. No barriers.
 
 GPU profile: one work-group per output element; each work-item accumulates a
 strided share of the reduced elements, then a tree in local memory (with
-barriers) combines the shares, and work-item 0 runs the epilogue and stores.
+barriers, `work_group_tree`) combines the shares, and work-item 0 reads the
+total, runs the epilogue and stores.
 
 `mean` is a sum divided by the reduced count.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from xdsl.dialects import arith, memref
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import SSAValue
 
 from accy.dialects import accy
+from accy.dialects.host import buffer_element_type
 from accy.dialects.target import TargetProfile
+from accy.passes.analyses.bufferization import BufferPlan
+from accy.passes.analyses.outlining import OutlinedKernel
+from accy.passes.analyses.shape_layout import numel
+from accy.passes.kernelization.combining import (
+    combine,
+    identity,
+    place,
+    vector_total,
+    work_group_size,
+    work_group_total,
+    work_group_tree,
+)
 from accy.passes.kernelization.common import (
-    Decline,
     Expr,
     KernelBuilder,
     LoweredKernel,
-    combine,
+    anchored_kernel,
     guarded,
-    identity,
     launch_1d,
-    numel,
-    place,
-    storage_type,
-    vector_total,
     vectorizable,
 )
 
+#: Work-items of a GPU work-group sharing one output element (at most).
+GPU_REDUCE_THREADS = 256
 
-def lower_reduction(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
-    reduces = [op for op in kernel.ops if isinstance(op, accy.ReduceOp)]
-    if len(reduces) != 1:
-        raise Decline(f"a reduction kernel needs exactly one accy.reduce, got {len(reduces)}")
-    red = reduces[0]
-    out_shape = accy.shape_of(red.result)
-    for out in kernel.outputs:
-        if accy.shape_of(out) != out_shape:
-            raise Decline(f"output {out.name_hint or out} does not have the reduction's shape {list(out_shape)}")
-    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
+
+def lower_reduction(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
+    """A reduction kernel: one `accy.reduce` and the work fused around it."""
+    kb, red = anchored_kernel(kernel, plan, profile, accy.ReduceOp, "reduction")
     lowering = _Reduction(kb, kernel, red)
-    if profile.profile == "gpu":
-        return lowering.work_group_per_output()
-    return lowering.work_item_per_output()
+    return lowering.work_group_per_output() if profile.profile == "gpu" else lowering.work_item_per_output()
 
 
 class _Reduction:
-    def __init__(self, kb: KernelBuilder, kernel: Any, red: accy.ReduceOp) -> None:
+    """The reduction's index spaces (reduced and kept dims) and its kernels."""
+
+    def __init__(self, kb: KernelBuilder, kernel: OutlinedKernel, red: accy.ReduceOp) -> None:
         self.kb, self.kernel, self.red = kb, kernel, red
         self.kind = red.kind.data
         self.x = red.x
@@ -75,7 +77,7 @@ class _Reduction:
     def _full(self, reduced: list[SSAValue], kept: list[SSAValue]) -> list[SSAValue]:
         return place(len(self.shape), self.axes, reduced, kept)
 
-    def _scalar_accumulate(self, kept: list[SSAValue], lo: Any, step: int, acc: SSAValue) -> SSAValue:
+    def _scalar_accumulate(self, kept: list[SSAValue], lo: SSAValue | int, step: int, acc: SSAValue) -> SSAValue:
         """acc combined with x at reduced flat indices lo, lo+step, ... < count."""
         kb = self.kb
 
@@ -117,10 +119,9 @@ class _Reduction:
         kb = self.kb
         if self.kind == "mean":
             total = kb.val(arith.DivfOp(total, kb.const(float(self.count), self.et)))
-        expr = Expr(kb, self.prologue)
-        expr.pin(self.red.result, lambda _: total)
-        for out in self.kernel.outputs:
-            kb.store(kb.access[out], kept, expr.at(out, kept))
+        epilogue = Expr(kb, self.prologue)
+        epilogue.pin(self.red.result, lambda _: total)
+        epilogue.store(self.kernel.outputs, kept)
 
     def work_item_per_output(self) -> LoweredKernel:
         kb = self.kb
@@ -148,29 +149,15 @@ class _Reduction:
 
     def work_group_per_output(self) -> LoweredKernel:
         kb = self.kb
-        size = 1
-        while size * 2 <= min(256, kb.profile.max_work_group_size, max(self.count, 1)):
-            size *= 2
-        scratch = kb.local_array(size, storage_type(self.et), workgroup=True)
+        size = work_group_size(self.count, GPU_REDUCE_THREADS, kb.profile)
+        scratch = kb.local_array(size, buffer_element_type(self.et), workgroup=True)
         group, tid = kb.group_id(), kb.local_id()
         kept = kb.delinearize(group, self.out_shape)
         share = self._scalar_accumulate(kept, tid, size, kb.const(identity(self.kind, self.et), self.et))
-        kb.op(memref.StoreOp.get(share, scratch, [tid]))
-        kb.barrier()
-        half = size // 2
-        while half >= 1:
-            def fold(half: int = half) -> list[SSAValue]:
-                a = kb.val(memref.LoadOp.get(scratch, [tid]))
-                b = kb.val(memref.LoadOp.get(scratch, [kb.add(tid, half)]))
-                kb.op(memref.StoreOp.get(combine(kb, self.kind, a, b), scratch, [tid]))
-                return []
-
-            kb.if_(kb.lt(tid, half), fold)
-            kb.barrier()
-            half //= 2
+        work_group_tree(kb, self.kind, share, scratch, tid, size)
 
         def store() -> list[SSAValue]:
-            self._finish(kept, kb.val(memref.LoadOp.get(scratch, [kb.idx(0)])))
+            self._finish(kept, work_group_total(kb, scratch))
             return []
 
         kb.if_(kb.lt(tid, 1), store)

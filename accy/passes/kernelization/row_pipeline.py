@@ -36,8 +36,13 @@ from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation, SSAValue
 
 from accy.dialects import accy
+from accy.dialects.host import buffer_element_type
 from accy.dialects.target import TargetProfile
+from accy.passes.analyses.bufferization import BufferPlan
+from accy.passes.analyses.outlining import OutlinedKernel
+from accy.passes.analyses.shape_layout import element_bytes, numel
 from accy.passes.decompose import decompose
+from accy.passes.kernelization.combining import combine, identity, vector_total, work_group_combine, work_group_size
 from accy.passes.kernelization.common import (
     ELEMENTWISE,
     VIEWS,
@@ -46,34 +51,27 @@ from accy.passes.kernelization.common import (
     Expr,
     KernelBuilder,
     LoweredKernel,
-    combine,
     guarded,
-    identity,
-    itemsize,
     launch_1d,
-    numel,
-    storage_type,
-    vector_total,
     vectorizable,
-    work_group_combine,
 )
 
 #: Work-items of a GPU work-group sharing one row (at most).
 GPU_ROW_THREADS = 256
 
 
-def lower_row_pipeline(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
-    if "rows" not in kernel.attrs:
+def lower_row_pipeline(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
+    """A row-pipeline kernel over the rows the schedule found (`rows`, `row_length`)."""
+    if not kernel.attrs or "rows" not in kernel.attrs:
         raise Decline("a softmax along another axis than the last has no row form")
     rows, n = kernel.attrs["rows"], kernel.attrs["row_length"]
-    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
+    assert isinstance(rows, tuple) and isinstance(n, int)
+    kb = KernelBuilder.for_kernel(kernel, plan, profile)
     with expanded(kernel.ops) as (ops, aliases):
-        rp = RowPipeline(kb, ops, aliases, tuple(rows), int(n))
+        rp = RowPipeline(kb, ops, aliases, rows, n)
         for out in kernel.outputs:
             rp.domain(out)  # declines outputs on other shapes
-        if profile.profile == "gpu":
-            return rp.work_group_per_row(kernel.outputs)
-        return rp.work_item_per_row(kernel.outputs)
+        return rp.work_group_per_row(kernel.outputs) if profile.profile == "gpu" else rp.work_item_per_row(kernel.outputs)
 
 
 # --------------------------------------------------------------------------
@@ -357,9 +355,7 @@ class RowPipeline:
                 self._prepare(row, full, width)
 
                 def write(c: SSAValue, w: int, _: list[SSAValue]) -> list[SSAValue]:
-                    e = self.expr(w)
-                    for o in full:
-                        kb.store(kb.access[o], [*row, c], e.at(o, [*row, c]), w)
+                    self.expr(w).store(full, [*row, c])
                     return []
 
                 self._sweep(width, [], [], write)
@@ -381,13 +377,11 @@ class RowPipeline:
 
     def work_group_per_row(self, outputs: Sequence[SSAValue]) -> LoweredKernel:
         kb = self.kb
-        size = 1
-        while size * 2 <= min(GPU_ROW_THREADS, kb.profile.max_work_group_size, max(self.n, 1)):
-            size *= 2
-        scratch_bytes = size * sum(itemsize(accy.elem_of(r.x)) for r in self.reduces)
+        size = work_group_size(self.n, GPU_ROW_THREADS, kb.profile)
+        scratch_bytes = size * sum(element_bytes(accy.elem_of(r.x)) for r in self.reduces)
         if scratch_bytes > kb.profile.local_mem_bytes:
             raise Decline(f"{scratch_bytes} bytes of local memory for the row totals exceed the device's")
-        scratch = {r: kb.local_array(size, storage_type(accy.elem_of(r.x)), workgroup=True) for r in self.reduces}
+        scratch = {r: kb.local_array(size, buffer_element_type(accy.elem_of(r.x)), workgroup=True) for r in self.reduces}
         tid = kb.local_id()
         row = kb.delinearize(kb.group_id(), self.rows)
         for reds in self.levels:
@@ -406,9 +400,7 @@ class RowPipeline:
             self._prepare(row, full, 1)
 
             def write(c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-                e = self.expr(1)
-                for o in full:
-                    kb.store(kb.access[o], [*row, c], e.at(o, [*row, c]))
+                self.expr(1).store(full, [*row, c])
                 return []
 
             kb.for_(tid, self.n, size, [], write)

@@ -7,41 +7,27 @@ running value: an inclusive scan stores it after combining the element, an
 exclusive one before (so the first element is the identity). The prologue is
 evaluated at each element and the epilogue at each stored element. Both
 profiles use this kernel: lines are independent, so a GPU runs one per
-work-item too (a work-group scan of long lines is a later refinement).
+work-item too (long lines would gain from a work-group scan, which this
+lowering does not build).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from xdsl.ir import SSAValue
 
 from accy.dialects import accy
 from accy.dialects.target import TargetProfile
-from accy.passes.kernelization.common import (
-    Decline,
-    Expr,
-    KernelBuilder,
-    LoweredKernel,
-    combine,
-    guarded,
-    identity,
-    launch_1d,
-    numel,
-    place,
-)
+from accy.passes.analyses.bufferization import BufferPlan
+from accy.passes.analyses.outlining import OutlinedKernel
+from accy.passes.analyses.shape_layout import numel
+from accy.passes.kernelization.combining import combine, identity, place
+from accy.passes.kernelization.common import Expr, LoweredKernel, anchored_kernel, guarded, launch_1d
 
 
-def lower_scan(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
-    scans = [op for op in kernel.ops if isinstance(op, accy.ScanOp)]
-    if len(scans) != 1:
-        raise Decline(f"a scan kernel needs exactly one accy.scan, got {len(scans)}")
-    scan = scans[0]
+def lower_scan(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
+    """A scan kernel: one `accy.scan` and the work fused around it."""
+    kb, scan = anchored_kernel(kernel, plan, profile, accy.ScanOp, "scan")
     shape = accy.shape_of(scan.x)
-    for out in kernel.outputs:
-        if accy.shape_of(out) != shape:
-            raise Decline(f"output {out.name_hint or out} does not have the scan's shape {list(shape)}")
-    kb = KernelBuilder(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
     kind, et = scan.kind.data, accy.elem_of(scan.x)
     rank = len(shape)
     axis = scan.axis.value.data % rank if rank else 0
@@ -63,8 +49,7 @@ def lower_scan(kernel: Any, plan: Any, profile: TargetProfile) -> LoweredKernel:
             result = carried[0] if scan.exclusive.value.data else acc
             epilogue = Expr(kb, others)
             epilogue.pin(scan.result, lambda _: result)
-            for out in kernel.outputs:
-                kb.store(kb.access[out], coords, epilogue.at(out, coords))
+            epilogue.store(kernel.outputs, coords)
             return [acc]
 
         kb.for_(0, n, 1, [kb.const(identity(kind, et), et)], step)

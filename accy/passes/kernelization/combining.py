@@ -1,0 +1,119 @@
+"""Combining values in kernels, for the lowerings that reduce or scan.
+
+- `combine` and `identity`: the binary operation of a reduction or scan kind
+  (`sum`, `mean`, `prod`, `max`, `min`) on scalars or lane-wise on vectors,
+  and its neutral element (max/min propagate NaN, as the reference does);
+- `vector_total`: the lanes of one vector combined (`vector.reduction`);
+- `work_group_tree` / `work_group_total` / `work_group_combine`: the shares
+  of the work-items of a work-group combined by a tree in local memory, with
+  barriers (`work_group_size` picks the work-group);
+- `place`: full coordinates from the reduced and the kept dims'.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects import arith, memref, vector
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from accy.dialects import accy
+from accy.dialects.target import TargetProfile
+from accy.passes.kernelization.common import KernelBuilder, element_type_of
+
+_COMBINE: dict[str, tuple[type[Operation], type[Operation]]] = {
+    "sum": (arith.AddfOp, arith.AddiOp),
+    "mean": (arith.AddfOp, arith.AddiOp),
+    "prod": (arith.MulfOp, arith.MuliOp),
+    "max": (arith.MaximumfOp, arith.MaxSIOp),
+    "min": (arith.MinimumfOp, arith.MinSIOp),
+}
+
+
+def combine(kb: KernelBuilder, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    """a (+ * max min) b for reduction/scan `kind` (max/min propagate NaN, as numpy)."""
+    f, i = _COMBINE[kind]
+    return kb.val((f if accy.is_float(element_type_of(a.type)) else i)(a, b))
+
+
+def identity(kind: str, t: Attribute) -> float | int:
+    """The neutral element of `kind` for element type `t`."""
+    et = element_type_of(t)
+    if kind in ("sum", "mean"):
+        return 0
+    if kind == "prod":
+        return 1
+    if accy.is_float(et):
+        return -math.inf if kind == "max" else math.inf
+    bits = et.width.data
+    return -(2 ** (bits - 1)) if kind == "max" else 2 ** (bits - 1) - 1
+
+
+def vector_total(kb: KernelBuilder, kind: str, v: SSAValue) -> SSAValue:
+    """Combines the lanes of vector `v` (vector.reduction)."""
+    et = element_type_of(v.type)
+    name = {"sum": "add", "mean": "add", "prod": "mul", "max": "maximumf", "min": "minimumf"}[kind]
+    op = vector.ReductionOp.create(
+        operands=[v],
+        result_types=[et],
+        properties={"kind": vector.CombiningKindAttr(vector.CombiningKindFlag(name)),
+                    "fastmath": arith.FastMathFlagsAttr("none")},
+    )
+    return kb.val(op)
+
+
+def work_group_size(n: int, cap: int, profile: TargetProfile) -> int:
+    """The largest power of two work-items at most `cap`, the device's
+    work-group limit and `n` (the work to share; at least 1)."""
+    size = 1
+    while size * 2 <= min(cap, profile.max_work_group_size, max(n, 1)):
+        size *= 2
+    return size
+
+
+def work_group_tree(
+    kb: KernelBuilder, kind: str, share: SSAValue, scratch: SSAValue, tid: SSAValue, size: int
+) -> None:
+    """Combines the `size` shares of a work-group (`share` of work-item `tid`;
+    `size` a power of two) by a tree in the local array `scratch`: after the
+    last barrier its element 0 holds the total (`work_group_total`), for
+    every work-item to read."""
+    kb.op(memref.StoreOp.get(share, scratch, [tid]))
+    kb.barrier()
+    half = size // 2
+    while half >= 1:
+
+        def fold(half: int = half) -> list[SSAValue]:
+            a = kb.val(memref.LoadOp.get(scratch, [tid]))
+            b = kb.val(memref.LoadOp.get(scratch, [kb.add(tid, half)]))
+            kb.op(memref.StoreOp.get(combine(kb, kind, a, b), scratch, [tid]))
+            return []
+
+        kb.if_(kb.lt(tid, half), fold)
+        kb.barrier()
+        half //= 2
+
+
+def work_group_total(kb: KernelBuilder, scratch: SSAValue) -> SSAValue:
+    """The total `work_group_tree` left in `scratch`."""
+    return kb.val(memref.LoadOp.get(scratch, [kb.idx(0)]))
+
+
+def work_group_combine(
+    kb: KernelBuilder, kind: str, share: SSAValue, scratch: SSAValue, tid: SSAValue, size: int
+) -> SSAValue:
+    """Combines the shares of a work-group (`work_group_tree`) and gives
+    every work-item the total. `scratch` keeps the total afterwards: reusing
+    it needs a barrier first."""
+    work_group_tree(kb, kind, share, scratch, tid, size)
+    return work_group_total(kb, scratch)
+
+
+def place(rank: int, axes: Sequence[int], reduced: Sequence[SSAValue], kept: Sequence[SSAValue]) -> list[SSAValue]:
+    """Full coordinates from the reduced dims' and the kept dims' coordinates."""
+    out: list[SSAValue] = []
+    ri, ki = iter(reduced), iter(kept)
+    for d in range(rank):
+        out.append(next(ri) if d in axes else next(ki))
+    return out
