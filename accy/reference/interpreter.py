@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections import ChainMap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -520,12 +520,18 @@ def _evaluate(op: Operation, args: list[np.ndarray], env: Env) -> list[np.ndarra
     return [_as_value(result, op.results[0].type, op)]
 
 
-def evaluate_op(op: Operation, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+def evaluate_op(
+    op: Operation, args: Sequence[np.ndarray], scope: Mapping[SSAValue, np.ndarray] | None = None
+) -> list[np.ndarray]:
     """The results of one accy op on operand arrays, one array per result.
 
     `args` are converted to the operand element types (no copy when they
-    already are). Raises ValueError for a wrong operand count, an op without
-    reference semantics, or an `accy.kernel_call`.
+    already are). `scope` holds the values of the enclosing block that the
+    op's regions may read (an `accy.iterate` body reads any value defined
+    before it); constants need not be in it. Raises ValueError for a wrong
+    operand count, an op without reference semantics, an `accy.kernel_call`,
+    or a region reading an outside value that is neither in `scope` nor a
+    constant.
     """
     if len(args) != len(op.operands):
         raise ValueError(f"'{op.name}' takes {len(op.operands)} operand(s), got {len(args)}")
@@ -533,7 +539,7 @@ def evaluate_op(op: Operation, args: Sequence[np.ndarray]) -> list[np.ndarray]:
     for i, (a, v) in enumerate(zip(arrays, op.operands, strict=True)):
         if a.shape != _shape(v.type):
             raise ValueError(f"operand #{i} of '{op.name}' must have shape {_shape(v.type)}, got {a.shape}")
-    return _evaluate(op, arrays, ChainMap())
+    return _evaluate(op, arrays, ChainMap(dict(scope or {})))
 
 
 # --------------------------------------------------------------------------

@@ -436,7 +436,7 @@ class OpenCLProgram(Program):
         for inner in block.ops:
             if inner is yielded:
                 break
-            results = evaluate_op(inner, [env[v] for v in inner.operands])
+            results = evaluate_op(inner, [env[v] for v in inner.operands], env)
             env.update(zip(inner.results, results, strict=True))
         for slot, v in zip(step.outputs, yielded.values, strict=True):
             value = np.ascontiguousarray(env[v]).reshape(-1)

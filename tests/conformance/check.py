@@ -25,15 +25,16 @@ def check(src: str, inputs: list[np.ndarray], device: Device, kernels: int | Non
         assert_matches(got, want)
 
 
-def assert_matches(got: np.ndarray, want: np.ndarray) -> None:
-    """Floats within RTOL/ATOL (NaN where the reference has NaN); integers
+def assert_matches(got: np.ndarray, want: np.ndarray, rtol: float = RTOL, atol: float = ATOL) -> None:
+    """Floats within rtol/atol, atol scaled by the largest finite expected
+    magnitude (NaN where the reference has NaN); integers
     and i1 exactly, i1 compared as its stored bytes (a poisoned byte is
     neither 0 nor 1)."""
     assert got.shape == want.shape and got.dtype == want.dtype
     if want.dtype.kind == "f":
         finite = np.abs(want[np.isfinite(want)])
-        atol = ATOL * max(1.0, float(finite.max(initial=0)))
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=atol)
+        scaled = atol * max(1.0, float(finite.max(initial=0)))
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=scaled)
     elif want.dtype == np.bool_:
         np.testing.assert_array_equal(got.view(np.int8), want.astype(np.int8))
     else:

@@ -1,70 +1,109 @@
 """Conformance of the flash_attention lowering on the OpenCL runtime (PoCL):
-`accy.attention` and the same computation written with primitives (q·kᵀ,
-scale, causal mask, softmax, ·v), causal or not, with batch dims, a fused
-prologue on q and an epilogue, at query and key counts 1, 3, 17 and 127,
-under both profiles. Each program must be ONE kernel with no host fallback
-and match the reference interpreter (see `check_program`)."""
+`accy.attention` and the same computation written out (q·kᵀ, scale, causal
+mask, softmax, ·v) with a named `accy.softmax` or with primitives, causal or
+not, with batch dims, a fused prologue on q and an epilogue, the scale as a
+product, a quotient or a prologue on q, a mask given as an input, at query
+and key counts 1, 3, 17 and 127, under both profiles. Each program must be
+ONE kernel with no host fallback and match the reference interpreter (see
+`check_program`); a log_softmax between the dots is no attention."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from check import ty
 from test_row_pipeline import check_program, normal
 
 
-def attention_src(batch: list[int], sq: int, sk: int, d: int, dv: int, causal: bool, named: bool, fused: bool) -> str:
-    """softmax(0.3·q·kᵀ [causal]) · v over `batch` dims; `fused` adds a
-    prologue (q·2) and an epilogue (+ residual)."""
+def attention_src(
+    batch: list[int], sq: int, sk: int, d: int, dv: int, causal: bool, form: str, fused: bool,
+    scale: str = "mul", mask: bool = False,
+) -> str:
+    """softmax(0.3·q·kᵀ [causal]) · v over `batch` dims (without the causal
+    mask, the scaled score is doubled: s + s). `form` is "attention" (one
+    `accy.attention`), "softmax" (the dots, the scale and the mask written
+    out, a named `accy.softmax` between them) or "primitive" (the softmax
+    written out too). Where the dots are written out, `scale` says how 0.3
+    is applied: "mul" (score · splat), "div" (score / splat 1/0.3) or "q"
+    (q · splat, a prologue), and `mask` adds an i1 input %mask whose true
+    elements take the lowest float. `fused` adds a prologue (q·2) and an
+    epilogue (+ residual)."""
+    assert form in ("attention", "softmax", "primitive")
+    assert form != "attention" or (scale == "mul" and not mask)
     tq, tk, tv, to = ty([*batch, sq, d]), ty([*batch, sk, d]), ty([*batch, sk, dv]), ty([*batch, sq, dv])
-    ts, tr = ty([*batch, sq, sk]), ty([*batch, sq])
+    ts, tr, tm = ty([*batch, sq, sk]), ty([*batch, sq]), ty([*batch, sq, sk], "i1")
     rank = len(batch) + 2
     bdims = ", ".join(map(str, range(rank - 2)))
-    residual = f", %res: {to}" if fused else ""
-    lines = [f"func.func @main(%q0: {tq}, %k: {tk}, %v: {tv}{residual}) -> {to} {{"]
+    extra = (f", %res: {to}" if fused else "") + (f", %mask: {tm}" if mask else "")
+    lines = [f"func.func @main(%q0: {tq}, %k: {tk}, %v: {tv}{extra}) -> {to} {{"]
+    q = "%q0"
     if fused:
         lines += [
             f'  %two = "accy.constant"() <{{value = dense<2.0> : {tq}}}> : () -> {tq}',
-            f'  %q = "accy.mul"(%q0, %two) : ({tq}, {tq}) -> {tq}',
+            f'  %q1 = "accy.mul"({q}, %two) : ({tq}, {tq}) -> {tq}',
         ]
-    q = "%q" if fused else "%q0"
-    if named:
+        q = "%q1"
+    if scale == "q":
+        lines += [
+            f'  %qc = "accy.constant"() <{{value = dense<0.3> : {tq}}}> : () -> {tq}',
+            f'  %q2 = "accy.mul"({q}, %qc) : ({tq}, {tq}) -> {tq}',
+        ]
+        q = "%q2"
+    if form == "attention":
         flag = "true" if causal else "false"
         lines.append(f'  %o = "accy.attention"({q}, %k, %v) <{{scale = 0.3 : f32, causal = {flag}}}> : ({tq}, {tk}, {tv}) -> {to}')
     else:
         rows = f'<{{dims = array<i64: {", ".join(map(str, range(rank - 1)))}>}}> : ({tr}) -> {ts}'
-        lines += [
+        lines.append(
             f'  %s0 = "accy.dot_general"({q}, %k) <{{lhs_batch = array<i64{": " + bdims if bdims else ""}>, '
             f'rhs_batch = array<i64{": " + bdims if bdims else ""}>, lhs_contract = array<i64: {rank - 1}>, '
-            f'rhs_contract = array<i64: {rank - 1}>}}> : ({tq}, {tk}) -> {ts}',
-            f'  %sc = "accy.constant"() <{{value = dense<0.3> : {ts}}}> : () -> {ts}',
-            f'  %s1 = "accy.mul"(%s0, %sc) : ({ts}, {ts}) -> {ts}',
-        ]
+            f'rhs_contract = array<i64: {rank - 1}>}}> : ({tq}, {tk}) -> {ts}'
+        )
+        scaled = "%s0"  # scale "q": q is scaled already
+        if scale != "q":
+            op, value = ("mul", 0.3) if scale == "mul" else ("div", 1 / 0.3)
+            lines += [
+                f'  %sc = "accy.constant"() <{{value = dense<{value!r}> : {ts}}}> : () -> {ts}',
+                f'  %s1 = "accy.{op}"(%s0, %sc) : ({ts}, {ts}) -> {ts}',
+            ]
+            scaled = "%s1"
+        low = f'  %low = "accy.constant"() <{{value = dense<-3.40282347e+38> : {ts}}}> : () -> {ts}'
         if causal:
             ik, iq = ty([sk], "i32"), ty([sq], "i32")
-            tm = ty([*batch, sq, sk], "i1")
+            ti = ty([*batch, sq, sk], "i32")
             lines += [
                 f'  %ik = "accy.constant"() <{{value = dense<[{", ".join(map(str, range(sk)))}]> : {ik}}}> : () -> {ik}',
                 f'  %iq = "accy.constant"() <{{value = dense<[{", ".join(map(str, range(sq)))}]> : {iq}}}> : () -> {iq}',
-                f'  %bk = "accy.broadcast"(%ik) <{{dims = array<i64: {rank - 1}>}}> : ({ik}) -> {ty([*batch, sq, sk], "i32")}',
-                f'  %bq = "accy.broadcast"(%iq) <{{dims = array<i64: {rank - 2}>}}> : ({iq}) -> {ty([*batch, sq, sk], "i32")}',
-                f'  %m = "accy.cmp"(%bk, %bq) <{{predicate = "gt"}}> : ({ty([*batch, sq, sk], "i32")}, {ty([*batch, sq, sk], "i32")}) -> {tm}',
-                f'  %low = "accy.constant"() <{{value = dense<-3.40282347e+38> : {ts}}}> : () -> {ts}',
-                f'  %s = "accy.select"(%m, %low, %s1) : ({tm}, {ts}, {ts}) -> {ts}',
+                f'  %bk = "accy.broadcast"(%ik) <{{dims = array<i64: {rank - 1}>}}> : ({ik}) -> {ti}',
+                f'  %bq = "accy.broadcast"(%iq) <{{dims = array<i64: {rank - 2}>}}> : ({iq}) -> {ti}',
+                f'  %m = "accy.cmp"(%bk, %bq) <{{predicate = "gt"}}> : ({ti}, {ti}) -> {tm}',
+                low,
+                f'  %s2 = "accy.select"(%m, %low, {scaled}) : ({tm}, {ts}, {ts}) -> {ts}',
             ]
         else:
-            lines.append(f'  %s = "accy.add"(%s1, %s1) : ({ts}, {ts}) -> {ts}')
-        lines += [
-            f'  %mx = "accy.reduce"(%s) <{{kind = "max", axes = array<i64: {rank - 1}>}}> : ({ts}) -> {tr}',
-            f'  %mb = "accy.broadcast"(%mx) {rows}',
-            f'  %sh = "accy.sub"(%s, %mb) : ({ts}, {ts}) -> {ts}',
-            f'  %e = "accy.exp"(%sh) : ({ts}) -> {ts}',
-            f'  %sm = "accy.reduce"(%e) <{{kind = "sum", axes = array<i64: {rank - 1}>}}> : ({ts}) -> {tr}',
-            f'  %sb = "accy.broadcast"(%sm) {rows}',
-            f'  %p = "accy.div"(%e, %sb) : ({ts}, {ts}) -> {ts}',
+            lines.append(f'  %s2 = "accy.add"({scaled}, {scaled}) : ({ts}, {ts}) -> {ts}')
+        score = "%s2"
+        if mask:
+            lines += [] if causal else [low]
+            lines.append(f'  %s = "accy.select"(%mask, %low, %s2) : ({tm}, {ts}, {ts}) -> {ts}')
+            score = "%s"
+        if form == "softmax":
+            lines.append(f'  %p = "accy.softmax"({score}) <{{axis = {rank - 1} : i64}}> : ({ts}) -> {ts}')
+        else:
+            lines += [
+                f'  %mx = "accy.reduce"({score}) <{{kind = "max", axes = array<i64: {rank - 1}>}}> : ({ts}) -> {tr}',
+                f'  %mb = "accy.broadcast"(%mx) {rows}',
+                f'  %sh = "accy.sub"({score}, %mb) : ({ts}, {ts}) -> {ts}',
+                f'  %e = "accy.exp"(%sh) : ({ts}) -> {ts}',
+                f'  %sm = "accy.reduce"(%e) <{{kind = "sum", axes = array<i64: {rank - 1}>}}> : ({ts}) -> {tr}',
+                f'  %sb = "accy.broadcast"(%sm) {rows}',
+                f'  %p = "accy.div"(%e, %sb) : ({ts}, {ts}) -> {ts}',
+            ]
+        lines.append(
             f'  %o = "accy.dot_general"(%p, %v) <{{lhs_batch = array<i64{": " + bdims if bdims else ""}>, '
             f'rhs_batch = array<i64{": " + bdims if bdims else ""}>, lhs_contract = array<i64: {rank - 1}>, '
-            f'rhs_contract = array<i64: {rank - 2}>}}> : ({ts}, {tv}) -> {to}',
-        ]
+            f'rhs_contract = array<i64: {rank - 2}>}}> : ({ts}, {tv}) -> {to}'
+        )
     if fused:
         lines += [f'  %y = "accy.add"(%o, %res) : ({to}, {to}) -> {to}', f"  func.return %y : {to}", "}"]
     else:
@@ -87,18 +126,56 @@ SHAPES = [
 ]
 
 
+FORMS = ["attention", "softmax", "primitive"]
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, [*s[0], *s[1:]])))
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("form", ["named", "primitive"])
+@pytest.mark.parametrize("form", FORMS)
 def test_attention(shape, causal: bool, form: str, device) -> None:
     batch, sq, sk, d, dv = shape
-    src = attention_src(batch, sq, sk, d, dv, causal, form == "named", fused=False)
+    src = attention_src(batch, sq, sk, d, dv, causal, form, fused=False)
     check_program(src, inputs(batch, sq, sk, d, dv, fused=False), device)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("form", ["named", "primitive"])
+@pytest.mark.parametrize("form", FORMS)
 def test_attention_prologue_epilogue(causal: bool, form: str, device) -> None:
     """q·2 fused in front, + residual fused behind: still one kernel."""
-    src = attention_src([2], 9, 13, 16, 16, causal, form == "named", fused=True)
+    src = attention_src([2], 9, 13, 16, 16, causal, form, fused=True)
     check_program(src, inputs([2], 9, 13, 16, 16, fused=True), device)
+
+
+@pytest.mark.parametrize("scale", ["mul", "div", "q"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("form", ["softmax", "primitive"])
+def test_attention_scale(scale: str, causal: bool, form: str, device) -> None:
+    """The scale as score · splat, score / splat or a prologue q · splat
+    (the first at a user's shapes, with a named softmax): one kernel."""
+    shape = ([2], 100, 77, 32, 16) if scale == "mul" else ([3], 17, 5, 8, 3)
+    batch, sq, sk, d, dv = shape
+    src = attention_src(batch, sq, sk, d, dv, causal, form, fused=False, scale=scale)
+    check_program(src, inputs(batch, sq, sk, d, dv, fused=False), device)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("form", ["softmax", "primitive"])
+def test_attention_input_mask(causal: bool, form: str, device) -> None:
+    """A mask given as an i1 input (selecting the lowest float), on top of
+    the causal one or alone, then the softmax: one kernel."""
+    batch, sq, sk, d, dv = [2], 17, 19, 16, 4
+    src = attention_src(batch, sq, sk, d, dv, causal, form, fused=False, mask=True)
+    floats = inputs(batch, sq, sk, d, dv, fused=False)
+
+    def make(rng: np.random.Generator) -> list[np.ndarray]:
+        return [*floats(rng), rng.random((*batch, sq, sk)) < 0.3]
+
+    check_program(src, make, device)
+
+
+def test_log_softmax_between_the_dots_is_no_attention(device) -> None:
+    """A named log_softmax between the dots is not attention: the dots and
+    the row pipeline stay three kernels (not one item that falls back)."""
+    src = attention_src([2], 17, 13, 16, 5, False, "softmax", fused=False).replace('"accy.softmax"', '"accy.log_softmax"')
+    assert '"accy.log_softmax"' in src
+    check_program(src, inputs([2], 17, 13, 16, 5, fused=False), device, kernels=3)

@@ -36,6 +36,7 @@ from accy.dialects.accy import ELEMENTWISE_OPS, ConstantOp
 from accy.passes.analyses import ValueNames, defined_values, func_name, returned_values
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
 from accy.passes.analyses.shape_layout import VIEW_OP_TYPES, ShapeLayout, element_bytes, row_major_strides
+from accy.passes.canonicalize import splat_value
 from accy.passes.pass_manager import Analysis, AnalysisManager
 
 
@@ -101,7 +102,7 @@ class BufferPlan(Analysis):
             self._fixed(arg, last.get(arg, -1))
         constants = [v for v in last if isinstance(v.owner, ConstantOp)]
         for c in sorted(constants, key=self._order().__getitem__):
-            self._fixed(c, last[c], splat=c not in returned and c.owner.value.is_splat())
+            self._fixed(c, last[c], splat=c not in returned and splat_value(c.owner.value) is not None)
 
         for k, kern in enumerate(self.kernels):
             taken: set[int] = set()

@@ -26,9 +26,10 @@ Fusion rules, applied in this order:
    broadcast back onto the rows, it is ONE `row_pipeline` item: softmax,
    log_softmax and layer_norm are each one kernel, named or written with
    primitives, with their elementwise prologue and epilogue.
-2. Flash attention. A row pipeline whose only row-sized input from a kernel is
-   a dot_general q·kᵀ [*B, Sq, Sk] (used by nothing else), and whose only
-   output feeds the lhs of one dot_general contracting Sk (p·v), is ONE
+2. Flash attention. A row pipeline whose only row-sized input from a kernel
+   is a dot_general q·kᵀ [*B, Sq, Sk] (used by nothing else), and whose only
+   output feeds the lhs of one dot_general contracting Sk (p·v), and which
+   holds no named log_softmax or layer_norm (no softmax: no attention), is ONE
    `flash_attention` item with both dots (scale and mask in between are part
    of the row pipeline). `accy.attention` is one such item. No Sq×Sk value
    leaves the item, so it never owns an Sq×Sk buffer.
@@ -424,6 +425,8 @@ class _Fuser:
     def _try_flash(self, grp: _Group) -> None:
         if "rows" not in grp.attrs:  # a named softmax along another axis than the last
             return
+        if any(isinstance(op, LogSoftmaxOp | LayerNormOp) for op in grp.ops):
+            return  # no softmax between the dots: no attention, the dots stay kernels of their own
         rows, n = grp.attrs["rows"], grp.attrs["row_length"]
         assert isinstance(rows, tuple) and isinstance(n, int)
         rank = len(rows) + 1

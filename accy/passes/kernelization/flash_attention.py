@@ -1,6 +1,7 @@
 """Lowering of flash_attention work items: `accy.attention` (expanded into
 its primitive form) or q·kᵀ → elementwise (scale, mask) → softmax → ·v written
-with primitives, with prologues on q, k, v and an epilogue on the result.
+out (the softmax named or with primitives), with prologues on q, k, v and an
+epilogue on the result.
 
 The Sq x Sk scores are never stored: each query row runs the online softmax
 over the keys, carrying the running max m, the running sum l and the
@@ -14,8 +15,9 @@ and stores acc / l through the epilogue. A causal mask written as the
 decompose pass writes it (select(iota_k > iota_q, lowest, s)) is recognised:
 keys past the query are skipped rather than masked. Any other mask is
 computed per score. The softmax between the dots must be exp(s - max s) /
-sum(exp(s - max s)) (what `accy.softmax` expands to); other row pipelines
-between two dots decline.
+sum(exp(s - max s)), written so or as a named `accy.softmax` (expanded, like
+every named op of the item, by the decompose pass's `decompose`); other row
+pipelines between two dots decline.
 
 CPU profile: one work-item per (batch, query row); q's row, acc and the dot
 over D are `vector<WxT>` chunks in registers (scalars when the layout or the
@@ -112,8 +114,15 @@ class _Attention:
 
     # -- matching ------------------------------------------------------------------
 
+    def _resolved(self, v: SSAValue) -> SSAValue:
+        """`v`, or the value of its decomposition if a named op (a named
+        `accy.softmax` between the dots, say) computes it."""
+        while v in self.aliases:
+            v = self.aliases[v]
+        return v
+
     def _op(self, v: SSAValue, cls: type, what: str) -> Any:
-        op = self.producer.get(v)
+        op = self.producer.get(self._resolved(v))
         if not isinstance(op, cls):
             raise Decline(f"the work between the two dots is not a softmax (no {what})")
         return op
@@ -125,13 +134,19 @@ class _Attention:
         exp = self._op(div.lhs, accy.ExpOp, "exp")
         sub = self._op(exp.x, accy.SubOp, "subtracted row max")
         peak = self._op(strip_row_views(sub.rhs), accy.ReduceOp, "row max")
-        if total.kind.data != "sum" or total.x is not div.lhs or peak.kind.data != "max" or peak.x is not sub.lhs:
+        same = self._resolved
+        if (
+            total.kind.data != "sum"
+            or same(total.x) is not same(div.lhs)
+            or peak.kind.data != "max"
+            or same(peak.x) is not same(sub.lhs)
+        ):
             raise Decline("the work between the two dots is not a softmax (exp(s - max s) / sum)")
         return sub.lhs
 
     def _match_causal(self, score: SSAValue) -> tuple[bool, SSAValue]:
         """(True, unmasked score) for select(iota_k > iota_q, lowest, s)."""
-        sel = self.producer.get(score)
+        sel = self.producer.get(self._resolved(score))
         if not isinstance(sel, accy.SelectOp):
             return False, score
         rank = len(accy.shape_of(score))

@@ -15,8 +15,8 @@ kind. What comes out (see the kernel IR conventions):
   allocation per plan buffer, freed after its last use); constants become
   `accy_host.constant`; each kernel is a `gpu.launch_func`; a kernel whose
   lowering declined becomes `accy_host.fallback` holding its tensor ops (plus
-  the view ops that lead from whole buffers to its inputs), run by the
-  runtime on the host reference path;
+  the view ops that lead from whole buffers to its inputs, and a clone of
+  each constant it reads), run by the runtime on the host reference path;
 - `accy.peak_bytes` on the function: the plan's peak.
 
 A decline under the `exact` math tier prints a remark to stderr (the
@@ -227,14 +227,14 @@ class _HostBuilder:
             why = "strict kernelization" if self.strict else "the fast math tier"
             raise ValueError(f"kernel {k.name} ({k.kind}) cannot be lowered ({why}): {reason}")
         remark(message)
-        # Region inputs are whole buffers; views of them are recomputed inside.
+        # Region inputs are whole buffers; views of them and literals are recomputed inside.
         bases: list[SSAValue] = []
         chain: list[Operation] = []
         for v in k.inputs:
-            base, views = self._base(v)
-            if base not in bases:
+            base, ops = self._source(v)
+            if base is not None and base not in bases:
                 bases.append(base)
-            chain.extend(op for op in views if op not in chain)
+            chain.extend(op for op in ops if op not in chain)
         body = Block(arg_types=[b.type for b in bases])
         mapping: dict[SSAValue, SSAValue] = dict(zip(bases, body.args, strict=False))
         for op in [*chain, *k.ops]:
@@ -247,17 +247,27 @@ class _HostBuilder:
             FallbackOp([self._buffer(b) for b in bases], [self._buffer(o) for o in k.outputs], Region(body), k.name, reason)
         )
 
-    def _base(self, v: SSAValue) -> tuple[SSAValue, list[Operation]]:
-        """The value whose whole buffer holds `v`, and the views from it to `v`."""
-        views: list[Operation] = []
+    def _source(self, v: SSAValue) -> tuple[SSAValue | None, list[Operation]]:
+        """Where a host fallback gets its input `v`: the value whose whole
+        buffer holds `v` (None when the region rebuilds `v` from a literal),
+        and the ops that lead from there to `v` (views, and first the
+        `accy.constant` of a literal). Constants are always cloned into the
+        region: a splat's buffer holds one element (read with strides 0),
+        which is no whole tensor, and any literal costs the region nothing
+        to rebuild."""
+        ops: list[Operation] = []
         cur = v
-        while not (cur in self.plan.refs and _contiguous(self.plan.refs[cur])):
-            op = cur.owner
-            if not isinstance(op, accy.VIEW_OPS):
+        while True:
+            owner = cur.owner
+            if isinstance(owner, accy.ConstantOp):
+                return None, [owner, *ops]
+            if cur in self.plan.refs and _contiguous(self.plan.refs[cur]):
+                return cur, ops
+            if not isinstance(owner, accy.VIEW_OPS):
+                # The plan gives strided refs to views and splat constants only.
                 raise ValueError(f"input {v.name_hint or v} of a host fallback is not reachable from a whole buffer")
-            views.insert(0, op)
-            cur = op.operands[0]
-        return cur, views
+            ops.insert(0, owner)
+            cur = owner.operands[0]
 
 
 def _fit(value: DenseIntOrFPElementsAttr, t: MemRefType) -> DenseIntOrFPElementsAttr:
