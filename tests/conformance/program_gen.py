@@ -637,6 +637,8 @@ class _Builder:
         v = self.pick(lambda w: w.is_float and len(w.shape) >= 1 and self.row_input(w))
         if v is None:
             return None
+        if v.is_dense_constant:
+            self.features.add("row_op_of_dense_constant")
         if self.flag():
             return self.primitive_softmax(v, self.flag())
         # layer_norm without gamma and beta: (x - mean) * rsqrt(var + eps).
