@@ -164,8 +164,7 @@ class _Builder:
         """Whether `v` may be a result; a broadcast of a reduction (a row
         value brought back onto the rows) is the feature "returned_row_broadcast"."""
         op = v.ssa.owner
-        row = isinstance(op, A.BroadcastOp) and isinstance(op.x.owner, A.ReduceOp)
-        return not row or self.allowed("returned_row_broadcast")
+        return not (isinstance(op, A.BroadcastOp) and _from_reduce(op.x)) or self.allowed("returned_row_broadcast")
 
     def pick(self, pred: Callable[[Val], bool] = lambda v: True) -> Val | None:
         """A value satisfying `pred`: often the latest one (chains of ops,
@@ -431,7 +430,7 @@ class _Builder:
 
         def fits(w: Val) -> bool:
             s, t = w.shape, v.shape
-            return w.et == v.et and len(s) == len(t) and all(a == b for d, (a, b) in enumerate(zip(s, t)) if d != axis)
+            return w.et == v.et and len(s) == len(t) and all(a == b for d, (a, b) in enumerate(zip(s, t, strict=True)) if d != axis)
 
         others = [self.pick(fits) for _ in range(self.integer(1, 2))]
         vals = [v, *[w for w in others if w is not None]]
@@ -697,6 +696,14 @@ class _Builder:
     )  # fmt: skip
 
 
+def _from_reduce(v: SSAValue) -> bool:
+    """Whether `v` is a reduction or elementwise work on one (a row value)."""
+    op = v.owner
+    if isinstance(op, A.ReduceOp):
+        return True
+    return isinstance(op, A.ELEMENTWISE_OPS) and any(_from_reduce(o) for o in op.operands)
+
+
 def _prime_factors(n: int) -> list[int]:
     out, p = [], 2
     while n > 1:
@@ -740,7 +747,7 @@ def programs(draw: Callable, avoid: frozenset[str] = frozenset(), min_ops: int =
     if draw(st.integers(0, 9)) == 0:
         results.append(b.choice(returnable))  # an argument or a value returned twice
     for v in results:
-        if isinstance(v.ssa.owner, A.BroadcastOp) and isinstance(v.ssa.owner.x.owner, A.ReduceOp):
+        if isinstance(v.ssa.owner, A.BroadcastOp) and _from_reduce(v.ssa.owner.x):
             b.features.add("returned_row_broadcast")
     ret = [v.ssa for v in results]
     b.block.add_op(ReturnOp(*ret))
