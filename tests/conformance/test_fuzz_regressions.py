@@ -27,10 +27,6 @@ CASES = [
   func.return %y : tensor<2xf32>
 }""",
         id="layer_norm_rank1",
-        marks=open_bug(
-            "row_pipeline: layer_norm of a rank-1 x reads gamma/beta as one scalar per row: the identity "
-            "broadcast [N] -> [N] of its decomposition is taken as row-invariant (RowPipeline._invariant)"
-        ),
     ),
     pytest.param(
         """func.func @main(%x: tensor<3x5xf32>, %y: tensor<3x5xf32>) -> tensor<3x5xf32> {
@@ -40,10 +36,6 @@ CASES = [
   func.return %s : tensor<3x5xf32>
 }""",
         id="broadcast_identity",
-        marks=open_bug(
-            "row_pipeline: an identity broadcast (operand rank = result rank, last dim not 1) in a "
-            "softmax prologue is taken as one scalar per row (RowPipeline._invariant)"
-        ),
     ),
     pytest.param(
         """func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
@@ -52,10 +44,6 @@ CASES = [
   func.return %s : tensor<2xf32>
 }""",
         id="row_op_of_dense_constant",
-        marks=open_bug(
-            "row_pipeline: softmax of a non-splat constant reads element 0 for the whole row: "
-            "RowPipeline._invariant takes every accy.constant operand as row-invariant"
-        ),
     ),
     pytest.param(
         """func.func @main(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
@@ -65,11 +53,28 @@ CASES = [
   func.return %b, %d : tensor<3x5xf32>, tensor<3x5xf32>
 }""",
         id="returned_row_broadcast",
-        marks=open_bug(
-            "schedule/outlining: a returned broadcast of a row reduction is an output of the row pipeline "
-            "and also a shape kernel of its own with no outputs; lower_elementwise crashes on it "
-            "(ValueError: max() arg is an empty sequence)"
-        ),
+    ),
+    pytest.param(
+        """func.func @main(%x: tensor<5x5xf32>, %y: tensor<5xf32>) -> tensor<5x5xf32> {
+  %b = "accy.broadcast"(%y) <{dims = array<i64: 0>}> : (tensor<5xf32>) -> tensor<5x5xf32>
+  %t = "accy.transpose"(%b) <{permutation = array<i64: 1, 0>}> : (tensor<5x5xf32>) -> tensor<5x5xf32>
+  %a = "accy.add"(%x, %t) : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
+  %s = "accy.softmax"(%a) <{axis = 1 : i64}> : (tensor<5x5xf32>) -> tensor<5x5xf32>
+  func.return %s : tensor<5x5xf32>
+}""",
+        id="transposed_broadcast_in_prologue",  # constant per row before the transpose, not after
+    ),
+    pytest.param(
+        """func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %c = "accy.constant"() <{value = dense<[[1.5, 1.5, 1.5], [2.0, 2.0, 2.0]]> : tensor<2x3xf32>}> : () -> tensor<2x3xf32>
+  %m = "accy.reduce"(%x) <{kind = "max", axes = array<i64: 1>}> : (tensor<2x3xf32>) -> tensor<2xf32>
+  %b = "accy.broadcast"(%m) <{dims = array<i64: 0>}> : (tensor<2xf32>) -> tensor<2x3xf32>
+  %p = "accy.mul"(%b, %c) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %d = "accy.sub"(%x, %p) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %s = "accy.softmax"(%d) <{axis = 1 : i64}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %s : tensor<2x3xf32>
+}""",
+        id="row_constant_times_row_max",  # a non-splat constant that is constant along the row
     ),
 ]
 

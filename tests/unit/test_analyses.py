@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 from accy.passes.analyses.bufferization import BufferPlan
-from accy.passes.analyses.outlining import Outlining
+from accy.passes.analyses.outlining import Outlining, OutliningError
 from accy.passes.analyses.schedule import KINDS, Schedule
 from accy.passes.analyses.shape_layout import ShapeLayout, reshape_strides
 from accy.passes.pass_manager import AnalysisManager, PassManager
@@ -242,6 +242,39 @@ def test_layer_norm_is_one_row_pipeline(r, n, named):
     (kern,) = outl.kernels
     assert kern.name == "main_k0_row_pipeline"
     assert [o.name_hint for o in kern.outputs] == ["y"]
+
+
+RETURNED_ROW_BROADCAST = """func.func @main(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
+  %m = "accy.reduce"(%x) <{kind = "max", axes = array<i64: 1>}> : (tensor<3x5xf32>) -> tensor<3xf32>
+  %b = "accy.broadcast"(%m) <{dims = array<i64: 0>}> : (tensor<3xf32>) -> tensor<3x5xf32>
+  %d = "accy.sub"(%x, %b) : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+  func.return %b, %d : tensor<3x5xf32>, tensor<3x5xf32>
+}"""
+
+
+def test_returned_view_read_through_is_stored_once():
+    """The row pipeline reads through the returned broadcast; only its copy
+    item stores it, and every kernel stores something."""
+    _, sched, outl, _ = analyse(RETURNED_ROW_BROADCAST)
+    assert [i.kind for i in sched.items] == ["row_pipeline", "shape"]
+    assert [[o.name_hint for o in k.outputs] for k in outl.kernels] == [["m", "d"], ["b"]]
+
+
+@pytest.mark.parametrize("break_it", ["duplicate_item", "drop_copy_item"])
+def test_outlining_invariants_name_the_kernel(break_it):
+    """A schedule that breaks an outlining invariant is an internal error
+    naming the kernel or value, not a crash in a lowering."""
+    fn = main_of(parse(RETURNED_ROW_BROADCAST))
+    am = AnalysisManager()
+    sched = am.get(Schedule, fn)
+    if break_it == "duplicate_item":
+        sched.items.append(sched.items[-1])
+        match = "kernel main_k2_shape .* stores no value"
+    else:
+        sched.items.pop()
+        match = "returned value %b is stored by no kernel"
+    with pytest.raises(OutliningError, match=match):
+        am.get(Outlining, fn)
 
 
 @pytest.mark.parametrize("n_ops", [2, 10, 25])

@@ -8,11 +8,18 @@ values it must store, and a stable name `{func}_k{index}_{kind}`.
   kernels' outputs, in the order the kernel's ops first read them. Views are
   never inputs: they are ops inside the kernel, reading their base.
 - outputs: values computed inside that are returned or read by a kernel that
-  does not compute them itself (a recomputed value is never an output).
+  does not compute them itself (a recomputed value is never an output, nor
+  is a view the kernel only reads through: `WorkItem.read_through`).
+
+Invariants (checked; a violation is a scheduling bug, reported as an
+internal error naming the kernel): every kernel has an output, except a
+kernel_call (run for its effects); every returned value that an op computes
+is the output of exactly one kernel.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -69,6 +76,8 @@ class Outlining(Analysis):
         for k, item in enumerate(schedule.items):
             outs = []
             for inner in item.ops:
+                if inner in item.read_through:
+                    continue
                 for r in inner.results:
                     if r in stored:
                         continue  # computed by an earlier kernel too (recomputed)
@@ -80,6 +89,7 @@ class Outlining(Analysis):
                     f"{fname}_k{k}_{item.kind}", item.kind, list(item.ops), inputs[k], outs, item.anchor, item.attrs
                 )
             )
+        _check(op, self.kernels, returned)
 
     def print(self) -> str:
         names = ValueNames(self.op)
@@ -91,3 +101,24 @@ class Outlining(Analysis):
 
     def statistics(self) -> dict[str, int | float]:
         return {"kernels": len(self.kernels)}
+
+
+class OutliningError(ValueError):
+    """The schedule's items break an outlining invariant: a compiler bug,
+    never one of the user's program."""
+
+
+def _check(fn: Operation, kernels: list[OutlinedKernel], returned: Iterable[SSAValue]) -> None:
+    """The invariants of the module docstring."""
+    producers: dict[SSAValue, list[str]] = {}
+    for kern in kernels:
+        if not kern.outputs and kern.kind != "kernel_call":
+            ops = ", ".join(op.name for op in kern.ops)
+            raise OutliningError(f"outlining: kernel {kern.name} ({ops}) stores no value (a scheduling bug)")
+        for v in kern.outputs:
+            producers.setdefault(v, []).append(kern.name)
+    computed = {r for kern in kernels for op in kern.ops for r in op.results}
+    for v in returned:
+        if v in computed and len(producers.get(v, ())) != 1:
+            makers = ", ".join(producers.get(v, ())) or "no kernel"
+            raise OutliningError(f"outlining: returned value {ValueNames(fn)[v]} is stored by {makers}, not by exactly one kernel")

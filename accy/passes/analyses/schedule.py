@@ -9,10 +9,16 @@ What is not a work item:
 - `accy.constant`: constants are kernel inputs with a buffer of their own.
 - Views (`accy.transpose`, `accy.slice`, `accy.broadcast`, and an
   `accy.reshape` that strides can express; see `ShapeLayout`): they are index
-  math inside every item that reads them, and are listed in those items' ops.
-  A view becomes (part of) a `shape` item only where a copy is needed: when it
-  is returned. A reshape no strides can express is a copy: a `shape` item of
-  its own, or part of an elementwise item that computes its operand.
+  math inside every item that reads them, and are listed in those items' ops
+  (and `read_through`). A view becomes (part of) a `shape` item only where a
+  copy is needed: when it is returned. That copy item is the one item that
+  stores the view, even when other items (a row pipeline, say) read through
+  it: they compute it as index math and never store it. A reshape no strides
+  can express is a copy: a `shape` item of its own, or part of an elementwise
+  item that computes its operand.
+
+Each returned value that an op computes is stored by exactly one item, and
+every item stores at least one value (`Outlining` checks both).
 
 Fusion rules, applied in this order:
 1. Row pipelines. A reduction along the innermost axis, or a named
@@ -115,6 +121,9 @@ class WorkItem:
     """Facts of the pattern: `rows`, `row_length` for row pipelines and flash
     attention; `qk`, `pv` (the two dot_generals) and `probs` (the softmax
     output) for flash attention written with primitives."""
+    read_through: frozenset[Operation] = frozenset()
+    """Views of `ops` that the item only reads through (index math): it
+    never stores their results; a returned one is stored by its copy item."""
 
 
 # --------------------------------------------------------------------------
@@ -645,7 +654,11 @@ def _order(g: _Graph, fuser: _Fuser, extra: dict[_Group, list[Operation]]) -> li
         ops = _with_views(g, members[k])
         kind = "elementwise" if grp.tag == "copy" and any(isinstance(o, ELEMENTWISE_OPS) for o in ops) else grp.tag
         kind = "shape" if kind == "copy" else kind
-        items.append(WorkItem(kind, sorted(ops, key=g.index.__getitem__), grp.anchor, dict(grp.attrs)))
+        items.append(
+            WorkItem(
+                kind, sorted(ops, key=g.index.__getitem__), grp.anchor, dict(grp.attrs), frozenset(ops - members[k])
+            )
+        )
         for s in succs[k]:
             waiting[s] -= 1
             if waiting[s] == 0:

@@ -160,7 +160,10 @@ class KernelBuilder:
 
     @classmethod
     def for_kernel(cls, kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> KernelBuilder:
-        """The builder of `kernel`'s function: its inputs, then its outputs."""
+        """The builder of `kernel`'s function: its inputs, then its outputs.
+        Declines a kernel that stores nothing (no lowering has a launch for it)."""
+        if not kernel.outputs:
+            raise Decline(f"kernel {kernel.name} stores no value")
         return cls(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
 
     def __post_init__(self) -> None:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import arith, vector
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation, SSAValue
@@ -167,6 +168,53 @@ def walk_cone(
     return list(met), ok
 
 
+def varying_dims(
+    v: SSAValue, producer: dict[SSAValue, Operation], aliases: dict[SSAValue, SSAValue],
+    memo: dict[SSAValue, frozenset[int]],
+) -> frozenset[int]:
+    """The dims of `v` along which its value may change (a sound
+    over-approximation): a value from outside varies along every dim of
+    size > 1, a constant along those it is not constant on; views move the
+    dims of their operand, elementwise ops join their operands', reductions
+    drop the reduced ones."""
+    if v in memo:
+        return memo[v]
+    shape = accy.shape_of(v)
+    every = frozenset(d for d, size in enumerate(shape) if size > 1)
+    op = producer.get(v)
+    if op is None and isinstance(v.owner, accy.ConstantOp):
+        op = v.owner
+    out = every
+    if v in aliases:
+        out = varying_dims(aliases[v], producer, aliases, memo)
+    elif isinstance(op, accy.ConstantOp):
+        values = np.asarray(op.value.get_values()).reshape(shape)
+        out = frozenset(d for d in every if not np.all(values == values.take([0], axis=d)))
+    elif op is not None:
+        src = [varying_dims(o, producer, aliases, memo) for o in op.operands]
+        if isinstance(op, ELEMENTWISE):
+            out = frozenset().union(*src)
+        elif isinstance(op, accy.ReduceOp):
+            kept = [d for d in range(len(accy.shape_of(op.x))) if d not in op.norm_axes()]
+            out = frozenset(i for i, d in enumerate(kept) if d in src[0])
+        elif isinstance(op, accy.BroadcastOp):
+            out = frozenset(d for i, d in enumerate(op.dims.get_values()) if i in src[0])
+        elif isinstance(op, accy.TransposeOp):
+            out = frozenset(i for i, p in enumerate(op.permutation.get_values()) if p in src[0])
+        elif isinstance(op, accy.SliceOp):
+            out = src[0]
+        elif isinstance(op, accy.ReshapeOp) and not src[0]:
+            out = frozenset()
+        elif isinstance(op, accy.ReshapeOp):
+            # Only a reshape that inserts or drops dims of size 1 keeps the others apart.
+            old = [d for d, size in enumerate(accy.shape_of(op.x)) if size > 1]
+            new = [d for d, size in enumerate(shape) if size > 1]
+            if [accy.shape_of(op.x)[d] for d in old] == [shape[d] for d in new]:
+                out = frozenset(n for o, n in zip(old, new, strict=True) if o in src[0])
+    memo[v] = out & every
+    return memo[v]
+
+
 # --------------------------------------------------------------------------
 # The pipeline
 # --------------------------------------------------------------------------
@@ -223,24 +271,31 @@ class RowPipeline:
         return [[r for r in self.reduces if level[r] == k] for k in range(1, max(level.values(), default=0) + 1)]
 
     def _invariant(self) -> set[SSAValue]:
-        """Values that are one scalar per row: reductions, broadcasts along
-        the leading dims onto [*R, N] (their operand is only ever read at
-        the row's coordinates), and elementwise work on those alone."""
+        """Values that are one scalar per row, computed once per row:
+        reductions, and broadcasts (and elementwise work or views on such
+        values) whose value does not change along the row (`on_row`). A
+        broadcast is one only if none of its operand's dims of size > 1
+        lands on the row dim: an identity broadcast [N] -> [N] (layer_norm's
+        gamma of a rank-1 x) is not. A constant operand keeps a value on the
+        row only if it is itself constant along the row (a splat)."""
         inv: set[SSAValue] = set()
+        varying: dict[SSAValue, frozenset[int]] = {}
         for op in self.ops:
             if isinstance(op, accy.ReduceOp) or (
-                isinstance(op, accy.BroadcastOp)
-                and accy.shape_of(op.result) == self.full
-                and tuple(op.dims.get_values()) == tuple(range(len(accy.shape_of(op.x))))
-            ):
-                inv.add(op.results[0])
-            elif (
-                isinstance(op, (*ELEMENTWISE, *VIEWS))
-                and any(o in inv for o in op.operands)
-                and all(o in inv or isinstance(o.owner, accy.ConstantOp) for o in op.operands)
+                (isinstance(op, accy.BroadcastOp) or (
+                    isinstance(op, (*ELEMENTWISE, *VIEWS)) and any(o in inv for o in op.operands)))
+                and self.on_row(op.results[0], varying)
             ):
                 inv.update(op.results)
         return inv
+
+    def on_row(self, v: SSAValue, memo: dict[SSAValue, frozenset[int]]) -> bool:
+        """Whether `v` is one scalar per row: a row value (R or [*R, 1]), or a
+        [*R, N] value that does not vary along the row dim."""
+        shape = accy.shape_of(v)
+        if shape in (self.rows, (*self.rows, 1)):
+            return True
+        return shape == self.full and len(shape) - 1 not in varying_dims(v, self.producer, self.aliases, memo)
 
     def domain(self, v: SSAValue) -> str:
         """"full" for [*R, N], "row" for R or [*R, 1]; declines other shapes."""

@@ -37,3 +37,17 @@ func.func @shared(%x: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<4x6xf32>) {
   %d = "accy.div"(%sc, %sb) : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
   func.return %d, %sc : tensor<4x6xf32>, tensor<4x6xf32>
 }
+
+// A returned broadcast that the row pipeline also reads through is stored by
+// its copy kernel alone: the pipeline only computes it as index math.
+// CHECK-LABEL: outlining @returned_row_broadcast: 2 kernels
+// CHECK-NEXT:  kernel returned_row_broadcast_k0_row_pipeline: ins(%x) outs(%m, %d)
+// CHECK-NEXT:    ops: accy.reduce, accy.broadcast, accy.sub
+// CHECK-NEXT:  kernel returned_row_broadcast_k1_shape: ins(%m) outs(%b)
+// CHECK-NEXT:    ops: accy.broadcast
+func.func @returned_row_broadcast(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
+  %m = "accy.reduce"(%x) <{kind = "max", axes = array<i64: 1>}> : (tensor<3x5xf32>) -> tensor<3xf32>
+  %b = "accy.broadcast"(%m) <{dims = array<i64: 0>}> : (tensor<3xf32>) -> tensor<3x5xf32>
+  %d = "accy.sub"(%x, %b) : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+  func.return %b, %d : tensor<3x5xf32>, tensor<3x5xf32>
+}
