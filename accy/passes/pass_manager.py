@@ -272,11 +272,13 @@ class PassManager:
         before, after = set(self.print_before), set(self.print_after)
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
+        # One print of the IR before each pass (kept for a reproducer) and one
+        # fingerprint after it, which is the next pass's "before".
+        fp_before = fingerprint(module)
         for index, p in enumerate(self.passes, 1):
-            if {"all", p.name} & before:
-                self.out(f"// -----// IR before {pass_spec(p)} //----- //\n{print_ir(module)}")
             ir_before = print_ir(module)
-            fp_before = fingerprint(module)
+            if {"all", p.name} & before:
+                self.out(f"// -----// IR before {pass_spec(p)} //----- //\n{ir_before}")
             stats = PassStats(*pass_identity(p))
             start = time.perf_counter()
             try:
@@ -292,7 +294,8 @@ class PassManager:
                 raise PassFailure(p, f"{type(e).__name__}: {e}" if str(e) else type(e).__name__, ir_before) from e
             stats.seconds = time.perf_counter() - start
             stats.runs = 1
-            changed = fingerprint(module) != fp_before
+            fp_after = fingerprint(module)
+            changed, fp_before = fp_after != fp_before, fp_after
             stats.changed = int(changed)
             self.pass_stats.append(stats)
             if self.check and changed and not preserved.is_none:
@@ -304,10 +307,12 @@ class PassManager:
                 )
             # A pass that changed nothing keeps every analysis valid.
             self.am.invalidate(PreservedAnalyses.all() if not changed else preserved)
-            if {"all", p.name} & after:
-                self.out(f"// -----// IR after {pass_spec(p)} //----- //\n{print_ir(module)}")
-            if self.dump_dir is not None:
-                (self.dump_dir / f"{index:02d}-{p.name}.mlir").write_text(print_ir(module))
+            if {"all", p.name} & after or self.dump_dir is not None:
+                ir_after = print_ir(module)
+                if {"all", p.name} & after:
+                    self.out(f"// -----// IR after {pass_spec(p)} //----- //\n{ir_after}")
+                if self.dump_dir is not None:
+                    (self.dump_dir / f"{index:02d}-{p.name}.mlir").write_text(ir_after)
 
     def statistics(self) -> dict[str, object]:
         """Per-pass times and per-analysis cache figures, plus what the cached
