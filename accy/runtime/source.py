@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken
 
 
 class SourceDiagnostic(VerifyException, ValueError):
@@ -73,11 +76,39 @@ class SourceMap:
         return None
 
 
+class _LinearLexer(MLIRLexer):
+    """xDSL's MLIR lexer with a string-literal pattern that runs in linear time.
+
+    xDSL 0.75 matches a string literal with `"(?:[^"...]+|escape)*"`: a `+`
+    inside a `*`, which backtracks exponentially when the closing quote is
+    missing (`%0 = "accy.exp(%x) : ...` never returns). The same language
+    with possessive quantifiers cannot backtrack: the two alternatives start
+    with different characters, so there is only ever one way to match.
+    """
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
+
+    def _lex_string_literal(self, start_pos: int) -> MLIRToken:
+        try:
+            return super()._lex_string_literal(start_pos)
+        except ParseError as e:
+            # xDSL says "End of file reached" even when the line just ends.
+            raise ParseError(
+                e.span,
+                "unterminated string literal: no closing '\"' on this line "
+                "(or an escape other than \\n \\t \\\\ \\\" \\XX)",
+            ) from None
+
+
 class _RecordingParser(Parser):
-    """A parser that remembers the span of each op's first token."""
+    """A parser (on the linear lexer) that remembers the span of each op's
+    first token."""
 
     def __init__(self, ctx: Context, text: str, name: str, source_map: SourceMap) -> None:
-        super().__init__(ctx, text, name)
+        # xDSL's Parser builds its own lexer, which lexes the first token at
+        # once: give it no text, then lex the real text with `_LinearLexer`.
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(_LinearLexer(Input(text, name)))
         self._source_map = source_map
 
     def parse_operation(self) -> Operation:
@@ -91,11 +122,15 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
     """Parses `text` (not verified), recording op positions. Raises xDSL's
     `ParseError` (whose span is exact) on a syntax error."""
     source_map = SourceMap(line_offset=line_offset)
+    # Lexing the first token may already fail (an unterminated string).
     parser = _RecordingParser(ctx, text, name, source_map)
     try:
         module = parser.parse_module()
     except ParseError:
         raise
+    except RecursionError:
+        # xDSL's parser recurses on nesting (regions, attributes, types).
+        raise ParseError(parser._current_token.span, "input is nested too deeply to parse") from None
     except Exception as e:
         # Some malformed input makes xDSL raise a plain exception (e.g.
         # NotImplementedError for `array<i664: 1>`): report it where the
