@@ -27,7 +27,11 @@ Fusion rules, applied in this order:
    connected op that works on those rows joins: elementwise ops on [*R, N] or
    on R (or [*R, 1]), further innermost reductions of [*R, N], named row ops,
    reached through views that keep the row index (reshape R <-> [*R, 1],
-   broadcast of R or [*R, 1] back to [*R, N] along the leading dims). If the
+   broadcast of R or [*R, 1] back to [*R, N] along the leading dims). An op
+   joins only if EVERY edge between it and the group keeps the row index,
+   not just the one that reached it: sizes alone cannot tell a row total
+   broadcast back along the rows from one broadcast along the columns of a
+   square matrix; only the `dims` can. If the
    group holds a named row op, more than one reduction, or a reduced value
    broadcast back onto the rows, it is ONE `row_pipeline` item: softmax,
    log_softmax and layer_norm are each one kernel, named or written with
@@ -41,8 +45,10 @@ Fusion rules, applied in this order:
    leaves the item, so it never owns an Sq×Sk buffer.
 3. Epilogues. Elementwise work after a dot_general, reduction, scan, row
    pipeline or flash attention, on the anchor's result shape and reading the
-   item's result directly (no view in between), fuses in: bias, activation,
-   residual add after a dot_general are one kernel with it.
+   item's result directly (no view in between, on any of its edges from the
+   item: the kernel hands its result out at the coordinates it computes,
+   and a row pipeline's row values only along the rows), fuses in: bias,
+   activation, residual add after a dot_general are one kernel with it.
 4. Elementwise chains. Elementwise ops (and the views between them) fuse into
    one `elementwise` item when the result is acyclic and every value the item
    stores has one shape (so that one index space computes them all).
@@ -386,16 +392,26 @@ class _Fuser:
             return False
         return True
 
+    def _row_edges(self, op: Operation, grp: _Group, rows: tuple[int, ...], n: int) -> bool:
+        """Every edge between `op` and the group keeps the row index. The
+        edge that reached `op` is not enough: a reduced value may come back
+        onto the rows along another dim (a broadcast whose `dims` put the
+        row total on the column index), which only sizes cannot tell apart
+        when the dims are equal (a square score matrix)."""
+        inside = [e for e in self.g.ins[op] if e.producer in grp.ops]
+        inside += [e for e in self.g.outs[op] if e.consumer in grp.ops]
+        return all(self._row_chain(e.chain, rows, n) for e in inside)
+
     def _grow_rows(self, seed: Operation, rows: tuple[int, ...], n: int) -> None:
         grp = self.of[seed]
         queue = [seed]
         while queue:
             op = queue.pop(0)
-            edges = [(e.producer, e) for e in self.g.ins[op]] + [(e.consumer, e) for e in self.g.outs[op]]
-            for other, e in edges:
+            neighbours = [e.producer for e in self.g.ins[op]] + [e.consumer for e in self.g.outs[op]]
+            for other in neighbours:
                 if other is None or other in grp.ops or not self.single(other):
                     continue
-                if not self._in_rows(other, rows, n) or not self._row_chain(e.chain, rows, n):
+                if not self._in_rows(other, rows, n) or not self._row_edges(other, grp, rows, n):
                     continue
                 if self.try_merge(grp, self.of[other]):
                     queue.append(other)
@@ -501,10 +517,11 @@ class _Fuser:
             (g for g in self.groups if g.tag in _FUSING and g.anchor is not None),
             key=lambda g: self.g.index[g.anchor],  # type: ignore[index]
         ):
-            if grp.tag == "row_pipeline" and "rows" in grp.attrs:
-                rows = grp.attrs["rows"]
-                assert isinstance(rows, tuple)
-                domain = {(*rows, grp.attrs["row_length"]), rows}
+            row_facts = grp.attrs if grp.tag == "row_pipeline" and "rows" in grp.attrs else None
+            if row_facts is not None:
+                rows, n = row_facts["rows"], row_facts["row_length"]
+                assert isinstance(rows, tuple) and isinstance(n, int)
+                domain = {(*rows, n), rows}
             else:
                 assert grp.anchor is not None
                 domain = {shape_of(grp.anchor.results[0])}
@@ -516,6 +533,13 @@ class _Fuser:
                     if c in grp.ops or not isinstance(c, ELEMENTWISE_OPS) or not self.single(c):
                         continue
                     if e.chain or shape_of(c.results[0]) not in domain:
+                        continue
+                    # The kernel hands its result out at the coordinates it
+                    # computes: every read of the item must be at those.
+                    inside = [x for x in self.g.ins[c] if x.producer in grp.ops]
+                    if row_facts is not None and not self._row_edges(c, grp, rows, n):
+                        continue
+                    if row_facts is None and any(x.chain for x in inside):
                         continue
                     if self.try_merge(grp, self.of[c]):
                         changed = True
@@ -598,7 +622,7 @@ class Schedule(Analysis):
     """The work items of a function in a dependency-respecting order."""
 
     name: ClassVar[str] = "schedule"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def __init__(self, op: Operation, am: AnalysisManager) -> None:
         super().__init__(op, am)

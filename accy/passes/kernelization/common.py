@@ -68,6 +68,7 @@ from accy.dialects.target import TargetProfile
 from accy.passes.analyses.bufferization import Buffer, BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.shape_layout import element_bytes, is_row_major
+from accy.passes.kernelization.reads import read_elsewhere
 from accy.passes.registry import shared_context
 
 T = TypeVar("T")
@@ -961,4 +962,6 @@ def anchored_kernel(
     for out in kernel.outputs:
         if accy.shape_of(out) != shape:
             raise Decline(f"output {out.name_hint or out} does not have the {what}'s shape {list(shape)}")
+    if read_elsewhere(kernel.outputs, kernel.ops, anchor.results[0]):
+        raise Decline(f"the epilogue reads the {what}'s result at other coordinates than its own (through a view)")
     return KernelBuilder.for_kernel(kernel, plan, profile), anchor

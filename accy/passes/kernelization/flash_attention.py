@@ -47,6 +47,7 @@ from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.shape_layout import element_bytes, numel
 from accy.passes.kernelization.combining import vector_total, work_group_size
 from accy.passes.kernelization.common import Decline, Expr, KernelBuilder, LoweredKernel, cmp, guarded, launch_1d
+from accy.passes.kernelization.reads import COL, on_own_row, read_elsewhere, reads_of, row_coords
 from accy.passes.kernelization.row_pipeline import (
     broadcast_accesses,
     expanded,
@@ -101,6 +102,8 @@ class _Attention:
         for out in self.outputs:
             if accy.shape_of(out) != accy.shape_of(self.pv.result):
                 raise Decline(f"output {out.name_hint or out} does not have the attention result's shape")
+        if read_elsewhere(self.outputs, ops, self.pv.result, aliases):
+            raise Decline("the epilogue reads the attention's result at other coordinates than its own")
         self.batch_shape = list(self.rows[:-1])
         self.sq = self.rows[-1]
         lb, rb, lc, rc = (tuple(x) for x in self.qk.dims())
@@ -135,13 +138,25 @@ class _Attention:
         sub = self._op(exp.x, accy.SubOp, "subtracted row max")
         peak = self._op(strip_row_views(sub.rhs), accy.ReduceOp, "row max")
         same = self._resolved
+        last = (len(accy.shape_of(probs)) - 1,)
         if (
             total.kind.data != "sum"
             or same(total.x) is not same(div.lhs)
             or peak.kind.data != "max"
             or same(peak.x) is not same(sub.lhs)
+            or total.norm_axes() != last
+            or peak.norm_axes() != last
         ):
             raise Decline("the work between the two dots is not a softmax (exp(s - max s) / sum)")
+        # The online softmax stands for the row max and sum, and a score for
+        # q·kᵀ at its own (query, key): every read must be there, not along
+        # another dim of equal size.
+        full = (*row_coords(len(self.rows)), COL)
+        reads = reads_of([(probs, full)], self.producer, self.aliases, {peak.result, total.result, self.qk.result})
+        if any(not on_own_row(c, self.rows) for red in (peak, total) for c in reads.get(red.result, ())):
+            raise Decline("the softmax's row max or sum comes back onto the scores along another dim than the key")
+        if any(c != full for c in reads.get(self.qk.result, ())):
+            raise Decline("the scores read q·kᵀ at other coordinates than their own (through a view)")
         return sub.lhs
 
     def _match_causal(self, score: SSAValue) -> tuple[bool, SSAValue]:

@@ -56,6 +56,7 @@ from accy.passes.kernelization.common import (
     launch_1d,
     vectorizable,
 )
+from accy.passes.kernelization.reads import COL, ZERO, on_own_row, reads_of, row_coords
 
 #: Work-items of a GPU work-group sharing one row (at most).
 GPU_ROW_THREADS = 256
@@ -69,10 +70,8 @@ def lower_row_pipeline(kernel: OutlinedKernel, plan: BufferPlan, profile: Target
     assert isinstance(rows, tuple) and isinstance(n, int)
     kb = KernelBuilder.for_kernel(kernel, plan, profile)
     with expanded(kernel.ops) as (ops, aliases):
-        rp = RowPipeline(kb, ops, aliases, rows, n)
-        for out in kernel.outputs:
-            rp.domain(out)  # declines outputs on other shapes
-        return rp.work_group_per_row(kernel.outputs) if profile.profile == "gpu" else rp.work_item_per_row(kernel.outputs)
+        rp = RowPipeline(kb, ops, aliases, rows, n, kernel.outputs)
+        return rp.work_group_per_row() if profile.profile == "gpu" else rp.work_item_per_row()
 
 
 # --------------------------------------------------------------------------
@@ -226,10 +225,13 @@ class RowPipeline:
 
     def __init__(
         self, kb: KernelBuilder, ops: list[Operation], aliases: dict[SSAValue, SSAValue],
-        rows: tuple[int, ...], n: int,
+        rows: tuple[int, ...], n: int, outputs: Sequence[SSAValue],
     ) -> None:
         self.kb, self.ops, self.aliases, self.rows, self.n = kb, ops, aliases, rows, n
         self.full = (*rows, n)
+        self.outputs = list(outputs)
+        for out in self.outputs:
+            self.domain(out)  # declines outputs on other shapes
         self.producer = {r: op for op in ops for r in op.results}
         for op in ops:
             if not isinstance(op, (*ELEMENTWISE, *VIEWS, accy.ReduceOp, accy.ConstantOp)):
@@ -245,6 +247,7 @@ class RowPipeline:
         self.scalars: dict[SSAValue, SSAValue] = {}
         self.splats: dict[tuple[Any, ...], SSAValue] = {}
         self.invariant = self._invariant()
+        self._check_row_reads()
 
     # -- structure -------------------------------------------------------------
 
@@ -288,6 +291,37 @@ class RowPipeline:
             ):
                 inv.update(op.results)
         return inv
+
+    def _check_row_reads(self) -> None:
+        """Row scalars are computed once per row and handed out wherever they
+        are read, so each must be read only at its own row. A per-row value
+        that comes back onto the rows along another dim (a row total
+        broadcast onto the column index, a transposed row-invariant input)
+        is not one: an input-only value is then computed per element
+        instead; a value of a reduction cannot be, and the kernel declines.
+        (The schedule never fuses such a read; this is the lowering's own
+        guard.)"""
+        r = len(self.rows)
+        full = (*row_coords(r), COL)
+        at_zero = (*row_coords(r), ZERO)
+        reduced = {red.result for red in self.reduces}
+        while True:
+            # Per element (reduction operands, full outputs), every row scalar is pinned.
+            roots = [(red.x, full) for red in self.reduces]
+            roots += [(o, full) for o in self.outputs if accy.shape_of(o) == self.full]
+            bad = [v for v, cs in reads_of(roots, self.producer, self.aliases, self.invariant).items()
+                   if not all(on_own_row(c, self.rows) for c in cs)]
+            # Row scalars themselves are computed with only the totals pinned.
+            scalars = [(v, at_zero if len(accy.shape_of(v)) > r else row_coords(r))
+                       for v in [*(self.invariant - reduced), *self.outputs] if self.on_row(v, {})]
+            bad += [v for v, cs in reads_of(scalars, self.producer, self.aliases, reduced).items()
+                    if not all(on_own_row(c, self.rows) for c in cs)]
+            if not bad:
+                return
+            for v in bad:
+                if v in reduced or self._reduce_deps(v, self.deps):
+                    raise Decline(f"a row value ({v.name_hint or v}) is read at another row than its own")
+                self.invariant.discard(v)
 
     def on_row(self, v: SSAValue, memo: dict[SSAValue, frozenset[int]]) -> bool:
         """Whether `v` is one scalar per row: a row value (R or [*R, 1]), or a
@@ -380,7 +414,7 @@ class RowPipeline:
         tail = kb.for_(end, self.n, 1, tail_inits, lambda c, a: body(c, 1, a))
         return vec, tail
 
-    def work_item_per_row(self, outputs: Sequence[SSAValue]) -> LoweredKernel:
+    def work_item_per_row(self) -> LoweredKernel:
         kb = self.kb
         total = numel(self.rows)
         grid, block, padded = launch_1d(total, kb.profile)
@@ -404,7 +438,7 @@ class RowPipeline:
                     tail = [combine(kb, r.kind.data, vector_total(kb, r.kind.data, v), s)
                             for r, v, s in zip(reds, vec, tail, strict=True)]
                 self.finish_level(reds, tail)
-            full = [o for o in outputs if self.domain(o) == "full"]
+            full = [o for o in self.outputs if self.domain(o) == "full"]
             if full:
                 width = self._width(full, True)
                 self._prepare(row, full, width)
@@ -414,7 +448,7 @@ class RowPipeline:
                     return []
 
                 self._sweep(width, [], [], write)
-            self.store_row_outputs(outputs, row)
+            self.store_row_outputs(self.outputs, row)
 
         guarded(kb, gid, total, padded, body)
         return kb.lowered(grid, block)
@@ -430,7 +464,7 @@ class RowPipeline:
 
     # -- GPU: one work-group per row ------------------------------------------------
 
-    def work_group_per_row(self, outputs: Sequence[SSAValue]) -> LoweredKernel:
+    def work_group_per_row(self) -> LoweredKernel:
         kb = self.kb
         size = work_group_size(self.n, GPU_ROW_THREADS, kb.profile)
         scratch_bytes = size * sum(element_bytes(accy.elem_of(r.x)) for r in self.reduces)
@@ -450,7 +484,7 @@ class RowPipeline:
             shares = kb.for_(tid, self.n, size, inits, step)
             totals = [work_group_combine(kb, r.kind.data, s, scratch[r], tid, size) for r, s in zip(reds, shares, strict=True)]
             self.finish_level(reds, totals)
-        full = [o for o in outputs if self.domain(o) == "full"]
+        full = [o for o in self.outputs if self.domain(o) == "full"]
         if full:
             self._prepare(row, full, 1)
 
@@ -459,10 +493,10 @@ class RowPipeline:
                 return []
 
             kb.for_(tid, self.n, size, [], write)
-        if any(self.domain(o) == "row" for o in outputs):
+        if any(self.domain(o) == "row" for o in self.outputs):
 
             def first() -> list[SSAValue]:
-                self.store_row_outputs(outputs, row)
+                self.store_row_outputs(self.outputs, row)
                 return []
 
             kb.if_(kb.lt(tid, 1), first)
