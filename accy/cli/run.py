@@ -50,26 +50,74 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def load_inputs(path: str, exe: Executable) -> list[np.ndarray]:
-    """Arrays arg0..argN-1 of an .npz file, checked against the signature."""
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ToolError(f"no such file: '{path}'") from None
-    except (ValueError, OSError) as e:
-        raise ToolError(f"cannot read '{path}' as .npz: {e}") from None
-    if not hasattr(archive, "files"):
+#: How a zip archive (an .npz) starts: a local file header, or the end record of an empty archive.
+ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def read_npz(path: str) -> dict[str, np.ndarray]:
+    """Every array of the .npz file at `path`, read now (numpy reads lazily,
+    so a damaged member would otherwise fail later); ToolError saying what
+    is wrong with the file otherwise."""
+    p = Path(path)
+    if p.is_dir():
+        raise ToolError(f"'{path}' is a directory, not an .npz file")
+    if not p.is_file():
+        raise ToolError(f"no such file: '{path}'")
+    with p.open("rb") as f:
+        head = f.read(6)
+    if not head:
+        raise ToolError(f"'{path}' is empty, not an .npz archive with keys arg0, arg1, ...")
+    if head.startswith(NPY_MAGIC):
         raise ToolError(f"'{path}' is a single .npy array, not an .npz archive with keys arg0, arg1, ...")
+    if not head.startswith(ZIP_MAGICS):
+        raise ToolError(f"'{path}' is not an .npz file (np.savez writes a zip archive; this is not one)")
+    try:
+        with np.load(p, allow_pickle=False) as archive:
+            return {k: archive[k] for k in archive.files}
+    except ValueError as e:
+        if "allow_pickle" in str(e):
+            raise ToolError(f"'{path}' holds an object array (pickled data), which accy does not load") from None
+        raise ToolError(f"cannot read '{path}' as .npz: {e}") from None
+    except Exception as e:  # BadZipFile, EOFError, zlib.error, OSError: a damaged archive
+        raise ToolError(f"cannot read '{path}' as .npz (a damaged archive?): {type(e).__name__}: {e}") from None
+
+
+def load_inputs(path: str, exe: Executable, arrays: dict[str, np.ndarray] | None = None) -> list[np.ndarray]:
+    """Arrays arg0..argN-1 of an .npz file (or of `arrays`, already read from
+    it), checked against the signature."""
+    if arrays is None:
+        arrays = read_npz(path)
     want = [f"arg{i}" for i in range(len(exe.input_types))]
-    missing = [k for k in want if k not in archive.files]
-    extra = [k for k in archive.files if k not in want]
+    missing = [k for k in want if k not in arrays]
+    extra = [k for k in arrays if k not in want]
     if missing or extra:
         problem = f"has no key {', '.join(missing)}" if missing else f"has unexpected key {', '.join(extra)}"
         raise ToolError(
-            f"'{path}' {problem} (its keys: {', '.join(archive.files) or 'none'}); "
+            f"'{path}' {problem} (its keys: {', '.join(arrays) or 'none'}); "
             f"@{exe.fn} takes {len(want)} argument(s), as keys {', '.join(want) or '(none)'}"
         )
-    return exe.check_inputs([archive[k] for k in want])
+    return exe.check_inputs([arrays[k] for k in want])
+
+
+def check_out_path(path: str) -> Path:
+    """Where `--out` writes: exactly `path` (no `.npz` appended), which must
+    not be a directory and must be in one that exists."""
+    p = Path(path)
+    if p.is_dir():
+        raise ToolError(f"--out '{path}' is a directory; name the .npz file to write")
+    if not p.parent.is_dir():
+        raise ToolError(f"--out '{path}': no such directory '{p.parent}'")
+    return p
+
+
+def write_outputs(path: Path, outputs: Sequence[np.ndarray]) -> None:
+    """Writes the results as out0, out1, ... to the .npz file `path`."""
+    try:
+        with path.open("wb") as f:
+            np.savez(f, **{f"out{i}": o for i, o in enumerate(outputs)})
+    except OSError as e:
+        raise ToolError(f"cannot write '{path}': {e.strerror or e}") from None
 
 
 def _print_outputs(exe: Executable, outputs: Sequence[np.ndarray]) -> None:
@@ -93,17 +141,20 @@ def _print_profile(exe: Executable) -> None:
 def _run(args: argparse.Namespace) -> int:
     if not Path(args.file).is_file():
         raise ToolError(f"no such file: '{args.file}'")
+    # What the user named is checked before the (slower) compile.
+    out_path = check_out_path(args.out) if args.out is not None else None
+    arrays = read_npz(args.inputs) if args.inputs is not None else None
     device = get_device(args.device)
     exe = compile(Path(args.file), device=device, fn=args.fn, strict=args.strict)
     if args.inputs is not None:
-        inputs = load_inputs(args.inputs, exe)
+        inputs = load_inputs(args.inputs, exe, arrays)
     else:
         inputs = exe.random_inputs(0 if args.random is None else args.random)
 
     outputs = exe(*inputs, profile=args.profile)
 
-    if args.out is not None:
-        np.savez(args.out, **{f"out{i}": o for i, o in enumerate(outputs)})
+    if out_path is not None:
+        write_outputs(out_path, outputs)
     else:
         _print_outputs(exe, outputs)
     if args.profile:

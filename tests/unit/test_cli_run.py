@@ -7,6 +7,8 @@ import json
 import re
 import subprocess
 import sys
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -169,9 +171,60 @@ def test_npz_wrong_dtype_or_shape(
     assert expected in err
 
 
-def test_not_an_npz(prog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "junk.npz").write_text("not a zip")
-    assert error_of(capsys, str(prog), "--inputs", str(tmp_path / "junk.npz")).startswith("accy-run: error: cannot read")
+def _truncated_npz(path: Path) -> None:
+    np.savez(path, arg0=np.zeros((3, 17), np.float32), arg1=np.ones((3, 17), np.float32))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _damaged_member(path: Path) -> None:
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("arg0.npy", b"\x93NUMPY not really an array")
+        z.writestr("arg1.npy", b"")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p.write_bytes(b""), "is empty, not an .npz archive"),
+        (lambda p: p.write_text("not a zip"), "is not an .npz file"),
+        (lambda p: p.write_bytes(bytes(range(256)) * 4), "is not an .npz file"),
+        (lambda p: p.write_bytes(b"PK\x03\x04" + b"\x00" * 40), "cannot read"),
+        (_truncated_npz, "cannot read"),
+        (_damaged_member, "cannot read"),
+        (lambda p: np.save(p.open("wb"), np.zeros(3, np.float32)), "is a single .npy array"),
+        (lambda p: np.savez(p, arg0=np.array([1, "a"], dtype=object)), "holds an object array"),
+        (lambda p: p.mkdir(), "is a directory"),
+    ],
+)
+def test_bad_npz_is_a_clear_error(
+    prog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Callable[[Path], object], message: str
+) -> None:
+    path = tmp_path / "in.npz"
+    make(path)
+    err = error_of(capsys, str(prog), "--inputs", str(path))
+    assert err.startswith("accy-run: error: ") and str(path) in err and message in err, err
+    assert len(err.splitlines()) == 1 and "internal error" not in err
+
+
+def test_out_names_exactly_the_file_written(prog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # np.savez would append ".npz" to a name without it; accy-run writes what it was told.
+    target = tmp_path / "results"
+    code, out, err = run(capsys, str(prog), "--out", str(target))
+    assert code == 0 and out == "" and err == ""
+    assert not (tmp_path / "results.npz").exists()
+    with np.load(target) as result:
+        assert sorted(result.files) == ["out0", "out1"] and result["out0"].shape == (3, 17)
+
+
+def test_out_directory_is_an_error(prog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "outdir"
+    folder.mkdir()
+    err = error_of(capsys, str(prog), "--out", str(folder))
+    assert err == f"accy-run: error: --out '{folder}' is a directory; name the .npz file to write"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outdir", "prog.mlir"]  # no outdir.npz beside it
+    err = error_of(capsys, str(prog), "--out", str(tmp_path / "absent" / "o.npz"))
+    assert err == f"accy-run: error: --out '{tmp_path / 'absent' / 'o.npz'}': no such directory '{tmp_path / 'absent'}'"
 
 
 def test_unknown_and_unavailable_devices(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
