@@ -10,6 +10,15 @@ of the values it computed. Values are reused by several consumers. The IR is
 built with the op builders of `accy.dialects.accy` and printed to text (the
 custom or the generic form), which is what a user hands `accy.compile`.
 
+Sizes that only dims tell apart are drawn on purpose: 1 program in 3 has
+one size in every dim of every argument (square and cubic tensors,
+`SQUARE_DIMS`), attention often has Sk = Sq and Dv = D and k or v stored
+transposed, and the row patterns (softmax, log_softmax and layer_norm
+written with primitives, and the softmax between two dots) reduce along
+another dim of the same size and broadcast their row values back along any
+dims that fit, 1 time in 3 or 4: programs of the same types as the usual
+form that must not be fused as if they were it.
+
 Every program is meaningful in float32 on any correct implementation: each
 value carries a bound on its magnitude (`Val.mag`), a lower bound when it is
 known positive (`Val.lo`) and whether every correct implementation computes
@@ -51,6 +60,8 @@ i32 = IntegerType(32)
 
 #: Dimension sizes: 1 (folds away), tiny, odd, around a vector width.
 DIMS = (1, 2, 3, 5, 16, 17, 33)
+#: Sizes of the programs whose arguments have one size in every dim.
+SQUARE_DIMS = (2, 3, 5, 16, 17)
 #: Largest tensor a program may hold (rank 3 of 33s is 35937).
 MAX_ELEMENTS = 40_000
 MAX_RANK = 4
@@ -369,7 +380,7 @@ class _Builder:
             return None
         shape, n = v.shape, self.choice(DIMS)
         ones = [d for d, s in enumerate(shape) if s == 1]
-        hows = ["leading", "trailing", "stretch", "identity"]
+        hows = ["leading", "trailing", "inner", "stretch", "identity"]
         how = self.choice([h for h in hows if (h != "stretch" or ones) and self.allowed("broadcast_" + h)])
         if how == "identity":
             out, dims = list(shape), list(range(len(shape)))
@@ -380,6 +391,10 @@ class _Builder:
             dims = list(range(len(shape)))
         elif how == "leading":
             out, dims = [n, *shape], [d + 1 for d in range(len(shape))]
+        elif how == "inner":  # a new dim between two of the operand's
+            at = self.integer(0, len(shape))
+            out = [*shape[:at], n, *shape[at:]]
+            dims = [d if d < at else d + 1 for d in range(len(shape))]
         else:
             out, dims = [*shape, n], list(range(len(shape)))
         if tuple(out) == shape:
@@ -611,26 +626,54 @@ class _Builder:
     # -- composite patterns that the schedule must recognise ------------------
 
     def _rows(self, r: Val, shape: tuple[int, ...]) -> SSAValue:
-        """Row value `r` (shape[:-1]) broadcast back onto `shape`."""
-        op = A.BroadcastOp(r.ssa, list(range(len(shape) - 1)), shape)
-        return self.emit(op, r.mag, r.exact, r.lo, feature="broadcast_rows").ssa
+        """Row value `r` (one dim fewer than `shape`) broadcast back onto
+        `shape`: usually along the rows (`dims` 0..r-1, the new dim last),
+        1 in 3 along any other dims whose sizes fit (the column of a square
+        score matrix, say), which is a different program of the same types
+        that the schedule must not fuse as the usual one."""
+        rank = len(shape)
+        usual = list(range(rank - 1))
+        others = []
+        for new_dim in range(rank - 1):
+            dims = [d for d in range(rank) if d != new_dim]
+            if [shape[d] for d in dims] == list(r.shape):
+                others.append(dims)
+        permuted = bool(others) and self.integer(0, 2) == 0 and self.allowed("broadcast_rows_permuted")
+        dims = self.choice(others) if permuted else usual
+        op = A.BroadcastOp(r.ssa, dims, shape)
+        return self.emit(op, r.mag, r.exact, r.lo, feature="broadcast_rows_permuted" if permuted else "broadcast_rows").ssa
 
     def _last(self, x: Val, kind: str, mag: float, lo: float = 0.0) -> Val:
-        return self.emit(A.ReduceOp(x.ssa, kind, [len(x.shape) - 1]), mag, False, lo, feature="reduce_rows")
+        """A reduction of `x` along its last dim, or 1 in 4 along another dim
+        of the same size (a column reduction of a square matrix)."""
+        rank = len(x.shape)
+        same = [d for d in range(rank - 1) if x.shape[d] == x.shape[-1]]
+        if same and self.integer(0, 3) == 0 and self.allowed("reduce_rows_permuted"):
+            return self.emit(A.ReduceOp(x.ssa, kind, [self.choice(same)]), mag, False, lo, feature="reduce_rows_permuted")
+        return self.emit(A.ReduceOp(x.ssa, kind, [rank - 1]), mag, False, lo, feature="reduce_rows")
 
     def primitive_softmax(self, v: Val, log: bool) -> Val:
         """softmax / log_softmax over the last dim, written with max, sub,
-        exp, sum and div (or log and sub): one row pipeline all the same."""
+        exp, sum and div (or log and sub): one row pipeline all the same.
+        With a reduction or a broadcast along another dim (`_last`, `_rows`)
+        it is some other program, whose magnitudes are bounded here."""
         x = self.tame(v, 20.0)
         s, n = x.shape, x.shape[-1]
         mx = self._last(x, "max", x.mag)
-        d = self.emit(A.SubOp(x.ssa, self._rows(mx, s)), 2 * x.mag, False)
-        e = self.emit(A.ExpOp(d.ssa), 1.0, False)
-        sm = self._last(e, "sum", n, 1.0)
+        mxb = self._rows(mx, s)
+        d = self.emit(A.SubOp(x.ssa, mxb), 2 * x.mag, False)
+        usual = _usual(mx) and _usual(mxb)
+        e = self.emit(A.ExpOp(d.ssa), 1.0 if usual else math.exp(d.mag), False, math.exp(-d.mag))
+        sm = self._last(e, "sum", n * e.mag, e.lo * n if not usual else 1.0)
+        smb = self._rows(sm, s) if not log else None
+        usual = usual and _usual(sm) and (smb is None or _usual(smb))
         if log:
-            lg = self.emit(A.LogOp(sm.ssa), math.log(n), False)
-            return self.emit(A.SubOp(d.ssa, self._rows(lg, s)), 2 * x.mag + math.log(n), False, feature="log_softmax_primitive")
-        return self.emit(A.DivOp(e.ssa, self._rows(sm, s)), 1.0, False, feature="softmax_primitive")
+            lg = self.emit(A.LogOp(sm.ssa), math.log(n) if usual else d.mag + math.log(n), False)
+            out = self.emit(A.SubOp(d.ssa, self._rows(lg, s)), d.mag + lg.mag, False, feature="log_softmax_primitive")
+            return out
+        assert smb is not None
+        mag = 1.0 if usual else e.mag / (e.lo * n)
+        return self.emit(A.DivOp(e.ssa, smb), mag, False, feature="softmax_primitive")
 
     def op_row_primitive(self) -> Val | None:
         v = self.pick(lambda w: w.is_float and len(w.shape) >= 1 and self.row_input(w))
@@ -650,7 +693,10 @@ class _Builder:
         eps = self.constant(var.shape, var.et, 1e-3)
         ve = self.emit(A.AddOp(var.ssa, eps.ssa), var.mag + 1e-3, False, 1e-3)
         inv = self.emit(A.RsqrtOp(ve.ssa), 1e-3**-0.5, False)
-        return self.emit(A.MulOp(c.ssa, self._rows(inv, s)), math.sqrt(s[-1]), False, feature="layer_norm_primitive")
+        invb = self._rows(inv, s)
+        usual = all(_usual(w) for w in (mu, var, invb, c.ssa.owner.operands[1]))
+        mag = math.sqrt(s[-1]) if usual else c.mag * inv.mag
+        return self.emit(A.MulOp(c.ssa, invb), mag, False, feature="layer_norm_primitive")
 
     def _operand(self, shape: tuple[int, ...]) -> Val:
         """A tamed float operand of `shape`: a value of the pool or a constant."""
@@ -667,33 +713,51 @@ class _Builder:
         if q is None:
             return None
         *batch, sq, d = q.shape
-        sk, dv = self.choice(DIMS), self.choice(DIMS)
+        # Often Sk = Sq and Dv = D: square scores, where only dims tell rows from columns.
+        sk = sq if self.flag() else self.choice(DIMS)
+        dv = d if self.flag() else self.choice(DIMS)
         if _size([*batch, sq, max(sk, dv)]) > MAX_ELEMENTS:
             return None
         q = self.tame(q, 2.0)
-        k = self._operand((*batch, sk, d))
-        v = self._operand((*batch, sk, dv))
         scale = 1 / math.sqrt(d)
         form = self.choice(["named", "dots_named_softmax", "dots_primitive_softmax"])
         if form == "named":
+            k = self._operand((*batch, sk, d))
+            v = self._operand((*batch, sk, dv))
             op = A.AttentionOp(q.ssa, k.ssa, v.ssa, scale, causal=self.flag())
             return self.emit(op, v.mag, False, feature="attention_causal" if op.causal.value else "attention")
+        # k as [.., Sk, D] or stored transposed [.., D, Sk]; v as [.., Sk, Dv] or [.., Dv, Sk].
         nb = len(batch)
         bdims = list(range(nb))
-        s = self.emit(A.DotGeneralOp(q.ssa, k.ssa, bdims, bdims, [nb + 1], [nb + 1]), 4 * d, False, feature="dot_qk")
+        k_t, v_t = self.flag(), self.flag()
+        k = self._operand((*batch, d, sk) if k_t else (*batch, sk, d))
+        v = self._operand((*batch, dv, sk) if v_t else (*batch, sk, dv))
+        qk = A.DotGeneralOp(q.ssa, k.ssa, bdims, bdims, [nb + 1], [nb if k_t else nb + 1])
+        s = self.emit(qk, 4 * d, False, feature="dot_qk" + "_kt" * k_t)
         c = self.constant(s.shape, f32, scale)
         s = self.emit(A.MulOp(s.ssa, c.ssa), 4 * d * scale, False)
         if form == "dots_named_softmax":
             p = self.emit(A.SoftmaxOp(s.ssa, -1), 1.0, False)
         else:
             p = self.primitive_softmax(s, log=False)
-        op = A.DotGeneralOp(p.ssa, v.ssa, bdims, bdims, [nb + 1], [nb])
-        return self.emit(op, v.mag, False, feature="attention_" + form)
+        op = A.DotGeneralOp(p.ssa, v.ssa, bdims, bdims, [nb + 1], [nb + 1 if v_t else nb])
+        return self.emit(op, p.mag * v.mag * sk, False, feature="attention_" + form + "_vt" * v_t)
 
     OPS: tuple[str, ...] = (
         "unary", "binary", "cmp", "select", "cast", "broadcast", "transpose", "reshape", "slice", "concat",
         "reduce", "scan", "softmax", "layer_norm", "dot", "iterate", "row_primitive", "attention",
     )  # fmt: skip
+
+
+def _usual(v: Val | SSAValue) -> bool:
+    """A reduction along the last dim, or a broadcast of a row value along
+    the rows (the new dim last): the usual form of a row pattern."""
+    op = (v.ssa if isinstance(v, Val) else v).owner
+    if isinstance(op, A.ReduceOp):
+        return list(op.norm_axes()) == [len(A.shape_of(op.x)) - 1]
+    if isinstance(op, A.BroadcastOp):
+        return list(op.dims.get_values()) == list(range(len(A.shape_of(op.x))))
+    return True
 
 
 def _from_reduce(v: SSAValue) -> bool:
@@ -715,29 +779,42 @@ def _prime_factors(n: int) -> list[int]:
 
 
 @st.composite
-def arg_types(draw: Callable) -> TensorType:
-    """A function argument's type: rank 1-3 over `DIMS`, f32 or (1 in 4) i32."""
+def arg_types(draw: Callable, square: int | None = None) -> TensorType:
+    """A function argument's type: rank 1-3 over `DIMS` (every dim `square`
+    when given), f32 or (1 in 4) i32."""
     rank = draw(st.integers(1, 3))
-    shape = draw(st.lists(st.sampled_from(DIMS), min_size=rank, max_size=rank))
+    sizes = st.just(square) if square is not None else st.sampled_from(DIMS)
+    shape = draw(st.lists(sizes, min_size=rank, max_size=rank))
     et = draw(st.sampled_from([f32, f32, f32, i32]))
     return A.tensor(shape, et)
 
 
 @st.composite
-def programs(draw: Callable, avoid: frozenset[str] = frozenset(), min_ops: int = 2, max_ops: int = 12) -> Program:
+def programs(
+    draw: Callable, avoid: frozenset[str] = frozenset(), min_ops: int = 2, max_ops: int = 12,
+    ops: Sequence[str] = (), square: bool | None = None,
+) -> Program:
     """A random well-typed program (see the module docstring). Patterns named
-    in `avoid` (features, see `_Builder.allowed`) are not drawn."""
-    types = draw(st.lists(arg_types(), min_size=1, max_size=4))
+    in `avoid` (features, see `_Builder.allowed`) are not drawn; `ops` limits
+    the ops drawn to those of `_Builder.OPS` named; `square` True gives every
+    argument one size in all dims, False never (None: 1 program in 3)."""
+    # Square and repeated sizes, 1 program in 3: where every dim has one
+    # size, only the dims tell a row from a column, a matcher that compares
+    # sizes goes wrong there.
+    if square is None:
+        square = draw(st.integers(0, 2)) == 0
+    size = draw(st.sampled_from(SQUARE_DIMS)) if square else None
+    types = draw(st.lists(arg_types(size), min_size=1, max_size=4))
     b = _Builder(draw, avoid)
     b.block = Block(arg_types=types)
     for arg in b.block.args:
         bound = FLOAT_INPUT if A.is_float(A.elem_of(arg)) else INT_INPUT
         b.pool.append(Val(arg, bound, True))
-    ops = [op for op in _Builder.OPS if b.allowed(op)]
+    drawn = [op for op in _Builder.OPS if b.allowed(op) and (not ops or op in ops)]
     # min_ops..max_ops drawn ops (each may add a few ops that tame its operands).
     for _ in range(draw(st.integers(min_ops, max_ops))):
         before = b.count
-        getattr(b, "op_" + draw(st.sampled_from(ops)))()
+        getattr(b, "op_" + draw(st.sampled_from(drawn)))()
         if b.count == before:
             # Nothing fitted: a plain unary op always does (given a non-i1).
             b.op_unary() or b.op_binary()

@@ -65,6 +65,25 @@ def test_random_program(program: Program, seed: int, device: Device) -> None:
     check_program(program, seed, device)
 
 
+#: Ops of the row patterns and what feeds them, for the square-size fuzzing.
+ROW_PATTERN_OPS = ("row_primitive", "attention", "softmax", "layer_norm", "reduce", "broadcast", "unary", "binary")
+
+
+@settings(max_examples=30, derandomize=True, **_COMMON)
+@given(program=programs(ops=ROW_PATTERN_OPS, square=True, min_ops=1, max_ops=5), seed=st.integers(0, 2**16))
+def test_row_patterns_square(program: Program, seed: int, device: Device) -> None:
+    """Softmax, layer norm and attention forms on square and cubic tensors,
+    their reductions and broadcasts along every dim that fits."""
+    check_program(program, seed, device)
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, **_COMMON)
+@given(program=programs(ops=ROW_PATTERN_OPS, square=True, min_ops=1, max_ops=6), seed=st.integers(0, 2**16))
+def test_row_patterns_square_many(program: Program, seed: int, device: Device) -> None:
+    check_program(program, seed, device)
+
+
 @pytest.mark.slow
 @settings(max_examples=400, **_COMMON)
 @given(program=programs(), seed=st.integers(0, 2**16))
