@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects import gpu
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
@@ -59,6 +60,7 @@ from xdsl.traits import (
     IsTerminator,
     Pure,
     RecursiveMemoryEffect,
+    SymbolTable,
     SymbolUserOpInterface,
 )
 from xdsl.utils.exceptions import VerifyException
@@ -837,6 +839,10 @@ class LayerNormOp(IRDLOperation):
         for what, v in (("gamma", self.gamma), ("beta", self.beta)):
             if v.type != want:
                 raise VerifyException(f"'{self.name}' {what} must be {want} (the last dim of x), got {v.type}")
+        # A negative epsilon can make var + epsilon negative or zero: NaN or inf.
+        epsilon = self.epsilon.value.data
+        if not (math.isfinite(epsilon) and epsilon >= 0):
+            raise VerifyException(f"'{self.name}' epsilon must be a finite number >= 0, got {epsilon:g}")
         _expect_type(self, self.result.type, t)
 
 
@@ -942,8 +948,7 @@ class IterateOp(IRDLOperation):
 
 class _KernelCallSymbolUser(SymbolUserOpInterface):
     def verify(self, op: Operation) -> None:
-        # The callee may be a custom kernel defined outside this module
-        # (registered with the runtime); it is resolved when compiling.
+        # KernelCallOp.verify_ resolves the callee, after its other checks.
         return None
 
 
@@ -986,6 +991,26 @@ class KernelCallOp(IRDLOperation):
             sizes = getattr(self, name)
             if sizes is not None and (not 1 <= len(sizes.get_values()) <= 3 or min(sizes.get_values()) < 1):
                 raise VerifyException(f"'{self.name}' {name} must have 1 to 3 positive entries")
+        self._verify_callee()
+
+    def _verify_callee(self) -> None:
+        # The callee is a gpu.func of a gpu.module in the same module, taking
+        # the inputs' buffers, then the outputs'.
+        callee = SymbolTable.lookup_symbol(self, self.callee)
+        if callee is None:
+            raise VerifyException(
+                f"'{self.name}' callee {self.callee} is not defined in the module (it must name a gpu.func "
+                "in a gpu.module, e.g. @kernels::@k)"
+            )
+        if not isinstance(callee, gpu.FuncOp):
+            raise VerifyException(f"'{self.name}' callee {self.callee} is a '{callee.name}', not a gpu.func")
+        want = len(self.inputs) + len(self.outs)
+        have = len(callee.function_type.inputs.data)
+        if have != want:
+            raise VerifyException(
+                f"'{self.name}' callee {self.callee} takes {have} buffer(s); the call passes "
+                f"{len(self.inputs)} input(s) and {len(self.outs)} output(s)"
+            )
 
 
 ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (*UNARY_OPS, *BINARY_OPS, NotOp, CmpOp, SelectOp, CastOp)

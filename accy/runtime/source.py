@@ -21,13 +21,16 @@ import re
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken
+
+from accy.dialects.host import SIGNATURE_ATTR
 
 
 class SourceDiagnostic(VerifyException, ValueError):
@@ -139,10 +142,99 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
     return module, source_map
 
 
+class _Dominance:
+    """Whether each operand of an op is defined where the op can see it.
+
+    xDSL's parser accepts a use before the definition in the same block (it
+    resolves forward references) and its verifier does not check dominance:
+    `%a = "accy.add"(%a, %x)` would reach the passes, which recurse on the
+    cycle. Within a block a value must be defined by an earlier op; a nested
+    op may use values of the blocks around it. Across the blocks of one
+    region (a CFG, never written in accy programs) dominance is not checked.
+    """
+
+    def __init__(self, source_map: SourceMap | None) -> None:
+        self._positions: dict[Block, dict[Operation, int]] = {}
+        self._source_map = source_map
+
+    def _position(self, op: Operation) -> int:
+        block = op.parent_block()
+        assert block is not None
+        if block not in self._positions:
+            self._positions[block] = {o: i for i, o in enumerate(block.ops)}
+        return self._positions[block][op]
+
+    def check(self, op: Operation) -> None:
+        """Raises VerifyException for the first operand of `op` it cannot see."""
+        for i, value in enumerate(op.operands):
+            problem = self._problem(op, value)
+            if problem is not None:
+                name = f"%{value.name_hint}" if value.name_hint else "a value"
+                raise VerifyException(f"operand #{i} ({name}) {problem}")
+
+    def _problem(self, user: Operation, value: SSAValue) -> str | None:
+        if isinstance(value, BlockArgument):
+            home, definer = value.block, None
+        elif isinstance(value, OpResult):
+            home, definer = value.op.parent_block(), value.op
+        else:
+            return None
+        current: Operation | None = user
+        while current is not None:
+            block = current.parent_block()
+            if block is home:
+                if definer is None:
+                    return None
+                if definer is user:
+                    return "is the op's own result"
+                if definer is current:
+                    return "is a result of the op that contains this use"
+                if self._position(definer) < self._position(current):
+                    return None
+                return f"is used before it is defined{self._where(definer)}"
+            if block is not None and home is not None and block.parent is not None and block.parent is home.parent:
+                return None
+            current = current.parent_op()
+        return "is defined in a region that does not enclose this use"
+
+    def _where(self, op: Operation) -> str:
+        span = self._source_map.spans.get(op) if self._source_map is not None else None
+        if span is None:
+            return ""
+        offset = self._source_map.line_offset  # type: ignore[union-attr]
+        loc = dataclasses.replace(span, line_offset=span.line_offset + offset).get_location()
+        return f" (at line {loc.line}, column {loc.col})"
+
+
+def _check_signature(op: Operation) -> None:
+    """A tensor program (a `func.func` that holds accy ops and is not yet
+    kernelized) takes and returns tensors only: that is what accy can pass
+    in and out."""
+    if not isinstance(op, func.FuncOp) or SIGNATURE_ATTR in op.attributes or op.is_declaration:
+        return
+    if not any(inner.dialect_name() == "accy" for inner in op.walk()):
+        return
+    args = op.body.block.args
+    for i, t in enumerate(op.function_type.inputs.data):
+        if not isinstance(t, TensorType):
+            name = f" (%{args[i].name_hint})" if i < len(args) and args[i].name_hint else ""
+            raise VerifyException(
+                f"argument #{i}{name} of @{op.sym_name.data} has type {t}; accy functions take "
+                f"tensors (write tensor<{t}> for a scalar)"
+            )
+    for i, t in enumerate(op.function_type.outputs.data):
+        if not isinstance(t, TensorType):
+            raise VerifyException(f"result #{i} of @{op.sym_name.data} has type {t}; accy functions return tensors")
+
+
 def verify_module(module: ModuleOp, source_map: SourceMap | None = None) -> None:
     """Verifies `module`; raises `SourceDiagnostic` naming the first op (innermost
-    first) that does not verify, at its source position when known."""
+    first) that does not verify, at its source position when known.
+
+    Besides each op's own verifier: every operand is defined before its use
+    (`_Dominance`), and tensor programs have tensor signatures."""
     failing: list[Operation] = []
+    dominance = _Dominance(source_map)
 
     def visit(op: Operation) -> None:
         for region in op.regions:
@@ -150,7 +242,9 @@ def verify_module(module: ModuleOp, source_map: SourceMap | None = None) -> None
                 for child in block.ops:
                     visit(child)
         failing.append(op)
+        dominance.check(op)
         op.verify(verify_nested_ops=False)
+        _check_signature(op)
 
     try:
         visit(module)

@@ -700,12 +700,18 @@ def test_kernel_call_is_refused() -> None:
     module = parse(
         """
         func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-          %r = "accy.kernel_call"(%x) <{callee = @my_kernel}> : (tensor<4xf32>) -> tensor<4xf32>
+          %r = "accy.kernel_call"(%x) <{callee = @kernels::@my_kernel}> : (tensor<4xf32>) -> tensor<4xf32>
           func.return %r : tensor<4xf32>
         }
+        "gpu.module"() <{sym_name = "kernels"}> ({
+          "gpu.func"() <{function_type = (memref<4xf32>, memref<4xf32>) -> (), kernel}> ({
+          ^bb0(%in: memref<4xf32>, %out: memref<4xf32>):
+            "gpu.return"() : () -> ()
+          }) {sym_name = "my_kernel"} : () -> ()
+        }) : () -> ()
         """
     )
-    with pytest.raises(ValueError, match="custom kernel @my_kernel cannot run on the reference interpreter"):
+    with pytest.raises(ValueError, match="custom kernel @kernels.my_kernel cannot run on the reference interpreter"):
         run(module, "main", np.zeros(4, F32))
 
 

@@ -124,7 +124,7 @@ func.func @iterate(%x: tensor<4xf32>) -> tensor<4xf32> {
     %n = "accy.add"(%c, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     "accy.yield"(%n) : (tensor<4xf32>) -> ()
   }) : (tensor<4xf32>) -> tensor<4xf32>
-  %kc = "accy.kernel_call"(%r) <{callee = @double}> : (tensor<4xf32>) -> tensor<4xf32>
+  %kc = "accy.kernel_call"(%r) <{callee = @kernels::@double}> : (tensor<4xf32>) -> tensor<4xf32>
   func.return %kc : tensor<4xf32>
 }
 
@@ -159,3 +159,11 @@ func.func @gelu_tanh(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> tensor<8x32
   %g = "accy.mul"(%b, %y) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
   func.return %g : tensor<8x32xf32>
 }
+
+// The custom kernel that accy.kernel_call names: the input's buffer, then the output's.
+"gpu.module"() <{sym_name = "kernels"}> ({
+  "gpu.func"() <{function_type = (memref<4xf32>, memref<4xf32>) -> (), kernel}> ({
+  ^bb0(%in: memref<4xf32>, %out: memref<4xf32>):
+    "gpu.return"() : () -> ()
+  }) {sym_name = "double"} : () -> ()
+}) : () -> ()

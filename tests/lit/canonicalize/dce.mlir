@@ -5,14 +5,14 @@
 
 // CHECK-LABEL: func.func @dead
 // CHECK-NEXT:    %[[E:.*]] = accy.exp %x
-// CHECK-NEXT:    %{{.*}} = accy.kernel_call @k(%x)
+// CHECK-NEXT:    %{{.*}} = accy.kernel_call @kernels::@k(%x)
 // CHECK-NEXT:    func.return %[[E]]
 func.func @dead(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "accy.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %1 = "accy.log"(%0) : (tensor<4xf32>) -> tensor<4xf32>
   %2 = "accy.reduce"(%1) <{kind = "sum", axes = array<i64: 0>}> : (tensor<4xf32>) -> tensor<f32>
   %3 = "accy.softmax"(%x) <{axis = 0 : i64}> : (tensor<4xf32>) -> tensor<4xf32>
-  %4 = "accy.kernel_call"(%x) <{callee = @k}> : (tensor<4xf32>) -> tensor<4xf32>
+  %4 = "accy.kernel_call"(%x) <{callee = @kernels::@k}> : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
 
@@ -57,3 +57,11 @@ func.func @arith() -> i32 {
   %c = arith.addi %a, %b : i32
   func.return %c : i32
 }
+
+// The custom kernel that accy.kernel_call names: the input's buffer, then the output's.
+"gpu.module"() <{sym_name = "kernels"}> ({
+  "gpu.func"() <{function_type = (memref<4xf32>, memref<4xf32>) -> (), kernel}> ({
+  ^bb0(%in: memref<4xf32>, %out: memref<4xf32>):
+    "gpu.return"() : () -> ()
+  }) {sym_name = "k"} : () -> ()
+}) : () -> ()

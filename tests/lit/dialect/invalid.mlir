@@ -475,6 +475,22 @@ func.func @layer_norm_result(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<4
 
 // -----
 
+func.func @layer_norm_negative_epsilon(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<2x4xf32> {
+  %0 = "accy.layer_norm"(%x, %g, %g) <{epsilon = -1.0e-05 : f32}> : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  func.return %0 : tensor<2x4xf32>
+}
+// CHECK: 'accy.layer_norm' op epsilon must be a finite number >= 0, got -1e-05
+
+// -----
+
+func.func @layer_norm_nan_epsilon(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<2x4xf32> {
+  %0 = "accy.layer_norm"(%x, %g, %g) <{epsilon = 0x7FC00000 : f32}> : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  func.return %0 : tensor<2x4xf32>
+}
+// CHECK: 'accy.layer_norm' op epsilon must be a finite number >= 0, got nan
+
+// -----
+
 // ---- accy.attention
 
 func.func @attention_elem(%q: tensor<2x4xf32>, %k: tensor<3x4xf16>) -> tensor<2x4xf32> {
@@ -622,3 +638,33 @@ func.func @kernel_input(%x: tensor<?xf32>) -> tensor<4xf32> {
   func.return %0 : tensor<4xf32>
 }
 // CHECK: 'accy.kernel_call' op input #0 must be a statically shaped tensor, got tensor<?xf32>
+
+// -----
+
+func.func @kernel_missing(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "accy.kernel_call"(%x) <{callee = @kernels::@absent}> : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+// CHECK: 'accy.kernel_call' op callee @kernels::@absent is not defined in the module (it must name a gpu.func in a gpu.module, e.g. @kernels::@k)
+
+// -----
+
+func.func @kernel_not_gpu_func(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "accy.kernel_call"(%x) <{callee = @kernel_not_gpu_func}> : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+// CHECK: 'accy.kernel_call' op callee @kernel_not_gpu_func is a 'func.func', not a gpu.func
+
+// -----
+
+func.func @kernel_arity(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "accy.kernel_call"(%x) <{callee = @kernels::@k}> : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+"gpu.module"() <{sym_name = "kernels"}> ({
+  "gpu.func"() <{function_type = (memref<4xf32>) -> (), kernel}> ({
+  ^bb0(%in: memref<4xf32>):
+    "gpu.return"() : () -> ()
+  }) {sym_name = "k"} : () -> ()
+}) : () -> ()
+// CHECK: 'accy.kernel_call' op callee @kernels::@k takes 1 buffer(s); the call passes 1 input(s) and 1 output(s)

@@ -140,8 +140,16 @@ func.func @regions(%x: tensor<4xf32>, %n: tensor<4xi32>) -> (tensor<4xf32>, tens
     %2 = "accy.exp"(%a) : (tensor<4xf32>) -> tensor<4xf32>
     "accy.yield"(%2, %b) : (tensor<4xf32>, tensor<4xi32>) -> ()
   }) : (tensor<4xf32>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xi32>)
-  // CHECK-NEXT: %3 = accy.kernel_call @my_kernel(%0) {global_size = array<i64: 4>, local_size = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
-  // GENERIC: %3 = "accy.kernel_call"(%0) <{callee = @my_kernel, global_size = array<i64: 4>, local_size = array<i64: 1>}> : (tensor<4xf32>) -> tensor<4xf32>
-  %3 = "accy.kernel_call"(%0) <{callee = @my_kernel, global_size = array<i64: 4>, local_size = array<i64: 1>}> : (tensor<4xf32>) -> tensor<4xf32>
+  // CHECK-NEXT: %3 = accy.kernel_call @kernels::@my_kernel(%0) {global_size = array<i64: 4>, local_size = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  // GENERIC: %3 = "accy.kernel_call"(%0) <{callee = @kernels::@my_kernel, global_size = array<i64: 4>, local_size = array<i64: 1>}> : (tensor<4xf32>) -> tensor<4xf32>
+  %3 = "accy.kernel_call"(%0) <{callee = @kernels::@my_kernel, global_size = array<i64: 4>, local_size = array<i64: 1>}> : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0, %1, %3 : tensor<4xf32>, tensor<4xi32>, tensor<4xf32>
 }
+
+// The custom kernel that accy.kernel_call names: the input's buffer, then the output's.
+"gpu.module"() <{sym_name = "kernels"}> ({
+  "gpu.func"() <{function_type = (memref<4xf32>, memref<4xf32>) -> (), kernel}> ({
+  ^bb0(%in: memref<4xf32>, %out: memref<4xf32>):
+    "gpu.return"() : () -> ()
+  }) {sym_name = "my_kernel"} : () -> ()
+}) : () -> ()

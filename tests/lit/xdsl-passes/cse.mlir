@@ -10,8 +10,8 @@
 // CHECK-NEXT:    %[[A:.*]] = accy.add %[[E]], %[[E]] : tensor<4x8xf32>
 // CHECK-NEXT:    %[[S:.*]] = accy.reduce %[[A]] {kind = "sum", axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
 // CHECK-NEXT:    %[[M:.*]] = accy.reduce %[[A]] {kind = "max", axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
-// CHECK-NEXT:    %[[K1:.*]] = accy.kernel_call @k(%x)
-// CHECK-NEXT:    %[[K2:.*]] = accy.kernel_call @k(%x)
+// CHECK-NEXT:    %[[K1:.*]] = accy.kernel_call @kernels::@k(%x)
+// CHECK-NEXT:    %[[K2:.*]] = accy.kernel_call @kernels::@k(%x)
 // CHECK-NEXT:    %[[D:.*]] = accy.sub %[[S]], %[[M]] : tensor<4xf32>
 // CHECK-NEXT:    func.return %[[D]], %[[S]], %[[K1]], %[[K2]]
 func.func @main(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
@@ -21,8 +21,8 @@ func.func @main(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4x
   %s1 = "accy.reduce"(%a) <{kind = "sum", axes = array<i64: 1>}> : (tensor<4x8xf32>) -> tensor<4xf32>
   %m = "accy.reduce"(%a) <{kind = "max", axes = array<i64: 1>}> : (tensor<4x8xf32>) -> tensor<4xf32>
   %s2 = "accy.reduce"(%a) <{kind = "sum", axes = array<i64: 1>}> : (tensor<4x8xf32>) -> tensor<4xf32>
-  %k1 = "accy.kernel_call"(%x) <{callee = @k}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
-  %k2 = "accy.kernel_call"(%x) <{callee = @k}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %k1 = "accy.kernel_call"(%x) <{callee = @kernels::@k}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %k2 = "accy.kernel_call"(%x) <{callee = @kernels::@k}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %d = "accy.sub"(%s1, %m) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %d, %s2, %k1, %k2 : tensor<4xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
@@ -44,3 +44,11 @@ func.func @iterate(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   }) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %r, %n : tensor<4xf32>, tensor<4xf32>
 }
+
+// The custom kernel that accy.kernel_call names: the input's buffer, then the output's.
+"gpu.module"() <{sym_name = "kernels"}> ({
+  "gpu.func"() <{function_type = (memref<32xf32>, memref<32xf32>) -> (), kernel}> ({
+  ^bb0(%in: memref<32xf32>, %out: memref<32xf32>):
+    "gpu.return"() : () -> ()
+  }) {sym_name = "k"} : () -> ()
+}) : () -> ()

@@ -8,7 +8,7 @@
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT:    %[[E1:.*]] = accy.exp %x : tensor<4xf32>
 // CHECK-NEXT:    %[[E2:.*]] = accy.exp %x : tensor<4xf32>
-// CHECK-NEXT:    %{{.*}} = accy.kernel_call @k(%x)
+// CHECK-NEXT:    %{{.*}} = accy.kernel_call @kernels::@k(%x)
 // CHECK-NEXT:    %[[A:.*]] = accy.add %[[E1]], %[[E2]]
 // CHECK-NEXT:    func.return %[[A]]
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -16,7 +16,7 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %e2 = "accy.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %t = "accy.tanh"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %s = "accy.reduce"(%t) <{kind = "sum", axes = array<i64: 0>}> : (tensor<4xf32>) -> tensor<f32>
-  %k = "accy.kernel_call"(%x) <{callee = @k}> : (tensor<4xf32>) -> tensor<4xf32>
+  %k = "accy.kernel_call"(%x) <{callee = @kernels::@k}> : (tensor<4xf32>) -> tensor<4xf32>
   %a = "accy.add"(%e1, %e2) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %a : tensor<4xf32>
 }
@@ -29,7 +29,7 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    })
 // CHECK-NEXT:    "accy.iterate"(%x) <{count = 2 : i64}> ({
 // CHECK-NEXT:    ^bb0(%b: tensor<4xf32>):
-// CHECK-NEXT:      %{{.*}} = accy.kernel_call @k(%b)
+// CHECK-NEXT:      %{{.*}} = accy.kernel_call @kernels::@k(%b)
 // CHECK-NEXT:      accy.yield %b
 // CHECK-NEXT:    })
 // CHECK-NEXT:    func.return %[[R]]
@@ -42,7 +42,7 @@ func.func @iterate(%x: tensor<4xf32>) -> tensor<4xf32> {
   }) : (tensor<4xf32>) -> tensor<4xf32>
   %q = "accy.iterate"(%x) <{count = 2 : i64}> ({
   ^bb0(%b: tensor<4xf32>):
-    %c = "accy.kernel_call"(%b) <{callee = @k}> : (tensor<4xf32>) -> tensor<4xf32>
+    %c = "accy.kernel_call"(%b) <{callee = @kernels::@k}> : (tensor<4xf32>) -> tensor<4xf32>
     "accy.yield"(%b) : (tensor<4xf32>) -> ()
   }) : (tensor<4xf32>) -> tensor<4xf32>
   %unused = "accy.iterate"(%x) <{count = 2 : i64}> ({
@@ -52,3 +52,11 @@ func.func @iterate(%x: tensor<4xf32>) -> tensor<4xf32> {
   }) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %r : tensor<4xf32>
 }
+
+// The custom kernel that accy.kernel_call names: the input's buffer, then the output's.
+"gpu.module"() <{sym_name = "kernels"}> ({
+  "gpu.func"() <{function_type = (memref<4xf32>, memref<4xf32>) -> (), kernel}> ({
+  ^bb0(%in: memref<4xf32>, %out: memref<4xf32>):
+    "gpu.return"() : () -> ()
+  }) {sym_name = "k"} : () -> ()
+}) : () -> ()

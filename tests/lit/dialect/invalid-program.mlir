@@ -1,0 +1,72 @@
+// What the front door checks beyond each op's verifier: every operand is
+// defined before it is used (xDSL's parser resolves forward references), and
+// a tensor program takes and returns tensors. One chunk each, in order.
+// RUN: accy-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @use_before_def(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = "accy.exp"(%b) : (tensor<4xf32>) -> tensor<4xf32>
+  %b = "accy.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %a : tensor<4xf32>
+}
+// CHECK: invalid-program.mlir:7:3: error: 'accy.exp' op operand #0 (%b) is used before it is defined (at line 8, column 3)
+
+// -----
+
+func.func @self_use(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = "accy.add"(%a, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %a : tensor<4xf32>
+}
+// CHECK: invalid-program.mlir:16:3: error: 'accy.add' op operand #0 (%a) is the op's own result
+
+// -----
+
+func.func @cycle(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = "accy.add"(%b, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %b = "accy.neg"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %b : tensor<4xf32>
+}
+// CHECK: invalid-program.mlir:24:3: error: 'accy.add' op operand #0 (%b) is used before it is defined (at line 25, column 3)
+
+// -----
+
+func.func @own_region(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = "accy.iterate"(%x) <{count = 2 : i64}> ({
+  ^bb0(%v: tensor<4xf32>):
+    %d = "accy.mul"(%v, %r) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "accy.yield"(%d) : (tensor<4xf32>) -> ()
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+// CHECK: invalid-program.mlir:35:5: error: 'accy.mul' op operand #1 (%r) is a result of the op that contains this use
+
+// -----
+
+func.func @scalar_argument(%x: f32, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %a = "accy.exp"(%y) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %a : tensor<4xf32>
+}
+// CHECK: invalid-program.mlir:44:1: error: 'func.func' op argument #0 (%x) of @scalar_argument has type f32; accy functions take tensors (write tensor<f32> for a scalar)
+
+// -----
+
+func.func @memref_result(%y: tensor<4xf32>) -> memref<4xf32> {
+  %a = "accy.exp"(%y) : (tensor<4xf32>) -> tensor<4xf32>
+  %m = "bufferization.to_buffer"(%a) : (tensor<4xf32>) -> memref<4xf32>
+  func.return %m : memref<4xf32>
+}
+// CHECK: invalid-program.mlir:52:1: error: 'func.func' op result #0 of @memref_result has type memref<4xf32>; accy functions return tensors
+
+// -----
+
+// Outer values are visible inside accy.iterate's body: this one is valid.
+func.func @outer_value(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %e = "accy.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %r = "accy.iterate"(%x) <{count = 2 : i64}> ({
+  ^bb0(%v: tensor<4xf32>):
+    %d = "accy.mul"(%v, %e) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "accy.yield"(%d) : (tensor<4xf32>) -> ()
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+// CHECK: func.func @outer_value
+// CHECK: accy.mul %v, %e
