@@ -214,13 +214,18 @@ def scan_identity(kind: str, dtype: np.dtype) -> np.generic:
     return dtype.type(info.min if kind == "max" else info.max)
 
 
+def _row_max(x: np.ndarray, axis: int) -> np.ndarray:
+    # `initial` lets an empty axis (whose softmax is empty) have a max.
+    return np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+
+
 def softmax(x: np.ndarray, axis: int) -> np.ndarray:
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    e = np.exp(x - _row_max(x, axis))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
-    shifted = x - np.max(x, axis=axis, keepdims=True)
+    shifted = x - _row_max(x, axis)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 

@@ -20,15 +20,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 
+from accy.passes.inline import CallError, callees, inline_calls
 from accy.reference.constants import numpy_dtype
 from accy.reference.interpreter import check_arguments, find_function
 from accy.reference.interpreter import run as reference_run
 from accy.runtime.device import Device, RunStats
 from accy.runtime.devices import get_device
-from accy.runtime.source import parse_module, verify_module
+from accy.runtime.source import SourceMap, diagnostic_at, parse_module, source_map_of, verify_module
 
 
 class Executable:
@@ -64,10 +66,21 @@ class Executable:
 
     def check_inputs(self, arrays: Sequence[object]) -> list[np.ndarray]:
         """The arrays as the device gets them; ValueError naming the first
-        argument whose count, dtype or shape does not match the signature."""
+        argument whose count, dtype or shape does not match the signature.
+
+        A numpy scalar is a 0-d array of its dtype. A Python `bool`, `int` or
+        `float` given for a rank-0 tensor takes the tensor's element type when
+        it is of that kind (bool for i1; int for integers, in range; int or
+        float for floats, finite stays finite), as numpy's weak scalars do."""
         prepared = [np.asarray(a) if isinstance(a, np.generic) else a for a in arrays]
+        if len(prepared) == len(self.input_types):
+            prepared = [
+                _python_scalar(a, t, i, self.fn) if isinstance(a, bool | int | float) else a
+                for i, (a, t) in enumerate(zip(prepared, self.input_types, strict=True))
+            ]
         check_arguments(self.function, prepared)
-        return [np.ascontiguousarray(a) for a in prepared]  # type: ignore[arg-type]
+        # np.ascontiguousarray would make a 0-d array 1-d.
+        return [a if a.flags.c_contiguous else np.array(a, order="C") for a in prepared]  # type: ignore[union-attr]
 
     def __call__(self, *arrays: object, profile: bool = False) -> tuple[np.ndarray, ...]:
         inputs = self.check_inputs(arrays)
@@ -97,6 +110,29 @@ class Executable:
         ins = ", ".join(str(t) for t in self.input_types)
         outs = ", ".join(str(t) for t in self.output_types)
         return f"<accy.Executable @{self.fn}({ins}) -> ({outs}) on {self.device.name}>"
+
+
+def _python_scalar(value: bool | int | float, t: object, index: int, fn: str) -> object:
+    """`value` as a 0-d array for the rank-0 tensor type `t` (see
+    `Executable.check_inputs`); `value` unchanged where no conversion is
+    sensible, so the signature check reports it."""
+    if not isinstance(t, TensorType) or t.get_shape() != ():
+        return value
+    dtype = numpy_dtype(t.element_type)
+    if dtype == np.bool_:
+        return np.asarray(value, dtype) if isinstance(value, bool) else value
+    if isinstance(value, bool) or (dtype.kind in "iu" and not isinstance(value, int)):
+        return value
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise ValueError(f"argument #{index} of @{fn} expects {t}: {value} is out of the range of {dtype}")
+        return np.asarray(value, dtype)
+    with np.errstate(over="ignore"):
+        array = np.asarray(value, dtype)
+    if math.isfinite(value) and not np.isfinite(array):
+        raise ValueError(f"argument #{index} of @{fn} expects {t}: {value} overflows {dtype}")
+    return array
 
 
 # (rtol, atol) by element type; integers and i1 must match exactly.
@@ -168,4 +204,56 @@ def compile(
     else:
         module = parse_module(module_or_path)
     target = get_device(device) if isinstance(device, str) else device
+    prepare_function(module, fn, source_map_of(module))
     return Executable(module, fn, target, strict)
+
+
+#: Ops a function accy runs may hold besides the accy dialect's.
+RUNNABLE_FUNC_OPS = (func.CallOp, func.ReturnOp)
+
+
+def prepare_function(module: ModuleOp, fn: str, source_map: SourceMap | None = None) -> None:
+    """Makes `module` (a private copy) hold function `fn` alone, its calls
+    inlined, after checking that accy can run it: `fn` and every function it
+    calls take and return tensors and hold only accy ops, calls and returns;
+    no call is recursive or to a declared-only function. Raises
+    `SourceDiagnostic` at the first offending op; does nothing when there is
+    no function `fn` (`Executable` reports that)."""
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    if fn not in functions:
+        return
+    reached = [functions[fn]]
+    for f in reached:  # grows as calls are found: breadth-first over the call graph
+        _check_runnable(f, source_map)
+        for call in callees(f):
+            callee = functions.get(call.callee.root_reference.data)
+            if callee is not None and callee not in reached:
+                reached.append(callee)
+    for f in functions.values():
+        if f not in reached:
+            f.detach()
+            f.erase()
+    try:
+        inline_calls(module)
+    except CallError as e:
+        raise diagnostic_at(e.op, str(e), source_map) from None
+    for f in reached[1:]:
+        f.detach()
+        f.erase()
+
+
+def _check_runnable(f: func.FuncOp, source_map: SourceMap | None) -> None:
+    name = f.sym_name.data
+    if f.is_declaration:
+        raise diagnostic_at(f, f"@{name} is only declared: accy needs the body of every function it runs", source_map)
+    for i, t in enumerate(f.function_type.inputs.data):
+        if not isinstance(t, TensorType):
+            raise diagnostic_at(f, f"argument #{i} of @{name} has type {t}; accy runs functions over tensors", source_map)
+    for i, t in enumerate(f.function_type.outputs.data):
+        if not isinstance(t, TensorType):
+            raise diagnostic_at(f, f"result #{i} of @{name} has type {t}; accy runs functions over tensors", source_map)
+    for op in f.walk():
+        if op is not f and op.dialect_name() != "accy" and not isinstance(op, RUNNABLE_FUNC_OPS):
+            raise diagnostic_at(
+                op, "accy cannot run this op: a function accy runs holds accy ops, func.call and func.return", source_map
+            )

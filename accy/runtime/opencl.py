@@ -342,14 +342,20 @@ class OpenCLProgram(Program):
 
         if not step.rewritten:
             buf = self._constants.get(step.slot)
-            if buf is None:
+            if buf is None and not step.data.nbytes:
+                # OpenCL has no empty buffers (INVALID_BUFFER_SIZE); no
+                # kernel reads an element of an empty constant.
+                buf = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY, size=1)
+                self._constants[step.slot] = buf
+            elif buf is None:
                 buf = cl.Buffer(
                     self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=step.data
                 )
                 self._constants[step.slot] = buf
             return buf
         buf = self.device.pool.acquire(step.nbytes)
-        cl.enqueue_copy(queue, buf, step.data, is_blocking=False)
+        if step.data.nbytes:
+            cl.enqueue_copy(queue, buf, step.data, is_blocking=False)
         keep.append(step.data)
         return buf
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import weakref
 from pathlib import Path
 
 from xdsl.context import Context
@@ -262,9 +263,7 @@ def verify_module(module: ModuleOp, source_map: SourceMap | None = None) -> None
             if message.startswith(name):
                 message = message[len(name) :]
                 break
-        span = source_map.span_of(op) if source_map is not None else None
-        offset = source_map.line_offset if source_map is not None else 0
-        raise SourceDiagnostic(format_diagnostic(span, f"'{op.name}' op {message}", offset)) from None
+        raise diagnostic_at(op, message, source_map) from None
 
 
 def parse_module(text_or_path: str | os.PathLike[str], ctx: Context | None = None, verify: bool = True) -> ModuleOp:
@@ -286,7 +285,25 @@ def parse_module(text_or_path: str | os.PathLike[str], ctx: Context | None = Non
         raise SourceDiagnostic(format_diagnostic(e.span, e.msg)) from None
     if verify:
         verify_module(module, source_map)
+    _SOURCE_MAPS[module] = source_map
     return module
+
+
+# Where the ops of each module `parse_module` returned came from, for the
+# diagnostics of later stages (`accy.compile`); forgotten with the module.
+_SOURCE_MAPS: weakref.WeakKeyDictionary[ModuleOp, SourceMap] = weakref.WeakKeyDictionary()
+
+
+def source_map_of(module: ModuleOp) -> SourceMap | None:
+    """The `SourceMap` of a module `parse_module` returned, if it has one."""
+    return _SOURCE_MAPS.get(module)
+
+
+def diagnostic_at(op: Operation, message: str, source_map: SourceMap | None) -> SourceDiagnostic:
+    """`'<op name>' op <message>`, at `op`'s source position when known."""
+    span = source_map.span_of(op) if source_map is not None else None
+    offset = source_map.line_offset if source_map is not None else 0
+    return SourceDiagnostic(format_diagnostic(span, f"'{op.name}' op {message}", offset))
 
 
 def _read_source(text_or_path: str | os.PathLike[str]) -> tuple[str, str]:
