@@ -18,7 +18,13 @@ or `gpu`), so `#accy.target<profile = "gpu", math = "fast">` is complete.
   (documented approximations and contractions);
 - device limits: `max_work_group_size` (work-items), `local_mem_bytes`,
   `vector_width` (elements per vector load/store), `compute_units`, and
-  `cheap_barriers` (whether a work-group barrier costs little).
+  `cheap_barriers` (whether a work-group barrier costs little);
+- element types: `fp16` and `fp64`, whether kernels may compute in half and
+  double precision (OpenCL's cl_khr_fp16 / cl_khr_fp64). A work item that
+  needs one the target lacks is not lowered: it runs on the host reference
+  path under `exact`, and is an error under `fast` or strict kernelization.
+  Both default to true (a file without a target assumes a capable device);
+  the runtime fills them in from its device.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ TARGET_KEY = "accy.target"
 PROFILES = ("cpu", "gpu")
 FORMATS = ("opencl-c", "llvm-ir")
 MATH_TIERS = ("exact", "fast")
+_BOOL_FIELDS = {"cheap_barriers", "fp16", "fp64"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,8 @@ class TargetProfile:
     vector_width: int = 16
     compute_units: int = 2
     cheap_barriers: bool = False
+    fp16: bool = True
+    fp64: bool = True
 
     def __post_init__(self) -> None:
         self.validate()
@@ -70,8 +79,9 @@ class TargetProfile:
                 raise ValueError(f"target {field} must be a positive integer; got {value!r}")
         if self.vector_width not in (1, 2, 4, 8, 16):
             raise ValueError(f"target vector_width must be 1, 2, 4, 8 or 16; got {self.vector_width}")
-        if not isinstance(self.cheap_barriers, bool):
-            raise ValueError(f"target cheap_barriers must be a bool; got {self.cheap_barriers!r}")
+        for field in _BOOL_FIELDS:
+            if not isinstance(getattr(self, field), bool):
+                raise ValueError(f"target {field} must be a bool; got {getattr(self, field)!r}")
 
     def replace(self, **changes: Any) -> TargetProfile:
         """A copy with some fields changed (validated)."""
@@ -87,6 +97,8 @@ class TargetProfile:
             IntAttr(self.vector_width),
             IntAttr(self.compute_units),
             IntAttr(int(self.cheap_barriers)),
+            IntAttr(int(self.fp16)),
+            IntAttr(int(self.fp64)),
         )
 
     @staticmethod
@@ -119,7 +131,6 @@ DEFAULTS = {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE}
 
 _FIELDS = [f.name for f in dataclasses.fields(TargetProfile)]
 _STR_FIELDS = {"profile", "format", "math"}
-_BOOL_FIELDS = {"cheap_barriers"}
 
 
 @irdl_attr_definition
@@ -136,6 +147,8 @@ class TargetAttr(ParametrizedAttribute):
     vector_width: IntAttr
     compute_units: IntAttr
     cheap_barriers: IntAttr
+    fp16: IntAttr
+    fp64: IntAttr
 
     def profile_value(self) -> TargetProfile:
         """The `TargetProfile` this attribute holds (booleans are stored as 0/1)."""

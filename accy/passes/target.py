@@ -18,11 +18,11 @@ class SetTargetPass(AccyPass):
     `profile` ("cpu" or "gpu") starts from that profile's defaults; without it
     the module's current profile (CPU when it has none) is kept and only the
     given fields change, e.g. `set-target{profile=gpu math=fast}` or
-    `set-target{vector_width=8}`. Changing the target invalidates every analysis
-    (they may read it)."""
+    `set-target{vector_width=8}` or `set-target{fp16=false}`. Changing the
+    target invalidates every analysis (they may read it)."""
 
     name: ClassVar[str] = "set-target"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     profile: str | None = None
     format: str | None = None
@@ -32,6 +32,8 @@ class SetTargetPass(AccyPass):
     local_mem_bytes: int | None = None
     compute_units: int | None = None
     cheap_barriers: bool | None = None
+    fp16: bool | None = None
+    fp64: bool | None = None
 
     def __post_init__(self) -> None:
         # Validate at construction, so a bad pipeline string fails before any pass runs.

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 
 from accy.passes.inline import CallError, callees, inline_calls
+from accy.passes.pass_manager import PassFailure
 from accy.reference.constants import numpy_dtype
 from accy.reference.interpreter import check_arguments, find_function
 from accy.reference.interpreter import run as reference_run
@@ -47,7 +48,15 @@ class Executable:
         self.device = device
         self.strict = strict
         start = time.perf_counter()
-        self.program = device.prepare(module, self.fn, strict)
+        try:
+            self.program = device.prepare(module, self.fn, strict)
+        except PassFailure as failure:
+            from accy.passes.kernelization.kernelize import LoweringRefused  # loads every lowering: only now
+
+            if isinstance(failure.__cause__, LoweringRefused):
+                # --strict or the fast tier refused a host fallback: say why, plainly.
+                raise ValueError(str(failure.__cause__)) from None
+            raise
         self.compile_s = time.perf_counter() - start
         self.run_s = 0.0
 

@@ -103,6 +103,7 @@ def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProf
     import pyopencl as cl
 
     is_cpu = bool(device.type & cl.device_type.CPU)
+    extensions = set(device.extensions.split())
     if is_cpu:
         width = 16  # PERF.md: one work-item per row or tile, 16 floats wide
     else:
@@ -117,6 +118,8 @@ def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProf
         vector_width=width,
         compute_units=int(device.max_compute_units),
         cheap_barriers=not is_cpu,
+        fp16="cl_khr_fp16" in extensions,
+        fp64="cl_khr_fp64" in extensions,
     )
 
 

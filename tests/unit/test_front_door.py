@@ -384,3 +384,65 @@ def test_verifier_errors_are_located(case: str, tmp_path: Path, capsys: pytest.C
     for device in DEVICES:
         code, out, err = run_cli(capsys, str(prog), "--device", device)
         assert code == 1 and err.startswith(f"{prog}:{message}"), err
+
+
+# --------------------------------------------------------------------------
+# float16 (and float64) where the device cannot compute in them
+# --------------------------------------------------------------------------
+
+HALF = """\
+func.func @main(%x: tensor<5x7xf16>) -> tensor<5x7xf16> {
+  %e = "accy.exp"(%x) : (tensor<5x7xf16>) -> tensor<5x7xf16>
+  %a = "accy.add"(%e, %x) : (tensor<5x7xf16>, tensor<5x7xf16>) -> tensor<5x7xf16>
+  func.return %a : tensor<5x7xf16>
+}
+"""
+
+FAST_HALF = f'builtin.module attributes {{accy.target = #accy.target<profile = "cpu", math = "fast">}} {{\n{HALF}}}\n'
+
+
+def opencl_extensions() -> set[str]:
+    from accy.runtime.devices import get_device
+
+    return set(get_device("opencl").cl_device.extensions.split())  # type: ignore[attr-defined]
+
+
+def test_profile_says_which_float_types_the_device_computes_in() -> None:
+    from accy.runtime.devices import get_device
+
+    profile = get_device("opencl").target_profile()  # type: ignore[attr-defined]
+    assert profile.fp16 == ("cl_khr_fp16" in opencl_extensions())
+    assert profile.fp64 == ("cl_khr_fp64" in opencl_extensions())
+
+
+def test_float16_runs_on_any_device(capsys: pytest.CaptureFixture[str]) -> None:
+    x = np.random.default_rng(2).standard_normal((5, 7)).astype(np.float16)
+    exe = accy.compile(HALF, device="opencl")
+    err = capsys.readouterr().err
+    (got,) = exe(x)
+    (want,) = accy.reference.run(accy.parse_module(HALF), "main", x)
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-3)
+    if "cl_khr_fp16" in opencl_extensions():
+        assert exe.stats.kernels == 1 and exe.stats.fallbacks == 0
+    else:
+        # Declined with the reason, and run on the host reference path (bit-exact there).
+        assert exe.stats.fallbacks == 1 and exe.stats.kernels == 0
+        assert "float16 needs the OpenCL extension cl_khr_fp16, which the target lacks (fp16 = false)" in err
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("source", "flags", "why"), [(HALF, ["--strict"], "strict kernelization"), (FAST_HALF, [], "the fast math tier")])
+def test_float16_without_the_extension_under_strict_or_fast(
+    source: str, flags: list[str], why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prog = tmp_path / "half.mlir"
+    prog.write_text(source)
+    code, out, err = run_cli(capsys, str(prog), "--device", "opencl", "--check", *flags)
+    if "cl_khr_fp16" in opencl_extensions():
+        assert code == 0 and ": ok" in out, err
+        return
+    assert code == 1 and out == ""
+    assert err.strip() == (
+        f"accy-run: error: kernel main_k0_elementwise (elementwise) cannot be lowered ({why}): "
+        "float16 needs the OpenCL extension cl_khr_fp16, which the target lacks (fp16 = false)"
+    ), err

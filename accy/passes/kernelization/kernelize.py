@@ -33,6 +33,8 @@ from typing import ClassVar
 from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float64Type,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -89,7 +91,7 @@ class KernelizePass(AccyPass):
     kind) and a host schedule of buffers, launches and host fallbacks."""
 
     name: ClassVar[str] = "kernelize"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
 
     strict: bool = False
 
@@ -106,6 +108,27 @@ class KernelizePass(AccyPass):
                 _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict).build()
         module.attributes["gpu.container_module"] = UnitAttr()
         return PreservedAnalyses.none()
+
+
+class LoweringRefused(ValueError):
+    """A work item that cannot be lowered where no host fallback is allowed
+    (strict kernelization or the fast tier): the user's choice, not a bug."""
+
+
+#: Element types a target may lack: (type, profile field, OpenCL extension).
+OPTIONAL_TYPES = ((Float16Type, "fp16", "cl_khr_fp16"), (Float64Type, "fp64", "cl_khr_fp64"))
+
+
+def check_element_types(k: OutlinedKernel, profile: TargetProfile) -> None:
+    """Declines a kernel that reads, computes or writes an element type the
+    target cannot compute in (`fp16` / `fp64` false in its profile)."""
+    values = [*k.inputs, *k.outputs, *(v for op in k.ops for v in (*op.operands, *op.results))]
+    for t, field, extension in OPTIONAL_TYPES:
+        if getattr(profile, field):
+            continue
+        if any(isinstance(v.type, TensorType) and isinstance(v.type.element_type, t) for v in values):
+            name = "float16" if field == "fp16" else "float64"
+            raise Decline(f"{name} needs the OpenCL extension {extension}, which the target lacks ({field} = false)")
 
 
 def _kernels_module(module: ModuleOp) -> gpu.ModuleOp:
@@ -206,6 +229,7 @@ class _HostBuilder:
         try:
             if lower is None:
                 raise Decline(f"{k.kind} work items have no kernel lowering")
+            check_element_types(k, self.profile)
             lowered = lower(k, self.plan, self.profile)
         except Decline as e:
             self._decline(k, str(e))
@@ -225,7 +249,7 @@ class _HostBuilder:
         message = f"kernel {k.name} ({k.kind}) runs on the host reference path: {reason}"
         if self.strict or self.profile.math == "fast":
             why = "strict kernelization" if self.strict else "the fast math tier"
-            raise ValueError(f"kernel {k.name} ({k.kind}) cannot be lowered ({why}): {reason}")
+            raise LoweringRefused(f"kernel {k.name} ({k.kind}) cannot be lowered ({why}): {reason}")
         remark(message)
         # Region inputs are whole buffers; views of them and literals are recomputed inside.
         bases: list[SSAValue] = []
