@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.accy-installed
-export POCL_CACHE_DIR ?= $(CURDIR)/.venv/pocl-cache
+export ACCY_CACHE_DIR ?= $(CURDIR)/.venv/accy-cache
 
 .PHONY: demo test lit unit conformance bench lint setup
 

@@ -7,6 +7,7 @@ still compiles for the reference device; a device that cannot load says why.
 
 from __future__ import annotations
 
+import threading
 from importlib import import_module
 
 from accy.runtime.device import Device
@@ -19,6 +20,8 @@ DEVICES: dict[str, str] = {
 }
 
 _instances: dict[str, Device] = {}
+# Two threads asking for a device at once get the same one.
+_instances_lock = threading.RLock()
 
 
 class DeviceUnavailable(ValueError):
@@ -33,8 +36,14 @@ def get_device(name: str) -> Device:
     """The device called `name`, created once per process (devices own
     contexts, queues and program caches worth keeping)."""
     key = name.strip().lower()
-    if key in _instances:
+    with _instances_lock:
+        if key not in _instances:
+            _instances[key] = _create(name, key)
         return _instances[key]
+
+
+def _create(name: str, key: str) -> Device:
+    """Makes the device `name` (`key` is its normalised form)."""
     base, _, index_text = key.partition(":")
     if base not in DEVICES:
         raise ValueError(f"unknown device '{name}' (known: {', '.join(known_devices())})")
@@ -49,7 +58,6 @@ def get_device(name: str) -> Device:
     except Exception as e:  # a missing driver, no platform, a bad index
         reason = str(e) or type(e).__name__
         raise DeviceUnavailable(f"device '{name}' is not available: {reason}") from e
-    _instances[key] = device
     return device
 
 

@@ -9,8 +9,9 @@ the kernels as OpenCL C, and runs the host schedule.
    it; a math tier already on the module is kept;
 2. runs `kernelize` (strict: a declined work item is an error);
 3. prints the kernels as OpenCL C and builds them once per process (the
-   `ProgramCache`; PoCL's own disk cache under `POCL_CACHE_DIR` makes a second
-   process fast), keeping one `cl.Kernel` per name;
+   `ProgramCache`; accy's disk cache of program binaries makes a second
+   process fast, and PoCL's own cache is private to the process: see
+   program_cache.py), keeping one `cl.Kernel` per name;
 4. translates the host function into a list of steps, once.
 
 `OpenCLProgram.run` then executes the steps: buffers come from a
@@ -24,6 +25,16 @@ instead allocated as the fresh array itself (aligned, `USE_HOST_PTR`): the
 kernels write it in place and a map at the end makes it coherent, which
 saves reading a pool buffer back (a copy, plus the page faults of the new
 array taken on one thread).
+
+Threads: a program may be called from any number of threads at once. Each
+call keeps its buffers to itself; the kernels of a program are shared (by
+every executable of the same source), so a call holds the program's
+`launch_lock` from a kernel's `set_args` to its enqueue (the arguments are
+captured there); the pool, the caches and the constant uploads take their
+own locks. All calls go to one in-order queue, except calls with `profile`,
+which use a second, profiling queue: they therefore hand buffers back to the
+pool only after their own queue has finished, and wait for the main queue
+after taking a buffer from the pool.
 
 Debugging unwritten outputs: `OpenCLDevice(poison=True)` (or the environment
 variable `ACCY_POISON=1` for devices made without the argument, e.g. by
@@ -40,6 +51,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -57,7 +69,8 @@ from accy.dialects.target import TargetProfile
 from accy.reference.constants import dense_to_numpy, numpy_dtype
 from accy.reference.interpreter import evaluate_op
 from accy.runtime.device import Device, LaunchProfile, Program, RunStats
-from accy.runtime.program_cache import ProgramCache, configure_pocl_cache
+from accy.runtime.memory import MemoryPool, pool_max_bytes_from_env
+from accy.runtime.program_cache import BuiltProgram, ProgramCache, isolate_pocl_cache, pocl_environment
 
 if TYPE_CHECKING:  # pyopencl is imported when a device is made, not with this module
     import pyopencl as cl
@@ -124,14 +137,16 @@ def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProf
 
 
 def opencl_devices() -> list[cl.Device]:
-    """Every device of every OpenCL platform, in platform order."""
+    """Every device of every OpenCL platform, in platform order. The first
+    call initialises PoCL (if installed) with its private cache folder."""
     import pyopencl as cl
 
-    try:
-        platforms = cl.get_platforms()
-    except cl.Error:  # the ICD loader reports "no platforms" as an error
-        platforms = []
-    return [d for p in platforms for d in p.get_devices()]
+    with pocl_environment():
+        try:
+            platforms = cl.get_platforms()
+        except cl.Error:  # the ICD loader reports "no platforms" as an error
+            platforms = []
+        return [d for p in platforms for d in p.get_devices()]
 
 
 # --------------------------------------------------------------------------
@@ -144,6 +159,7 @@ class _Launch:
     name: str
     kind: str
     kernel: Any  # cl.Kernel
+    lock: threading.Lock  # held from set_args to enqueue (the kernel is shared)
     args: list[int]
     global_size: tuple[int, ...]
     local_size: tuple[int, ...] | None
@@ -199,7 +215,8 @@ class HostScheduleError(ValueError):
     """The host function holds an op the OpenCL runtime does not run."""
 
 
-def _translate(host: func.FuncOp, kernels: dict[str, Any], gfuncs: dict[str, gpu.FuncOp]) -> _Schedule:
+def _translate(host: func.FuncOp, built: BuiltProgram | None, gfuncs: dict[str, gpu.FuncOp]) -> _Schedule:
+    kernels = built.kernels if built is not None else {}
     slots: dict[SSAValue, int] = {}
     ints: dict[SSAValue, int] = {}
     steps: list[Any] = []
@@ -267,6 +284,7 @@ def _translate(host: func.FuncOp, kernels: dict[str, Any], gfuncs: dict[str, gpu
                     name,
                     kind.data if kind is not None else "kernel",  # type: ignore[union-attr]
                     kernels[name],
+                    built.launch_lock,  # type: ignore[union-attr]
                     args,
                     tuple(global_size[:dims]),
                     tuple(local[:dims]) if uses_groups else None,
@@ -318,13 +336,16 @@ def _translate(host: func.FuncOp, kernels: dict[str, Any], gfuncs: dict[str, gpu
 class OpenCLProgram(Program):
     """A kernelized function on one OpenCL device."""
 
-    def __init__(self, device: OpenCLDevice, schedule: _Schedule, source: str) -> None:
+    def __init__(self, device: OpenCLDevice, schedule: _Schedule, source: str, built: BuiltProgram | None) -> None:
         self.device = device
         self.schedule = schedule
         self.source = source
+        #: The built kernels (None when the function has none).
+        self.built = built
         self.stats = RunStats(peak_bytes=schedule.peak_bytes, fallbacks=schedule.fallbacks)
         # Constant buffers nobody writes are uploaded once and kept.
         self._constants: dict[int, Any] = {}
+        self._constants_lock = threading.Lock()
         #: Inputs of the last call that ran in place (no copy), by argument index.
         self.in_place: list[bool] = []
 
@@ -344,25 +365,37 @@ class OpenCLProgram(Program):
         import pyopencl as cl
 
         if not step.rewritten:
-            buf = self._constants.get(step.slot)
-            if buf is None and not step.data.nbytes:
-                # OpenCL has no empty buffers (INVALID_BUFFER_SIZE); no
-                # kernel reads an element of an empty constant.
-                buf = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY, size=1)
-                self._constants[step.slot] = buf
-            elif buf is None:
-                buf = cl.Buffer(
-                    self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=step.data
-                )
-                self._constants[step.slot] = buf
+            with self._constants_lock:
+                buf = self._constants.get(step.slot)
+                if buf is None and not step.data.nbytes:
+                    # OpenCL has no empty buffers (INVALID_BUFFER_SIZE); no
+                    # kernel reads an element of an empty constant.
+                    buf = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY, size=1)
+                    self._constants[step.slot] = buf
+                elif buf is None:
+                    buf = cl.Buffer(
+                        self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=step.data
+                    )
+                    self._constants[step.slot] = buf
             return buf
-        buf = self.device.pool.acquire(step.nbytes)
+        buf = self._acquire(step.nbytes, queue)
         if step.data.nbytes:
             cl.enqueue_copy(queue, buf, step.data, is_blocking=False)
         keep.append(step.data)
         return buf
 
-    def _input(self, i: int, array: np.ndarray, queue: Any, keep: list[Any], owned: set[int]) -> Any:
+    def _acquire(self, nbytes: int, queue: Any) -> Any:
+        """A pool buffer for a call on `queue`."""
+        buf = self.device.pool.acquire(nbytes)
+        if queue is not self.device.queue:
+            # Kernels queued on the main queue by another call may still use
+            # it (released mid-call there): let them finish first.
+            self.device.queue.finish()
+        return buf
+
+    def _input(
+        self, i: int, array: np.ndarray, queue: Any, keep: list[Any], owned: set[int], in_place_flags: list[bool]
+    ) -> Any:
         import pyopencl as cl
 
         s = self.schedule
@@ -378,10 +411,10 @@ class OpenCLProgram(Program):
             and flat.flags.c_contiguous
             and flat.flags.aligned
         )
-        self.in_place.append(in_place)
+        in_place_flags.append(in_place)
         if in_place:
             return cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR, hostbuf=flat)
-        buf = self.device.pool.acquire(s.arg_nbytes[i])
+        buf = self._acquire(s.arg_nbytes[i], queue)
         owned.add(id(buf))
         if flat.nbytes:
             cl.enqueue_copy(queue, buf, np.ascontiguousarray(flat), is_blocking=False)
@@ -400,27 +433,31 @@ class OpenCLProgram(Program):
         hosts: dict[int, np.ndarray] = {}  # result slots written in place: slot -> flat host array
         events: list[tuple[_Launch, Any]] = []
         records: list[LaunchProfile] = []
-        self.in_place = []
+        in_place: list[bool] = []
+        # Buffers freed mid-call go back to the pool at once only on the queue
+        # every other call uses (see the module docstring).
+        release_early = queue is device.queue
         try:
             for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
-                bufs[slot] = self._input(i, array, queue, keep, owned)
+                bufs[slot] = self._input(i, array, queue, keep, owned, in_place)
             for step in s.steps:
                 if isinstance(step, _Launch):
-                    step.kernel.set_args(*(bufs[a] for a in step.args))
-                    event = cl.enqueue_nd_range_kernel(queue, step.kernel, step.global_size, step.local_size)
+                    with step.lock:
+                        step.kernel.set_args(*(bufs[a] for a in step.args))
+                        event = cl.enqueue_nd_range_kernel(queue, step.kernel, step.global_size, step.local_size)
                     if profile:
                         events.append((step, event))
                 elif isinstance(step, _Alloc):
                     if step.result and device.host_unified_memory and step.nbytes >= HOST_RESULT_MIN_BYTES:
                         hosts[step.slot], bufs[step.slot] = self._host_result(step)
                     else:
-                        bufs[step.slot] = pool.acquire(step.nbytes)
+                        bufs[step.slot] = self._acquire(step.nbytes, queue)
                         owned.add(id(bufs[step.slot]))
                     if device.poison and step.nbytes:
                         cl.enqueue_fill_buffer(queue, bufs[step.slot], poison_pattern(step.dtype), 0, step.nbytes)
                 elif isinstance(step, _Free):
                     buf = bufs[step.slot]
-                    if id(buf) in owned:
+                    if release_early and id(buf) in owned:
                         owned.discard(id(buf))
                         pool.release(buf)
                 elif isinstance(step, _Constant):
@@ -446,6 +483,9 @@ class OpenCLProgram(Program):
         self.stats = RunStats(
             kernels=s.launches, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks, profile=records if profile else []
         )
+        self.in_place = in_place
+        if self.built is not None and not self.built.stored:
+            device.programs.store(self.built)  # now that its kernels are compiled for their launch sizes
         return outputs
 
     def _fallback(self, step: _Fallback, bufs: list[Any], queue: Any) -> None:
@@ -531,17 +571,31 @@ def _as_tensor(host: np.ndarray, t: TensorType) -> np.ndarray:
 class OpenCLDevice(Device):
     """The index-th OpenCL device (the first when None); see the module
     docstring. `poison` fills allocated buffers with NaN / a sentinel before
-    each call's launches (default: the environment variable ACCY_POISON=1)."""
+    each call's launches (default: the environment variable ACCY_POISON=1).
+    `pool_max_bytes` bounds the idle buffers of the memory pool (default
+    `$ACCY_POOL_MAX_BYTES`, else a quarter of the device's global memory);
+    `program_cache_size` the programs kept in memory (default
+    `$ACCY_PROGRAM_CACHE_SIZE`, else 128)."""
 
-    def __init__(self, index: int | None = None, poison: bool | None = None) -> None:
-        from accy.runtime.memory import MemoryPool
-
-        self.pocl_cache_dir = configure_pocl_cache()  # before any context exists
+    def __init__(
+        self,
+        index: int | None = None,
+        poison: bool | None = None,
+        pool_max_bytes: int | None = None,
+        program_cache_size: int | None = None,
+    ) -> None:
         import pyopencl as cl
 
         devices = opencl_devices()
+        #: The private folder accy gives PoCL for its cache (program_cache.py); PoCL
+        #: keeps its own choice if something initialised it before accy did.
+        self.pocl_cache_dir = isolate_pocl_cache()
         if not devices:
-            raise RuntimeError(INSTALL_HINT)
+            from accy.runtime import program_cache
+
+            # PoCL reports no device when its cache folder is unusable: say so.
+            why = f"; {program_cache.pocl_dir_error}, which PoCL needs" if program_cache.pocl_dir_error else ""
+            raise RuntimeError(INSTALL_HINT + why)
         i = 0 if index is None else index
         if not 0 <= i < len(devices):
             listing = "; ".join(f"opencl:{n} = {d.name.strip()}" for n, d in enumerate(devices))
@@ -554,21 +608,25 @@ class OpenCLDevice(Device):
         self.context = cl.Context([self.cl_device])
         self.queue = cl.CommandQueue(self.context, self.cl_device)
         self._profiling_queue: Any = None
+        self._queue_lock = threading.Lock()
         self.host_unified_memory = bool(getattr(self.cl_device, "host_unified_memory", False)) or bool(
             self.cl_device.type & cl.device_type.CPU
         )
-        self.pool = MemoryPool(self.context)
-        self.programs = ProgramCache(self.context, self.cl_device)
+        if pool_max_bytes is None:
+            pool_max_bytes = pool_max_bytes_from_env(int(self.cl_device.global_mem_size) // 4)
+        self.pool = MemoryPool(self.context, max_free_bytes=pool_max_bytes)
+        self.programs = ProgramCache(self.context, self.cl_device, max_entries=program_cache_size)
 
     @property
     def profiling_queue(self) -> cl.CommandQueue:
         import pyopencl as cl
 
-        if self._profiling_queue is None:
-            self._profiling_queue = cl.CommandQueue(
-                self.context, self.cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE
-            )
-        return self._profiling_queue
+        with self._queue_lock:
+            if self._profiling_queue is None:
+                self._profiling_queue = cl.CommandQueue(
+                    self.context, self.cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE
+                )
+            return self._profiling_queue
 
     def target_profile(self, math_tier: str = "exact") -> TargetProfile:
         return profile_of_device(self.cl_device, math_tier)
@@ -595,8 +653,8 @@ class OpenCLDevice(Device):
             raise ValueError(f"the module has no function @{fn}")
         gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)} if _has_kernels(module) else {}
         source = emit_opencl(module) if gfuncs else ""
-        kernels = self.programs.get(source, build_options(module)).kernels if gfuncs else {}
-        return OpenCLProgram(self, _translate(host, kernels, gfuncs), source)
+        built = self.programs.get(source, build_options(module)) if gfuncs else None
+        return OpenCLProgram(self, _translate(host, built, gfuncs), source, built)
 
 
 def debug_out(text: str) -> None:

@@ -11,6 +11,6 @@ config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.excludes = ["lit.cfg.py", "inputs"]
 config.environment["PATH"] = os.environ["PATH"]
-for var in ("PYTHONPATH", "POCL_CACHE_DIR", "HOME", "XDG_CACHE_HOME"):
+for var in ("PYTHONPATH", "ACCY_CACHE_DIR", "HOME", "XDG_CACHE_HOME"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

@@ -106,10 +106,16 @@ def test_program_cache_builds_identical_kernels_once(device):
     assert launches and all(s.kernel is cached[s.name] for s in launches)
 
 
-def test_pocl_cache_dir_is_set(device):
+def test_pocl_cache_is_private_to_the_process(device):
     import os
+    from pathlib import Path
 
-    assert os.environ.get("POCL_CACHE_DIR") == device.pocl_cache_dir != ""
+    # PoCL writes its kernels into this process's own folder, and the
+    # variable is back to what it was (unset, or the user's value).
+    accy_compile(EXP_MUL_SUM.format(r=3, c=5), device=device)(*[np.ones((3, 5), np.float32)] * 2)
+    private = Path(device.pocl_cache_dir)
+    assert private.name.startswith(f"accy-pocl-{os.getpid()}-") and any(private.iterdir())
+    assert os.environ.get("POCL_CACHE_DIR") != str(private)
 
 
 def test_profile_reports_each_launch(device):

@@ -1,0 +1,255 @@
+"""accy's cache on disk: blobs by key, checksummed, written atomically.
+
+Everything accy keeps across processes lives under one folder, the *cache
+root*: `$ACCY_CACHE_DIR` when set, else `$XDG_CACHE_HOME/accy`, else
+`~/.cache/accy`. `ACCY_CACHE_DIR=off` turns the disk cache off. Each user of
+the cache has a namespace, a sub-folder of the root:
+
+    <root>/programs/<k[:2]>/<k>.bin     built OpenCL programs (program_cache.py)
+    <root>/<namespace>/...              later users (an autotuner's results)
+    <root>/<namespace>/tmp/             entries being written
+
+An entry is `MAGIC | sha256(key + payload) | len(payload) | payload`. It is
+written to a temporary file in `tmp/` and renamed over the entry with
+`os.replace`, so a reader sees a whole old entry, a whole new one, or none;
+two processes writing the same entry both succeed and one of them wins.
+`get` verifies the header and checksum before it returns a payload: a
+truncated, zeroed or garbage file (or a directory, a FIFO, a file of another
+key) is a miss and is removed, and the caller rebuilds and writes it again.
+
+A cache root that cannot be created or written is not an error: the first
+failure prints one `AccyCacheWarning` naming the folder and the reason, and
+the process goes on without the disk cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+CACHE_DIR_ENV = "ACCY_CACHE_DIR"
+#: `ACCY_CACHE_DIR` values that turn the disk cache off.
+OFF_VALUES = ("off", "none", "0")
+
+MAGIC = b"ACCYBLOB1\n"
+_DIGEST = 32
+_LENGTH = 8
+HEADER_BYTES = len(MAGIC) + _DIGEST + _LENGTH
+#: Entries larger than this are refused (a garbage file claiming to be huge
+#: must not make accy read it whole).
+MAX_ENTRY_BYTES = 1 << 30
+#: Temporary files older than this are left-overs of a killed writer.
+STALE_TMP_SECONDS = 600.0
+
+
+class AccyCacheWarning(UserWarning):
+    """accy runs without its disk cache (the folder is not usable)."""
+
+
+def cache_root() -> Path | None:
+    """The cache root (see the module docstring); None when turned off."""
+    configured = os.environ.get(CACHE_DIR_ENV)
+    if configured is not None and configured.strip():
+        if configured.strip().lower() in OFF_VALUES:
+            return None
+        return Path(configured).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "accy"
+
+
+def checksum(key: str, payload: bytes) -> bytes:
+    return hashlib.sha256(key.encode() + b"\0" + payload).digest()
+
+
+def encode_entry(key: str, payload: bytes) -> bytes:
+    """The bytes of an entry file holding `payload` under `key`."""
+    return MAGIC + checksum(key, payload) + len(payload).to_bytes(_LENGTH, "little") + payload
+
+
+def decode_entry(key: str, data: bytes) -> bytes | None:
+    """The payload of an entry file's bytes, or None if they do not verify."""
+    if len(data) < HEADER_BYTES or not data.startswith(MAGIC):
+        return None
+    digest = data[len(MAGIC) : len(MAGIC) + _DIGEST]
+    length = int.from_bytes(data[len(MAGIC) + _DIGEST : HEADER_BYTES], "little")
+    payload = data[HEADER_BYTES:]
+    if length != len(payload) or checksum(key, payload) != digest:
+        return None
+    return payload
+
+
+class DiskCache:
+    """Verified blobs by key under `<root>/<namespace>` (see the module
+    docstring). `root=None` takes `cache_root()` when first used. Safe to use
+    from several threads and processes at once."""
+
+    def __init__(self, namespace: str, root: Path | str | None = None) -> None:
+        self.namespace = namespace
+        self._root = Path(root) if root is not None else None
+        self._dir: Path | None = None
+        self._resolved = False
+        self.disabled_reason: str | None = None
+        self._lock = threading.Lock()
+        self._swept = False
+        #: Entries that failed verification (and were removed).
+        self.corrupt = 0
+
+    @property
+    def directory(self) -> Path | None:
+        """The namespace folder, created on first use; None when the disk
+        cache is off or unusable."""
+        with self._lock:
+            if not self._resolved:
+                self._resolved = True
+                root = self._root if self._root is not None else cache_root()
+                if root is not None:
+                    path = root / self.namespace
+                    try:
+                        _ensure_dir(path / "tmp")
+                        self._dir = path
+                    except OSError as e:
+                        self._disable_locked(path, e)
+            return self._dir
+
+    def path(self, key: str) -> Path | None:
+        """Where the entry of `key` lives (None without a cache folder)."""
+        directory = self.directory
+        return None if directory is None else directory / key[:2] / f"{key}.bin"
+
+    def get(self, key: str) -> bytes | None:
+        """The payload stored under `key`, or None when there is none or it
+        does not verify (a bad entry is removed)."""
+        path = self.path(key)
+        if path is None:
+            return None
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        data: bytes | None = None
+        if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_ENTRY_BYTES + HEADER_BYTES:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                data = None
+        payload = decode_entry(key, data) if data is not None else None
+        if payload is None:
+            self.corrupt += 1
+            self.discard(key)
+        return payload
+
+    def put(self, key: str, payload: bytes) -> bool:
+        """Stores `payload` under `key` atomically; False when the cache is
+        off or could not be written (the first failure warns once)."""
+        path = self.path(key)
+        if path is None or len(payload) > MAX_ENTRY_BYTES:
+            return False
+        assert self._dir is not None
+        tmp_dir = self._dir / "tmp"
+        self._sweep(tmp_dir)
+        tmp_name: str | None = None
+        try:
+            _ensure_dir(path.parent)
+            _ensure_dir(tmp_dir)
+            fd, tmp_name = tempfile.mkstemp(prefix=f"{key[:16]}.", suffix=".tmp", dir=tmp_dir)
+            with os.fdopen(fd, "wb") as f:
+                f.write(encode_entry(key, payload))
+            if path.is_dir() and not path.is_symlink():
+                _remove_tree(path)  # a directory squatting on the entry's name
+            os.replace(tmp_name, path)
+            return True
+        except OSError as e:
+            if tmp_name is not None:
+                _unlink(Path(tmp_name))
+            with self._lock:
+                self._disable_locked(self._dir, e)
+            return False
+
+    def discard(self, key: str) -> None:
+        """Removes the entry of `key` if there is one."""
+        path = self.path(key)
+        if path is None:
+            return
+        if path.is_dir() and not path.is_symlink():
+            _remove_tree(path)
+        else:
+            _unlink(path)
+
+    def _disable_locked(self, path: Path | None, error: OSError) -> None:
+        if self.disabled_reason is not None:
+            return
+        self._dir = None
+        folder = path.parent if path is not None else None  # the cache root, not the namespace
+        reason = error.strerror or str(error)
+        self.disabled_reason = f"the accy cache folder {folder} is not usable ({reason}): running without the disk cache"
+        with _warned_lock:
+            if str(folder) in _warned:
+                return
+            _warned.add(str(folder))
+        # Attributed to the caller's line outside accy (e.g. its accy.compile).
+        warnings.warn(
+            self.disabled_reason + f" (set {CACHE_DIR_ENV} to another folder)",
+            AccyCacheWarning,
+            stacklevel=_stacklevel_outside_accy(),
+        )
+
+    def _sweep(self, tmp_dir: Path) -> None:
+        """Removes temporary files a killed writer left behind (once a process)."""
+        if self._swept:
+            return
+        self._swept = True
+        now = time.time()
+        try:
+            entries = list(os.scandir(tmp_dir))
+        except OSError:
+            return
+        for entry in entries:
+            try:
+                if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TMP_SECONDS:
+                    _unlink(Path(entry.path))
+            except OSError:
+                pass
+
+
+# Folders already warned about: one warning a process, however many caches use them.
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _stacklevel_outside_accy() -> int:
+    """The `stacklevel` of `_disable_locked`'s warning that names the first
+    frame outside the accy package (Python 3.11 has no skip_file_prefixes)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame = sys._getframe(2)  # _disable_locked's frame is level 1 of the warning
+    level = 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _ensure_dir(path: Path) -> None:
+    """Creates `path` (and parents); a file squatting on its name is removed first."""
+    if path.exists() and not path.is_dir():
+        path.unlink()
+    path.mkdir(parents=True, exist_ok=True)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
