@@ -45,6 +45,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
+    FunctionType,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -84,17 +85,30 @@ class Decline(Exception):
     message is the reason the remark shows."""
 
 
+@dataclass(eq=False)
+class Scratch:
+    """A buffer of `size` elements of `element_type` that a lowering keeps
+    between the launches of one work item (a split reduction's partial
+    results): the host schedule allocates it before them and frees it after."""
+
+    element_type: Attribute
+    size: int
+
+
 @dataclass
 class LoweredKernel:
     """A kernel function plus how to launch it: `grid` work-groups of `block`
     work-items per dimension, over `buffers` (the kernel's arguments, in
-    order; `values` holds a value stored in each)."""
+    order; `values` holds a value stored in each, or the `Scratch` buffer
+    the argument is). `before` runs first (a first stage over the same
+    scratch buffers)."""
 
     func: gpu.FuncOp
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     buffers: list[Buffer]
-    values: list[SSAValue] = field(default_factory=list)
+    values: list[SSAValue | Scratch] = field(default_factory=list)
+    before: LoweredKernel | None = None
 
 
 # --------------------------------------------------------------------------
@@ -178,7 +192,7 @@ class KernelBuilder:
         self.values = [*self.values, *self.view_leaves]
         arg_of: dict[int, int] = {}
         types: list[Attribute] = []
-        self.arg_values: list[SSAValue] = []
+        self.arg_values: list[SSAValue | Scratch] = []
         for v in self.values:
             if v not in self.plan.refs:
                 raise Decline(f"the buffer plan places no buffer for {v.name_hint or v}")
@@ -239,6 +253,15 @@ class KernelBuilder:
         simplify_kernel(self.func)
         check_dominance(self.func, "after simplify_kernel")
         return LoweredKernel(self.func, grid, block, self.buffers, self.arg_values)
+
+    def scratch_argument(self, scratch: Scratch) -> SSAValue:
+        """A new last argument of the kernel: the flat buffer `scratch`."""
+        t = MemRefType(buffer_element_type(scratch.element_type), [max(1, scratch.size)])
+        entry = self.func.body.block
+        arg = entry.insert_arg(t, len(entry.args))
+        self.func.function_type = FunctionType.from_lists([a.type for a in entry.args], [])
+        self.arg_values.append(scratch)
+        return arg
 
     # -- values computed once where they dominate ---------------------------
 

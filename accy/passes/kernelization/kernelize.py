@@ -17,7 +17,8 @@ kind. What comes out (see the kernel IR conventions):
   lowering declined becomes `accy_host.fallback` holding its tensor ops (plus
   the view ops that lead from whole buffers to its inputs, and a clone of
   each constant it reads), run by the runtime on the host reference path;
-- `accy.peak_bytes` on the function: the plan's peak.
+- `accy.peak_bytes` on the function: the plan's peak, plus the largest
+  scratch buffer a lowering keeps between its launches (`Scratch`).
 
 A decline under the `exact` math tier prints a remark to stderr (the
 `remark` hook); with `strict=true`, or under the `fast` tier, it is an error.
@@ -53,8 +54,8 @@ from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.dialects.target import TargetProfile
 from accy.passes.analyses.bufferization import BufferPlan, BufferRef
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
-from accy.passes.analyses.shape_layout import is_row_major, numel
-from accy.passes.kernelization.common import Decline, LoweredKernel, buffer_type
+from accy.passes.analyses.shape_layout import element_bytes, is_row_major, numel
+from accy.passes.kernelization.common import Decline, LoweredKernel, Scratch, buffer_type
 from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
 from accy.passes.kernelization.flash_attention import lower_flash_attention
@@ -156,6 +157,8 @@ class _HostBuilder:
         self.block = Block()
         self.buffers: dict[tuple[int, Attribute], SSAValue] = {}
         self.pinned: set[tuple[int, Attribute]] = set()
+        #: The largest scratch buffer of a lowering (split reductions), on top of the plan's peak.
+        self.scratch_bytes = 0
 
     def _key(self, v: SSAValue) -> tuple[int, Attribute]:
         """A host memref per (plan buffer, stored element type)."""
@@ -215,7 +218,7 @@ class _HostBuilder:
         )
         new.attributes |= {k: v for k, v in f.attributes.items() if k not in ("sym_name", "function_type")}
         new.attributes[SIGNATURE_ATTR] = old_type
-        new.attributes[PEAK_BYTES_ATTR] = IntegerAttr(plan.peak_bytes, i64)
+        new.attributes[PEAK_BYTES_ATTR] = IntegerAttr(plan.peak_bytes + self.scratch_bytes, i64)
         if f.sym_visibility is not None:
             new.sym_visibility = f.sym_visibility
         parent = f.parent_block()
@@ -234,11 +237,26 @@ class _HostBuilder:
         except Decline as e:
             self._decline(k, str(e))
             return
-        self.module.body.block.add_op(lowered.func)
-        args = [self._buffer(v) for v in lowered.values]
-        sizes = [self._index(n) for n in (*lowered.grid, *lowered.block)]
-        launch = gpu.LaunchFuncOp(SymbolRefAttr(KERNELS_MODULE, [k.name]), sizes[:3], sizes[3:], kernelOperands=args)
-        self.block.add_op(launch)
+        stages = [lowered]
+        while stages[0].before is not None:
+            stages.insert(0, stages[0].before)
+        scratch: dict[Scratch, SSAValue] = {}
+        for stage in stages:
+            for v in stage.values:
+                if isinstance(v, Scratch) and v not in scratch:
+                    st = buffer_element_type(v.element_type)
+                    alloc = memref.AllocOp.get(st, shape=[max(1, v.size)])
+                    self.block.add_op(alloc)
+                    scratch[v] = alloc.results[0]
+                    self.scratch_bytes = max(self.scratch_bytes, max(1, v.size) * element_bytes(st))
+        for stage in stages:
+            self.module.body.block.add_op(stage.func)
+            args = [scratch[v] if isinstance(v, Scratch) else self._buffer(v) for v in stage.values]
+            sizes = [self._index(n) for n in (*stage.grid, *stage.block)]
+            name = SymbolRefAttr(KERNELS_MODULE, [stage.func.sym_name.data])
+            self.block.add_op(gpu.LaunchFuncOp(name, sizes[:3], sizes[3:], kernelOperands=args))
+        for buf in scratch.values():
+            self.block.add_op(memref.DeallocOp.get(buf))
 
     def _index(self, n: int) -> SSAValue:
         c = arith.ConstantOp.from_int_and_width(n, IndexType())

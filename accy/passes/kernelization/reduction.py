@@ -2,25 +2,37 @@
 with the elementwise prologue that feeds it and the epilogue that consumes
 its result fused in, as the work item lists them.
 
-CPU profile: one work-item per output element loops over the reduced
-elements. When the last dim is reduced and the prologue has no views, it
-walks that dim W lanes at a time into a vector accumulator (`vector.reduction`
-at the end) with a scalar tail; otherwise a scalar loop over the flattened
-reduced index space. No barriers.
+Every accumulator (a vector lane, a work-item's share) takes at most
+`LANE_CHUNK` elements: a float32 sum of n values drifts by up to n ulp, and
+the mean of 10^7 values summed in one accumulator is off by 1e-3. A
+reduction of more elements per output than one chunk (`_Reduction.chunk`)
+is split in two launches: the first computes one partial result per
+(output, chunk) into a scratch buffer, in parallel over all of them; the
+second combines each output's partials in blocks of `LANE_CHUNK` (a sum of
+sums of sums), then runs the epilogue. So a full reduction of 10^8 elements
+is both parallel and within a few ulp of a float64 sum.
 
-GPU profile: one work-group per output element; each work-item accumulates a
-strided share of the reduced elements, then a tree in local memory (with
-barriers, `work_group_tree`) combines the shares, and work-item 0 reads the
-total, runs the epilogue and stores.
+CPU profile: one work-item per output element (or per (output, chunk))
+loops over its elements. When the last dim is reduced and the prologue has
+no views, it walks that dim W lanes at a time into a vector accumulator
+(`vector.reduction` at the end) with a scalar tail; otherwise a scalar loop
+over the flattened reduced index space. No barriers.
+
+GPU profile: one work-group per output element (or per (output, chunk));
+each work-item accumulates a strided share, then a tree in local memory
+(with barriers, `work_group_tree`) combines the shares, and work-item 0
+reads the total, runs the epilogue (or stores the partial) and stores.
 
 `mean` is a sum divided by the reduced count.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects import arith
+from collections.abc import Callable
+
+from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import VectorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from accy.dialects import accy
 from accy.dialects.host import buffer_element_type
@@ -41,6 +53,7 @@ from accy.passes.kernelization.common import (
     Expr,
     KernelBuilder,
     LoweredKernel,
+    Scratch,
     anchored_kernel,
     guarded,
     launch_1d,
@@ -49,13 +62,17 @@ from accy.passes.kernelization.common import (
 
 #: Work-items of a GPU work-group sharing one output element (at most).
 GPU_REDUCE_THREADS = 256
+#: Elements one accumulator (a vector lane, a work-item's share, a block of partials) takes at most.
+LANE_CHUNK = 256
 
 
 def lower_reduction(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
     """A reduction kernel: one `accy.reduce` and the work fused around it."""
     kb, red = anchored_kernel(kernel, plan, profile, accy.ReduceOp, "reduction")
     lowering = _Reduction(kb, kernel, red)
-    return lowering.work_group_per_output() if profile.profile == "gpu" else lowering.work_item_per_output()
+    if lowering.count > lowering.chunk:
+        return lowering.split(plan)
+    return lowering.work_group_per_output() if lowering.gpu else lowering.work_item_per_output()
 
 
 class _Reduction:
@@ -63,6 +80,8 @@ class _Reduction:
 
     def __init__(self, kb: KernelBuilder, kernel: OutlinedKernel, red: accy.ReduceOp) -> None:
         self.kb, self.kernel, self.red = kb, kernel, red
+        self.profile = kb.profile
+        self.gpu = self.profile.profile == "gpu"
         self.kind = red.kind.data
         self.x = red.x
         self.shape = accy.shape_of(red.x)
@@ -73,92 +92,232 @@ class _Reduction:
         self.n_out = numel(self.out_shape)
         self.et = accy.elem_of(red.x)
         self.prologue = [op for op in kernel.ops if op is not red]
+        self.width = self.profile.vector_width
+        self.use_vector = (
+            not self.gpu
+            and self.width > 1
+            and (len(self.shape) - 1) in self.axes
+            and self.shape[-1] >= self.width
+            and vectorizable(self.prologue, kb)
+            and (accy.is_float(self.et) or self.kind in ("sum", "prod", "mean"))
+        )
+        self.threads = work_group_size(self.count, GPU_REDUCE_THREADS, self.profile)
+        lanes = self.threads if self.gpu else self.width if self.use_vector else 1
+        self.chunk = lanes * LANE_CHUNK
+        """Reduced elements per output that one launch takes (per work-item on the CPU, per work-group on the GPU)."""
 
     def _full(self, reduced: list[SSAValue], kept: list[SSAValue]) -> list[SSAValue]:
         return place(len(self.shape), self.axes, reduced, kept)
 
-    def _scalar_accumulate(self, kept: list[SSAValue], lo: SSAValue | int, step: int, acc: SSAValue) -> SSAValue:
-        """acc combined with x at reduced flat indices lo, lo+step, ... < count."""
-        kb = self.kb
+    def _init(self, kb: KernelBuilder, t: Attribute | None = None) -> SSAValue:
+        return kb.const(identity(self.kind, self.et), t or self.et)
+
+    # -- accumulating a range of the reduced elements ----------------------------
+
+    def _scalar_accumulate(
+        self, kb: KernelBuilder, kept: list[SSAValue], lo: SSAValue | int, hi: SSAValue | int, step: int, acc: SSAValue
+    ) -> SSAValue:
+        """acc combined with x at reduced flat indices lo, lo+step, ... < hi."""
 
         def body(r: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             x = Expr(kb, self.prologue).at(self.x, self._full(kb.delinearize(r, self.red_shape), kept))
             return [combine(kb, self.kind, carried[0], x)]
 
-        return kb.for_(lo, self.count, step, [acc], body)[0]
+        return kb.for_(lo, hi, step, [acc], body)[0]
 
-    def _vector_accumulate(self, kept: list[SSAValue], width: int) -> SSAValue:
-        """The last dim is reduced: W lanes at a time, then a scalar tail."""
-        kb = self.kb
+    def _vector_accumulate(
+        self, kb: KernelBuilder, kept: list[SSAValue], rows: tuple[SSAValue | int, SSAValue | int],
+        cols: tuple[SSAValue | int, SSAValue | int],
+    ) -> SSAValue:
+        """The last dim is reduced: rows [r0, r1) of the other reduced dims
+        (flat), each over columns [c0, c1) of the last dim, W lanes at a
+        time, then a scalar tail."""
         last = self.shape[-1]
         outer_shape = self.red_shape[:-1]
-        vt = VectorType(self.et, [width])
-        full_end = last - last % width
+        width = self.width
+        c0, c1 = cols
+        if isinstance(c0, int) and isinstance(c1, int):
+            vec_end: SSAValue | int = c0 + (c1 - c0) // width * width
+        else:
+            span = kb.sub(kb.as_index(c1), kb.as_index(c0))
+            vec_end = kb.add(c0, kb.mul(kb.div(span, width), width))
 
         def outer(o: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             prefix = kb.delinearize(o, outer_shape)
 
-            def vec(c: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-                x = Expr(kb, self.prologue, width).at(self.x, self._full([*prefix, c], kept))
-                return [combine(kb, self.kind, acc[0], x)]
+            def lanes(w: int) -> Callable[[SSAValue, list[SSAValue]], list[SSAValue]]:
+                def step(c: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                    x = Expr(kb, self.prologue, w).at(self.x, self._full([*prefix, c], kept))
+                    return [combine(kb, self.kind, acc[0], x)]
 
-            def tail(c: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-                x = Expr(kb, self.prologue).at(self.x, self._full([*prefix, c], kept))
-                return [combine(kb, self.kind, acc[0], x)]
+                return step
 
-            v = kb.for_(0, full_end, width, [carried[0]], vec)[0]
-            s = kb.for_(full_end, last, 1, [carried[1]], tail)[0]
+            v = kb.for_(c0, vec_end, width, [carried[0]], lanes(width))[0]
+            s = kb.for_(vec_end, c1, 1, [carried[1]], lanes(1))[0]
             return [v, s]
 
-        init = [kb.const(identity(self.kind, self.et), vt), kb.const(identity(self.kind, self.et), self.et)]
-        v, s = kb.for_(0, numel(outer_shape), 1, init, outer)
+        assert last >= width
+        init = [self._init(kb, VectorType(self.et, [width])), self._init(kb)]
+        v, s = kb.for_(rows[0], rows[1], 1, init, outer)
         return combine(kb, self.kind, vector_total(kb, self.kind, v), s)
 
-    def _finish(self, kept: list[SSAValue], total: SSAValue) -> None:
+    def _accumulate_all(self, kb: KernelBuilder, kept: list[SSAValue]) -> SSAValue:
+        """Every reduced element of one output (at most one chunk of them)."""
+        if self.use_vector:
+            return self._vector_accumulate(kb, kept, (0, numel(self.red_shape[:-1])), (0, self.shape[-1]))
+        return self._scalar_accumulate(kb, kept, 0, self.count, 1, self._init(kb))
+
+    def _finish(self, kb: KernelBuilder, kept: list[SSAValue], total: SSAValue) -> None:
         """Epilogue and stores of one output element."""
-        kb = self.kb
         if self.kind == "mean":
             total = kb.val(arith.DivfOp(total, kb.const(float(self.count), self.et)))
         epilogue = Expr(kb, self.prologue)
         epilogue.pin(self.red.result, lambda _: total)
         epilogue.store(self.kernel.outputs, kept)
 
+    # -- one launch: an output per work-item (CPU) or work-group (GPU) -------------
+
     def work_item_per_output(self) -> LoweredKernel:
         kb = self.kb
-        width = kb.profile.vector_width
-        use_vector = (
-            width > 1
-            and (len(self.shape) - 1) in self.axes
-            and self.shape[-1] >= width
-            and vectorizable(self.prologue, self.kb)
-            and (accy.is_float(self.et) or self.kind in ("sum", "prod", "mean"))
-        )
         grid, block, padded = launch_1d(self.n_out, kb.profile)
         gid = kb.global_id()
 
         def body() -> None:
             kept = kb.delinearize(gid, self.out_shape)
-            if use_vector:
-                total = self._vector_accumulate(kept, width)
-            else:
-                total = self._scalar_accumulate(kept, 0, 1, kb.const(identity(self.kind, self.et), self.et))
-            self._finish(kept, total)
+            self._finish(kb, kept, self._accumulate_all(kb, kept))
 
         guarded(kb, gid, self.n_out, padded, body)
         return kb.lowered(grid, block)
 
-    def work_group_per_output(self) -> LoweredKernel:
-        kb = self.kb
-        size = work_group_size(self.count, GPU_REDUCE_THREADS, kb.profile)
-        scratch = kb.local_array(size, buffer_element_type(self.et), workgroup=True)
-        group, tid = kb.group_id(), kb.local_id()
-        kept = kb.delinearize(group, self.out_shape)
-        share = self._scalar_accumulate(kept, tid, size, kb.const(identity(self.kind, self.et), self.et))
-        work_group_tree(kb, self.kind, share, scratch, tid, size)
+    def _work_group_share(
+        self, kb: KernelBuilder, threads: int, shares: Callable[[SSAValue], SSAValue],
+        finish: Callable[[SSAValue], None],
+    ) -> None:
+        """Each of `threads` work-items' share (`shares(tid)`) combined by a
+        tree in local memory; work-item 0 hands the total to `finish`."""
+        scratch = kb.local_array(threads, buffer_element_type(self.et), workgroup=True)
+        tid = kb.local_id()
+        work_group_tree(kb, self.kind, shares(tid), scratch, tid, threads)
 
-        def store() -> list[SSAValue]:
-            self._finish(kept, work_group_total(kb, scratch))
+        def first() -> list[SSAValue]:
+            finish(work_group_total(kb, scratch))
             return []
 
-        kb.if_(kb.lt(tid, 1), store)
-        return kb.lowered((max(self.n_out, 1), 1, 1), (size, 1, 1))
+        kb.if_(kb.lt(tid, 1), first)
+
+    def work_group_per_output(self) -> LoweredKernel:
+        kb = self.kb
+        kept = kb.delinearize(kb.group_id(), self.out_shape)
+        self._work_group_share(
+            kb, self.threads,
+            lambda tid: self._scalar_accumulate(kb, kept, tid, self.count, self.threads, self._init(kb)),
+            lambda total: self._finish(kb, kept, total),
+        )
+        return kb.lowered((max(self.n_out, 1), 1, 1), (self.threads, 1, 1))
+
+    # -- two launches: partials per (output, chunk), then their totals -------------
+
+    def split(self, plan: BufferPlan) -> LoweredKernel:
+        """Partial results of every (output, chunk) into a scratch buffer,
+        then each output's partials combined (the module docstring)."""
+        parts = self._chunks()
+        partials = Scratch(self.et, self.n_out * parts)
+        first = KernelBuilder(
+            f"{self.kernel.name}_partials", self.kernel.kind, self.profile, plan, list(self.kernel.inputs),
+            ops=self.kernel.ops,
+        )
+        out = first.scratch_argument(partials)
+        stage1 = self._partials_gpu(first, out, parts) if self.gpu else self._partials_cpu(first, out, parts)
+        inp = self.kb.scratch_argument(partials)
+        stage2 = self._totals_gpu(inp, parts) if self.gpu else self._totals_cpu(inp, parts)
+        stage2.before = stage1
+        return stage2
+
+    def _chunks(self) -> int:
+        """Chunks per output: on the CPU's vector path whole rows of the last
+        dim, or pieces of one row, so that no vector straddles two rows."""
+        if not self.use_vector:
+            return -(-self.count // self.chunk)
+        last, rows = self.shape[-1], numel(self.red_shape[:-1])
+        if last >= self.chunk:
+            return rows * -(-last // self.chunk)
+        return -(-rows // (self.chunk // last))
+
+    def _chunk_of(self, kb: KernelBuilder, kept: list[SSAValue], p: SSAValue) -> SSAValue:
+        """The partial result of chunk `p` of one output (CPU)."""
+        if not self.use_vector:
+            lo = kb.mul(p, self.chunk)
+            return self._scalar_accumulate(kb, kept, lo, kb.min(kb.add(lo, self.chunk), self.count), 1, self._init(kb))
+        last, rows = self.shape[-1], numel(self.red_shape[:-1])
+        if last >= self.chunk:
+            per_row = -(-last // self.chunk)
+            row, c0 = kb.div(p, per_row), kb.mul(kb.rem(p, per_row), self.chunk)
+            return self._vector_accumulate(kb, kept, (row, kb.add(row, 1)), (c0, kb.min(kb.add(c0, self.chunk), last)))
+        group = self.chunk // last
+        r0 = kb.mul(p, group)
+        return self._vector_accumulate(kb, kept, (r0, kb.min(kb.add(r0, group), rows)), (0, last))
+
+    def _partials_cpu(self, kb: KernelBuilder, out: SSAValue, parts: int) -> LoweredKernel:
+        total = self.n_out * parts
+        grid, block, padded = launch_1d(total, kb.profile)
+        gid = kb.global_id()
+
+        def body() -> None:
+            kept = kb.delinearize(kb.div(gid, parts), self.out_shape)
+            kb.op(memref.StoreOp.get(self._chunk_of(kb, kept, kb.rem(gid, parts)), out, [gid]))
+
+        guarded(kb, gid, total, padded, body)
+        return kb.lowered(grid, block)
+
+    def _partials_gpu(self, kb: KernelBuilder, out: SSAValue, parts: int) -> LoweredKernel:
+        group = kb.group_id()
+        kept = kb.delinearize(kb.div(group, parts), self.out_shape)
+        lo = kb.mul(kb.rem(group, parts), self.chunk)
+        hi = kb.min(kb.add(lo, self.chunk), self.count)
+        self._work_group_share(
+            kb, self.threads,
+            lambda tid: self._scalar_accumulate(kb, kept, kb.add(lo, tid), hi, self.threads, self._init(kb)),
+            lambda partial: kb.op(memref.StoreOp.get(partial, out, [group])),
+        )
+        return kb.lowered((self.n_out * parts, 1, 1), (self.threads, 1, 1))
+
+    def _blocked_sum_of_partials(
+        self, kb: KernelBuilder, partials: SSAValue, base: SSAValue, lo: SSAValue | int, hi: int, step: int
+    ) -> SSAValue:
+        """partials[base + i] for i = lo, lo+step, ... < hi, combined in
+        blocks of LANE_CHUNK (each block's total into the running one)."""
+        span = step * LANE_CHUNK
+
+        def block(b: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            def one(i: SSAValue, inner: list[SSAValue]) -> list[SSAValue]:
+                x = kb.val(memref.LoadOp.get(partials, [kb.add(base, i)]))
+                return [combine(kb, self.kind, inner[0], x)]
+
+            inner = kb.for_(b, kb.min(kb.add(b, span), hi), step, [self._init(kb)], one)[0]
+            return [combine(kb, self.kind, acc[0], inner)]
+
+        return kb.for_(lo, hi, span, [self._init(kb)], block)[0]
+
+    def _totals_cpu(self, partials: SSAValue, parts: int) -> LoweredKernel:
+        kb = self.kb
+        grid, block, padded = launch_1d(self.n_out, kb.profile)
+        gid = kb.global_id()
+
+        def body() -> None:
+            total = self._blocked_sum_of_partials(kb, partials, kb.mul(gid, parts), 0, parts, 1)
+            self._finish(kb, kb.delinearize(gid, self.out_shape), total)
+
+        guarded(kb, gid, self.n_out, padded, body)
+        return kb.lowered(grid, block)
+
+    def _totals_gpu(self, partials: SSAValue, parts: int) -> LoweredKernel:
+        kb = self.kb
+        threads = work_group_size(parts, GPU_REDUCE_THREADS, self.profile)
+        group = kb.group_id()
+        kept = kb.delinearize(group, self.out_shape)
+        base = kb.mul(group, parts)
+        self._work_group_share(
+            kb, threads, lambda tid: self._blocked_sum_of_partials(kb, partials, base, tid, parts, threads),
+            lambda total: self._finish(kb, kept, total),
+        )
+        return kb.lowered((max(self.n_out, 1), 1, 1), (threads, 1, 1))

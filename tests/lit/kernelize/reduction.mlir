@@ -20,6 +20,6 @@ func.func @main(%x: tensor<8x100xf32>) -> tensor<8xf32> {
 // CHECK:      memref.store
 // CHECK-NOT:  gpu.barrier
 
-// GPU:        memref.alloca() : memref<{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
-// GPU:        gpu.block_id
+// GPU-DAG:    memref.alloca() : memref<{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
+// GPU-DAG:    gpu.block_id
 // GPU:        gpu.barrier
