@@ -9,6 +9,7 @@ re-raises instead, for debugging accy itself.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
@@ -45,7 +46,13 @@ def describe(error: BaseException) -> str:
 
 
 def run_tool(tool: str, body: Callable[[], int], traceback: bool) -> int:
-    """Runs `body`, mapping failures to a message on stderr and exit code 1."""
+    """Runs `body`, mapping failures to a message on stderr and exit code 1,
+    and warnings (an unusable cache folder, say) to `tool: warning: ...`."""
+
+    def show(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+        print(f"{tool}: warning: {message}", file=sys.stderr)
+
+    previous, warnings.showwarning = warnings.showwarning, show
     try:
         return body()
     except KeyboardInterrupt:
@@ -66,6 +73,8 @@ def run_tool(tool: str, body: Callable[[], int], traceback: bool) -> int:
                 file=sys.stderr,
             )
         return 1
+    finally:
+        warnings.showwarning = previous
 
 
 def wants_traceback(argv: list[str]) -> bool:

@@ -4,6 +4,7 @@ every error a user can make (one line, exit 1, no traceback)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -239,6 +240,19 @@ def test_console_script(prog: Path) -> None:
     assert json.loads(done.stdout.strip().splitlines()[-1])["device"] == "reference"
     failed = subprocess.run([exe, str(prog), "--fn", "absent"], capture_output=True, text=True, check=False)
     assert failed.returncode == 1 and failed.stderr.startswith("accy-run: error: the module has no function @absent")
+
+
+def test_unusable_cache_folder_is_one_warning_line(prog: Path, tmp_path: Path) -> None:
+    """The run goes on without the disk cache; the warning reads like accy-run's errors."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    exe = str(Path(sys.executable).parent / "accy-run")
+    env = {**os.environ, "ACCY_CACHE_DIR": str(blocker / "cache")}
+    done = subprocess.run([exe, str(prog), "--device", "opencl", "--check"], capture_output=True, text=True,
+                          check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(f"accy-run: warning: the accy cache folder {blocker / 'cache'}")
 
 
 def test_opencl_device_checks_against_reference(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
