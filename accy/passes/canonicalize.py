@@ -59,6 +59,7 @@ from accy.dialects.accy import (
     elem_of,
     shape_of,
 )
+from accy.dialects.dense import splat_value
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
 from accy.passes.registry import shared_context
 from accy.reference import dense_to_numpy, evaluate_op, numpy_to_dense
@@ -79,24 +80,11 @@ def constant_of(value: SSAValue) -> DenseIntOrFPElementsAttr | None:
     return owner.value if isinstance(owner, ConstantOp) else None
 
 
-def splat_value(attr: DenseIntOrFPElementsAttr) -> int | float | None:
-    """The single value of a splat literal, or None if its elements differ.
-
-    Compares raw bytes rather than unpacking every element (xDSL stores splats
-    expanded, and `is_splat()` unpacks them all)."""
-    data = attr.data.data
-    n = len(attr)
-    if n == 0:
-        return None
-    size = len(data) // n
-    first = data[:size]
-    if data != first * n:
-        return None
-    return attr.get_element_type().unpack(first, 1)[0]
-
-
 def is_splat_of(value: SSAValue, scalar: float) -> bool:
-    """Whether `value` is an `accy.constant` whose every element equals `scalar`."""
+    """Whether `value` is an `accy.constant` whose every element equals
+    `scalar`, or a broadcast of one (how accy writes a literal of any size)."""
+    while isinstance(value.owner, BroadcastOp):
+        value = value.owner.x
     attr = constant_of(value)
     return attr is not None and splat_value(attr) == scalar
 

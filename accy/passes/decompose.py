@@ -15,8 +15,10 @@ Attention's products are `accy.dot_general`s with the leading dims as batch
 dims. The causal mask compares two index literals broadcast to the score
 shape, `cmp gt (key index, query index)`, and selects the element type's
 lowest finite value there: key 0 is never masked, so every row keeps a finite
-maximum and the softmax never divides by zero. Literals are `accy.constant`s
-(splats, and the two index vectors of the causal mask).
+maximum and the softmax never divides by zero. Literals are `accy.constant`s:
+a scalar (the scale, epsilon, the masked score) is a rank-0 literal
+broadcast to the shape it is used at, so a decomposition costs the same at
+any size; the causal mask's two index vectors hold one element per index.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float16Type, Float64Type, ModuleOp, i32
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, Float16Type, Float64Type, ModuleOp, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -78,7 +80,11 @@ class _Emitter:
         return op.results[0]
 
     def splat(self, value: float, shape: Sequence[int], element_type: Attribute) -> SSAValue:
-        return self(ConstantOp(DenseIntOrFPElementsAttr.from_list(tensor(shape, element_type), [value])))
+        """`value` at every element of `shape`: a rank-0 literal broadcast, so
+        it costs one element whatever the shape (xDSL stores a splat literal
+        expanded)."""
+        scalar = self(ConstantOp(DenseIntOrFPElementsAttr.from_list(tensor([], element_type), [value])))
+        return self(BroadcastOp(scalar, [], shape))
 
     def broadcast_back(self, reduced: SSAValue, shape: Sequence[int], axis: int) -> SSAValue:
         """Broadcasts a value reduced over `axis` back to `shape`."""
@@ -122,7 +128,9 @@ class _Emitter:
 
     def _index(self, shape: Sequence[int], dim: int) -> SSAValue:
         """The index along `dim` at every element of `shape` (an i32 iota)."""
-        iota = DenseIntOrFPElementsAttr.from_list(tensor([shape[dim]], i32), list(range(shape[dim])))
+        # Packed by numpy: one C loop over the dim, no Python int per element.
+        data = np.arange(shape[dim], dtype="<i4").tobytes()
+        iota = DenseIntOrFPElementsAttr(tensor([shape[dim]], i32), BytesAttr(data))
         return self(BroadcastOp(self(ConstantOp(iota)), [dim], shape))
 
 
@@ -173,7 +181,7 @@ class DecomposePass(AccyPass):
     listed ones (softmax, log_softmax, layer_norm, attention)."""
 
     name: ClassVar[str] = "decompose"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     ops: tuple[str, ...] = ()
 

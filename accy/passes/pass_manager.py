@@ -33,7 +33,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.printer import Printer
+
+from accy.dialects.dense import DensePrinter
 
 # --------------------------------------------------------------------------
 # Analyses
@@ -215,13 +216,15 @@ def pass_spec(p: ModulePass) -> str:
 def fingerprint(module: ModuleOp) -> str:
     """A hash of the module's generic text: equal iff the IR is equal."""
     out = io.StringIO()
-    Printer(stream=out, print_generic_format=True).print_op(module)
+    # Large literals enter as a hash of their bytes: a fingerprint costs the
+    # program's size, not its data's (and never unpacks a literal).
+    DensePrinter(stream=out, print_generic_format=True, digest=True).print_op(module)
     return hashlib.sha256(out.getvalue().encode()).hexdigest()
 
 
 def print_ir(module: ModuleOp) -> str:
     out = io.StringIO()
-    Printer(stream=out).print_op(module)
+    DensePrinter(stream=out).print_op(module)
     return out.getvalue() + "\n"
 
 
@@ -272,13 +275,14 @@ class PassManager:
         before, after = set(self.print_before), set(self.print_after)
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
-        # One print of the IR before each pass (kept for a reproducer) and one
-        # fingerprint after it, which is the next pass's "before".
+        # One fingerprint after each pass, which is the next pass's "before".
         fp_before = fingerprint(module)
         for index, p in enumerate(self.passes, 1):
-            ir_before = print_ir(module)
+            # The IR a failing pass was given, for its reproducer: a clone
+            # (literals are shared, not copied), printed only if it fails.
+            snapshot = module.clone()
             if {"all", p.name} & before:
-                self.out(f"// -----// IR before {pass_spec(p)} //----- //\n{ir_before}")
+                self.out(f"// -----// IR before {pass_spec(p)} //----- //\n{print_ir(module)}")
             stats = PassStats(*pass_identity(p))
             start = time.perf_counter()
             try:
@@ -291,7 +295,8 @@ class PassManager:
             except PassFailure:
                 raise
             except Exception as e:  # a pass that raises is a pass that failed
-                raise PassFailure(p, f"{type(e).__name__}: {e}" if str(e) else type(e).__name__, ir_before) from e
+                message = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                raise PassFailure(p, message, print_ir(snapshot)) from e
             stats.seconds = time.perf_counter() - start
             stats.runs = 1
             fp_after = fingerprint(module)
@@ -303,7 +308,7 @@ class PassManager:
                     p,
                     f"pass '{p.name}' changed the IR but claims to preserve analyses "
                     f"({'all' if preserved.everything else ', '.join(sorted(a.name for a in preserved.kept))})",
-                    ir_before,
+                    print_ir(snapshot),
                 )
             # A pass that changed nothing keeps every analysis valid.
             self.am.invalidate(PreservedAnalyses.all() if not changed else preserved)

@@ -193,9 +193,19 @@ class _Graph:
         return self._edge(view.results[0], view)
 
     def is_returned(self, v: SSAValue) -> bool:
-        return v in self.returned or any(
-            self.is_view(u.operation) and self.is_returned(u.operation.results[0]) for u in v.uses
-        )
+        """`v` is returned, itself or through a chain of views (walked with
+        a worklist: a chain of views may be as long as the program)."""
+        work, seen = [v], {v}
+        while work:
+            x = work.pop()
+            if x in self.returned:
+                return True
+            for u in x.uses:
+                r = u.operation.results[0] if self.is_view(u.operation) else None
+                if r is not None and r not in seen:
+                    seen.add(r)
+                    work.append(r)
+        return False
 
 
 def _live_ops(ops: list[Operation]) -> set[Operation]:
@@ -273,6 +283,11 @@ class _Fuser:
         self.g = g
         self.groups: list[_Group] = []
         self.of: dict[Operation, _Group] = {}
+        # Per group, the ops outside it that read it and the values it must
+        # store, carried through `merge` (dropped when the graph gains
+        # edges): fusing a chain of n ops then costs O(n), not O(n^2).
+        self._readers: dict[_Group, set[Operation]] = {}
+        self._stored: dict[_Group, list[SSAValue]] = {}
         for op in g.nodes:
             tag, anchor = _initial_tag(op)
             self._new({op}, tag, anchor)
@@ -287,7 +302,10 @@ class _Fuser:
     # -- queries ----------------------------------------------------------
 
     def succ_groups(self, grp: _Group) -> set[_Group]:
-        return {self.of[e.consumer] for op in grp.ops for e in self.g.outs[op]} - {grp}
+        readers = self._readers.get(grp)
+        if readers is None:
+            readers = self._readers[grp] = {e.consumer for op in grp.ops for e in self.g.outs[op]} - grp.ops
+        return {self.of[c] for c in readers} - {grp}
 
     def pred_groups(self, grp: _Group) -> set[_Group]:
         return {self.of[e.producer] for op in grp.ops for e in self.g.ins[op] if e.producer is not None} - {grp}
@@ -295,7 +313,16 @@ class _Fuser:
     def acyclic_merge(self, a: _Group, b: _Group) -> bool:
         """Merging `a` and `b` leaves the group graph acyclic: no path
         between them runs through a third group."""
-        start = (self.succ_groups(a) | self.succ_groups(b)) - {a, b}
+        succ_a, succ_b = self.succ_groups(a), self.succ_groups(b)
+        # The group graph is acyclic: with an edge b -> a, a path from a to
+        # b would already close a cycle, so only a second path from b to a
+        # can (which keeps fusing a long chain from walking all of it).
+        if a in succ_b:
+            start = succ_b - {a, b}
+        elif b in succ_a:
+            start = succ_a - {a, b}
+        else:
+            start = (succ_a | succ_b) - {a, b}
         seen: set[int] = set()
         stack = list(start)
         while stack:
@@ -323,9 +350,34 @@ class _Fuser:
                     out.setdefault(r)
         return list(out)
 
+    def group_stored(self, grp: _Group) -> list[SSAValue]:
+        """`stored(grp.ops)`, remembered."""
+        if grp not in self._stored:
+            self._stored[grp] = self.stored(grp.ops)
+        return self._stored[grp]
+
+    def merged_stored(self, a: _Group, b: _Group) -> list[SSAValue]:
+        """`stored(a.ops | b.ops)` from what `a` and `b` store (a value the
+        union stores is stored by its own group), without walking either."""
+
+        def outside(op: Operation) -> bool:
+            return op not in a.ops and op not in b.ops
+
+        def leaves(v: SSAValue) -> bool:
+            return (
+                v in self.g.returned
+                or any(e.value is v and outside(e.consumer) for e in self.g.outs[v.owner])  # type: ignore[index]
+                or any(self.g.base_edge(view).value is v and outside(view) for view in self.g.returned_views)
+            )
+
+        return [v for v in dict.fromkeys([*self.group_stored(a), *self.group_stored(b)]) if leaves(v)]
+
     def merge(self, a: _Group, b: _Group) -> _Group:
         """Merges `b` into `a`. An anchored kind wins over elementwise work,
         which wins over copies."""
+        stored = self.merged_stored(a, b) if a in self._stored and b in self._stored else None
+        readers = (self._readers.pop(a, None), self._readers.pop(b, None))
+        self._stored.pop(a, None)
         if _rank(b) > _rank(a):
             a.tag, a.anchor, a.attrs = b.tag, b.anchor, b.attrs
         elif _rank(a) == 0 and _rank(b) == 0 and a.tag != b.tag:
@@ -334,12 +386,16 @@ class _Fuser:
         for op in b.ops:
             self.of[op] = a
         self.groups.remove(b)
+        if readers[0] is not None and readers[1] is not None:
+            self._readers[a] = {c for c in readers[0] | readers[1] if c not in a.ops}
+        if stored is not None:
+            self._stored[a] = stored
         return a
 
     def try_merge(self, a: _Group, b: _Group, one_shape: bool = False) -> bool:
         if a is b or not self.acyclic_merge(a, b):
             return False
-        if one_shape and len({shape_of(v) for v in self.stored(a.ops | b.ops)}) > 1:
+        if one_shape and len({shape_of(v) for v in self.merged_stored(a, b)}) > 1:
             return False
         self.merge(a, b)
         return True
@@ -553,7 +609,9 @@ class _Fuser:
                 if b is None or a is b:
                     continue
                 if a.tag in ("elementwise", "copy") and b.tag in ("elementwise", "copy"):
-                    self.try_merge(a, b, one_shape=True)
+                    # Either way gives the same group; moving the smaller
+                    # one's ops keeps a long chain linear.
+                    self.try_merge(*((a, b) if len(a.ops) >= len(b.ops) else (b, a)), one_shape=True)
 
     # -- rule 5: prologues ---------------------------------------------------
 
@@ -586,6 +644,8 @@ class _Fuser:
             self.g.ins[view] = [base]
             if base.producer is not None:
                 self.g.outs[base.producer].append(base)
+                self._readers.clear()  # the graph has a new edge
+                self._stored.clear()
             grp = self._new({view}, "shape", None)
             if base.producer is not None and self.of[base.producer].tag == "elementwise":
                 self.try_merge(self.of[base.producer], grp, one_shape=True)

@@ -13,7 +13,11 @@ kernel's own elementwise / view / concat ops are computed from their operands
 (views map the coordinates), and a lowering may pin values (a reduction's
 accumulator, a dot's tile) with `Expr.pin`. Every lowering's prologue and
 epilogue goes through it, so each op of the contract has exactly one
-implementation in kernel IR (`apply_elementwise`).
+implementation in kernel IR (`apply_elementwise`). It evaluates with an
+explicit worklist, as every walk of use-def chains in the compiler must: a
+fused chain is as long as the program. A splat literal (or a view of one,
+such as the rank-0 literals the decompositions broadcast) is a constant of
+the kernel, read from the literal's bytes.
 
 An `Expr` has a width: 1 evaluates scalars, W > 1 evaluates `vector<WxT>` of
 W consecutive elements along the last dimension (coordinates name the first
@@ -35,11 +39,12 @@ reductions and scans combine values with is in `combining`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from typing import Any, TypeVar
 
+import numpy as np
 from xdsl.dialects import arith, gpu, memref, scf, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
@@ -63,6 +68,7 @@ from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.transforms.loop_invariant_code_motion import LoopInvariantCodeMotion
 
 from accy.dialects import accy
+from accy.dialects.dense import splat_value, storage_format
 from accy.dialects.host import WORKGROUP, buffer_element_type
 from accy.dialects.kernel import compare_op, convert_op, select_op
 from accy.dialects.target import TargetProfile
@@ -740,9 +746,52 @@ def vectorizable(ops: Sequence[Operation], kb: KernelBuilder | None = None) -> b
     operand with the output's own coordinates, so their dims can be merged."""
     leaves = kb.view_leaves if kb is not None else set()
     return all(
-        isinstance(op, (*ELEMENTWISE, accy.ConstantOp)) or (isinstance(op, VIEWS) and op.results[0] in leaves)
+        isinstance(op, (*ELEMENTWISE, accy.ConstantOp))
+        or (isinstance(op, VIEWS) and (op.results[0] in leaves or splat_of(op.results[0]) is not None))
         for op in ops
     )
+
+
+def postorder(roots: Iterable[T], children: Callable[[T], Iterable[T]], done: Container[T]) -> list[T]:
+    """The nodes reachable from `roots` through `children`, except those in
+    `done` (and what is reachable only through them), each after all of its
+    children: the order to compute a memoised function of a DAG in without
+    recursing (a program's use-def chains are as deep as it is long)."""
+    order: list[T] = []
+    seen: set[T] = set()
+    stack: list[tuple[T, bool]] = [(r, False) for r in roots]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if node in seen or node in done:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children(node) if c not in seen and c not in done)
+    return order
+
+
+def literal_elements(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The stored elements of a dense literal, flat, as a read-only numpy
+    view of its bytes (no copy, no Python object per element; i1 reads as
+    int8 0 / -1)."""
+    return np.frombuffer(attr.data.data, dtype=np.dtype(storage_format(attr)))
+
+
+def splat_of(value: SSAValue) -> int | float | None:
+    """The one value of every element of `value` when it is a splat literal
+    or a view of one (a rank-0 literal broadcast is how accy writes a scalar
+    of any shape), read from the literal's bytes; None otherwise."""
+    while isinstance(value.owner, VIEWS):
+        value = value.owner.operands[0]
+    owner = value.owner
+    if not isinstance(owner, accy.ConstantOp):
+        return None
+    if not owner.value.data.data:
+        return 0  # no element: any value stands for all of them
+    return splat_value(owner.value)
 
 
 # --------------------------------------------------------------------------
@@ -771,11 +820,17 @@ class Expr:
         self.producers = {r: op for op in ops for r in op.results}
         self.access = access if access is not None else kb.access
         self.pinned: dict[SSAValue, Callable[[Sequence[SSAValue]], SSAValue]] = {}
+        self.aliases: dict[SSAValue, SSAValue] = {}
         self._memo: dict[tuple[Any, ...], SSAValue] = {}
 
     def pin(self, value: SSAValue, fn: Callable[[Sequence[SSAValue]], SSAValue]) -> None:
         """Evaluate `value` with `fn(coords)` (a lowering's own result)."""
         self.pinned[value] = fn
+
+    def alias(self, value: SSAValue, same: SSAValue) -> None:
+        """Evaluate `value` as `same` at the same coordinates (a named op's
+        result as the value of its decomposition)."""
+        self.aliases[value] = same
 
     def store(self, outputs: Sequence[SSAValue], coords: Sequence[SSAValue]) -> None:
         """Stores each of `outputs`, evaluated at `coords` (`width` lanes),
@@ -784,42 +839,93 @@ class Expr:
             self.kb.store(self.access[out], coords, self.at(out, coords), self.width)
 
     def at(self, value: SSAValue, coords: Sequence[SSAValue]) -> SSAValue:
+        """`value` at `coords`, computed once per block where it dominates.
+
+        Evaluates with an explicit stack, operands first: a chain of
+        thousands of elementwise ops or views is no deeper in Python than
+        one op."""
         key = (value, tuple(coords))
         hit = self.kb.lookup(self._memo, key)
         if hit is not None:
             return hit
-        return self.kb.remember(self._memo, key, self._compute(value, list(coords)))
+        # (value, coords) pairs whose operands are being evaluated; `reads`
+        # keeps the operand points a view computed, so its index math is
+        # emitted once.
+        stack: list[tuple[SSAValue, tuple[SSAValue, ...]]] = [key]
+        reads: dict[tuple[SSAValue, tuple[SSAValue, ...]], list[tuple[SSAValue, tuple[SSAValue, ...]]]] = {}
+        while stack:
+            point = stack[-1]
+            if self.kb.lookup(self._memo, point) is not None:
+                stack.pop()
+                continue
+            if point not in reads:
+                reads[point] = self._operand_points(*point)
+            missing = [p for p in reads[point] if self.kb.lookup(self._memo, p) is None]
+            if missing:
+                stack.extend(reversed(missing))  # first operand first, as written
+                continue
+            stack.pop()
+            v, c = point
+            operands = [self.kb.lookup(self._memo, p) for p in reads[point]]
+            self.kb.remember(self._memo, point, self._compute(v, list(c), operands))  # type: ignore[arg-type]
+        result = self.kb.lookup(self._memo, key)
+        assert result is not None
+        return result
 
-    def _compute(self, value: SSAValue, coords: list[SSAValue]) -> SSAValue:
+    def _producer(self, value: SSAValue) -> Operation | None:
+        """The op of this kernel that `value` is computed by, or None for a
+        value that is loaded (an input, or a view the builder reads through
+        its strides)."""
+        op = self.producers.get(value)
+        if op is None or (value in self.kb.view_leaves and value in self.access):
+            return None
+        return op
+
+    def _operand_points(self, value: SSAValue, coords: tuple[SSAValue, ...]) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
+        """The (value, coords) points `value` at `coords` is computed from:
+        an elementwise op's operands at the same point, a view's operand
+        where the view reads it. Pinned values, loads, literals and concats
+        (whose pieces are evaluated in branches) need none beforehand."""
+        if value in self.pinned:
+            return []
+        if value in self.aliases:
+            return [(self.aliases[value], coords)]
+        op = self._producer(value)
+        if isinstance(op, ELEMENTWISE):
+            return [(o, coords) for o in op.operands]
+        if isinstance(op, VIEWS) and self.width == 1 and splat_of(value) is None:
+            return [(op.operands[0], tuple(self.view_coords(op, list(coords))))]
+        return []
+
+    def _compute(self, value: SSAValue, coords: list[SSAValue], operands: list[SSAValue]) -> SSAValue:
+        """`value` at `coords`, given its `_operand_points` evaluated."""
         kb = self.kb
         if value in self.pinned:
             return self.pinned[value](coords)
-        op = self.producers.get(value)
-        if op is None or (value in self.kb.view_leaves and value in self.access):
+        if value in self.aliases:
+            return operands[0]
+        op = self._producer(value)
+        if op is None:
             if value in self.access:
                 return kb.load(self.access[value], coords, self.width)
             raise Decline(f"value {value.name_hint or value} is neither computed by the kernel nor one of its inputs")
         if isinstance(op, ELEMENTWISE):
-            return apply_elementwise(kb, op, [self.at(o, coords) for o in op.operands])
+            return apply_elementwise(kb, op, operands)
+        if isinstance(op, (accy.ConstantOp, *VIEWS)) and (splat := splat_of(value)) is not None:
+            return self._splat(splat, accy.elem_of(value))
         if isinstance(op, accy.ConstantOp):
-            return self._constant(op)
+            raise Decline("a non-splat constant must be a kernel input")
         if self.width != 1:
             raise Decline(f"{op.name} inside a vectorised kernel")
         if isinstance(op, accy.ConcatOp):
             return self._concat(op, coords)
         if isinstance(op, VIEWS):
-            return self.at(op.operands[0], self.view_coords(op, coords))
+            return operands[0]
         raise Decline(f"{op.name} cannot be computed elementwise")
 
-    def _constant(self, op: accy.ConstantOp) -> SSAValue:
-        value = op.value
-        assert isinstance(value, DenseIntOrFPElementsAttr)
-        vals = value.get_values()
-        if len(set(vals)) > 1:
-            raise Decline("a non-splat constant must be a kernel input")
-        et = accy.elem_of(op.result)
-        t = VectorType(et, [self.width]) if self.width > 1 else et
-        return self.kb.const(vals[0] if vals else 0, t)
+    def _splat(self, value: int | float, element_type: Attribute) -> SSAValue:
+        t = VectorType(element_type, [self.width]) if self.width > 1 else element_type
+        return self.kb.const(value, t)
 
     def view_coords(self, op: Operation, coords: list[SSAValue]) -> list[SSAValue]:
         """The operand coordinates a view reads at result coordinates `coords`."""

@@ -35,18 +35,29 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import arith, memref, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation, SSAValue
 
 from accy.dialects import accy
+from accy.dialects.dense import splat_value
 from accy.dialects.target import TargetProfile
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.shape_layout import element_bytes, numel
 from accy.passes.kernelization.combining import vector_total, work_group_size
-from accy.passes.kernelization.common import Decline, Expr, KernelBuilder, LoweredKernel, cmp, guarded, launch_1d
+from accy.passes.kernelization.common import (
+    Decline,
+    Expr,
+    KernelBuilder,
+    LoweredKernel,
+    cmp,
+    guarded,
+    launch_1d,
+    literal_elements,
+)
 from accy.passes.kernelization.reads import COL, on_own_row, read_elsewhere, reads_of, row_coords
 from accy.passes.kernelization.row_pipeline import (
     broadcast_accesses,
@@ -397,9 +408,10 @@ def _iota_along(v: SSAValue, dim: int) -> bool:
     if not isinstance(op, accy.BroadcastOp) or tuple(op.dims.get_values()) != (dim,):
         return False
     const = op.x.owner
-    return isinstance(const, accy.ConstantOp) and list(const.value.get_values()) == list(
-        range(accy.shape_of(op.x)[0])
-    )
+    if not isinstance(const, accy.ConstantOp):
+        return False
+    values = literal_elements(const.value)  # the bytes, never a Python list
+    return bool(np.array_equal(values, np.arange(values.size)))
 
 
 def _splat_at_most(v: SSAValue, bound: float) -> bool:
@@ -409,5 +421,5 @@ def _splat_at_most(v: SSAValue, bound: float) -> bool:
         op = op.x.owner
     if not isinstance(op, accy.ConstantOp):
         return False
-    values = set(op.value.get_values())
-    return len(values) == 1 and float(values.pop()) <= bound
+    value = splat_value(op.value)
+    return value is not None and float(value) <= bound

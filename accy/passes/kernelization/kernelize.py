@@ -26,6 +26,7 @@ A decline under the `exact` math tier prints a remark to stderr (the
 
 from __future__ import annotations
 
+import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from typing import ClassVar
 
 from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import (
+    BytesAttr,
     DenseIntOrFPElementsAttr,
     Float16Type,
     Float64Type,
@@ -49,6 +51,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from accy.dialects import accy
+from accy.dialects.dense import storage_format
 from accy.dialects.host import KERNELS_MODULE, PEAK_BYTES_ATTR, SIGNATURE_ATTR, FallbackOp, YieldOp, buffer_element_type
 from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.dialects.target import TargetProfile
@@ -317,4 +320,6 @@ def _fit(value: DenseIntOrFPElementsAttr, t: MemRefType) -> DenseIntOrFPElements
     n = t.get_shape()[0]
     if n >= numel(value.get_shape()):
         return value
-    return DenseIntOrFPElementsAttr.from_list(TensorType(value.get_element_type(), [n]), value.get_values()[:n])
+    # The first n elements' bytes: a splat is never unpacked.
+    data = value.data.data[: n * struct.calcsize(storage_format(value))]
+    return DenseIntOrFPElementsAttr(TensorType(value.get_element_type(), [n]), BytesAttr(data))

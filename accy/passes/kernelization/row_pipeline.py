@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation, SSAValue
 
 from accy.dialects import accy
+from accy.dialects.dense import splat_value
 from accy.dialects.host import buffer_element_type
 from accy.dialects.target import TargetProfile
 from accy.passes.analyses.bufferization import BufferPlan
@@ -54,6 +55,8 @@ from accy.passes.kernelization.common import (
     LoweredKernel,
     guarded,
     launch_1d,
+    literal_elements,
+    postorder,
     vectorizable,
 )
 from accy.passes.kernelization.reads import COL, ZERO, on_own_row, reads_of, row_coords
@@ -108,7 +111,7 @@ def expanded(ops: Sequence[Operation]) -> Iterator[tuple[list[Operation], dict[S
 def pin_aliases(expr: Expr, aliases: dict[SSAValue, SSAValue]) -> None:
     """Named results evaluate as the value of their decomposition."""
     for named, value in aliases.items():
-        expr.pin(named, lambda coords, value=value: expr.at(value, coords))
+        expr.alias(named, value)
 
 
 def broadcast_accesses(kb: KernelBuilder, ops: Sequence[Operation]) -> dict[SSAValue, Access]:
@@ -176,8 +179,24 @@ def varying_dims(
     size > 1, a constant along those it is not constant on; views move the
     dims of their operand, elementwise ops join their operands', reductions
     drop the reduced ones."""
-    if v in memo:
-        return memo[v]
+
+    def operands(x: SSAValue) -> Sequence[SSAValue]:
+        if x in aliases:
+            return [aliases[x]]
+        op = producer.get(x)
+        return () if op is None or isinstance(op, accy.ConstantOp) else op.operands
+
+    # Operands first, without recursing (chains are as long as the program).
+    for x in postorder([v], operands, memo):
+        memo[x] = _varying_dims_of(x, producer, aliases, memo)
+    return memo[v]
+
+
+def _varying_dims_of(
+    v: SSAValue, producer: dict[SSAValue, Operation], aliases: dict[SSAValue, SSAValue],
+    memo: dict[SSAValue, frozenset[int]],
+) -> frozenset[int]:
+    """`varying_dims` of `v` from those of its operands, in `memo`."""
     shape = accy.shape_of(v)
     every = frozenset(d for d, size in enumerate(shape) if size > 1)
     op = producer.get(v)
@@ -185,12 +204,15 @@ def varying_dims(
         op = v.owner
     out = every
     if v in aliases:
-        out = varying_dims(aliases[v], producer, aliases, memo)
+        out = memo[aliases[v]]
     elif isinstance(op, accy.ConstantOp):
-        values = np.asarray(op.value.get_values()).reshape(shape)
-        out = frozenset(d for d in every if not np.all(values == values.take([0], axis=d)))
+        if splat_value(op.value) is not None or not every:
+            out = frozenset()
+        else:  # read from the literal's bytes, never as a list of Python numbers
+            values = literal_elements(op.value).reshape(shape)
+            out = frozenset(d for d in every if not np.all(values == values.take([0], axis=d)))
     elif op is not None:
-        src = [varying_dims(o, producer, aliases, memo) for o in op.operands]
+        src = [memo[o] for o in op.operands]
         if isinstance(op, ELEMENTWISE):
             out = frozenset().union(*src)
         elif isinstance(op, accy.ReduceOp):
@@ -210,8 +232,7 @@ def varying_dims(
             new = [d for d, size in enumerate(shape) if size > 1]
             if [accy.shape_of(op.x)[d] for d in old] == [shape[d] for d in new]:
                 out = frozenset(n for o, n in zip(old, new, strict=True) if o in src[0])
-    memo[v] = out & every
-    return memo[v]
+    return out & every
 
 
 # --------------------------------------------------------------------------
@@ -253,17 +274,21 @@ class RowPipeline:
 
     def _reduce_deps(self, v: SSAValue, memo: dict[SSAValue, frozenset[Operation]]) -> frozenset[Operation]:
         """The reductions `v` is computed from."""
-        if v in memo:
-            return memo[v]
-        op = self.producer.get(v)
-        deps: frozenset[Operation] = frozenset()
-        if op is not None:
-            if isinstance(op, accy.ReduceOp):
-                deps = frozenset({op})
-            for o in op.operands:
-                deps |= self._reduce_deps(o, memo)
-        memo[v] = deps
-        return deps
+
+        def operands(x: SSAValue) -> Sequence[SSAValue]:
+            op = self.producer.get(x)
+            return op.operands if op is not None else ()
+
+        # Operands first, without recursing (chains are as long as the program).
+        for x in postorder([v], operands, memo):
+            op = self.producer.get(x)
+            deps: frozenset[Operation] = frozenset()
+            if op is not None:
+                if isinstance(op, accy.ReduceOp):
+                    deps = frozenset({op})
+                deps = deps.union(*(memo[o] for o in op.operands))
+            memo[x] = deps
+        return memo[v]
 
     def _levels(self) -> list[list[accy.ReduceOp]]:
         memo: dict[SSAValue, frozenset[Operation]] = {}

@@ -10,7 +10,8 @@
 // CHECK-NEXT:    %[[C:.*]] = accy.sub %x, %[[MUB]] : tensor<3x17xf32>
 // CHECK-NEXT:    %[[SQ:.*]] = accy.mul %[[C]], %[[C]] : tensor<3x17xf32>
 // CHECK-NEXT:    %[[VAR:.*]] = accy.reduce %[[SQ]] {kind = "mean", axes = array<i64: 1>} : tensor<3x17xf32> -> tensor<3xf32>
-// CHECK-NEXT:    %[[EPS:.*]] = accy.constant dense<1.000000e-03> : tensor<3xf32>
+// CHECK-NEXT:    %[[EPS0:.*]] = accy.constant dense<1.000000e-03> : tensor<f32>
+// CHECK-NEXT:    %[[EPS:.*]] = accy.broadcast %[[EPS0]] {dims = array<i64>} : tensor<f32> -> tensor<3xf32>
 // CHECK-NEXT:    %[[VE:.*]] = accy.add %[[VAR]], %[[EPS]] : tensor<3xf32>
 // CHECK-NEXT:    %[[INV:.*]] = accy.rsqrt %[[VE]] : tensor<3xf32>
 // CHECK-NEXT:    %[[INVB:.*]] = accy.broadcast %[[INV]] {dims = array<i64: 0>} : tensor<3xf32> -> tensor<3x17xf32>
