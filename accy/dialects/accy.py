@@ -3,7 +3,7 @@
 Programs are `func.func`s over builtin ranked `tensor<...>` types. Every op here
 is pure and value-semantic, like MLIR's `tosa` or StableHLO: there is no
 aliasing and no memory at this level. The op and property names are a public
-contract (see DESIGN.md); the generic form
+contract (docs/op-contract.md); the generic form
 `"accy.op"(operands) <{properties}> : (types) -> types` always parses.
 
 Each op's verifier recomputes the result type from the operands and properties

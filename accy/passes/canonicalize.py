@@ -13,11 +13,11 @@ numpy (the reference), whose transcendental functions may differ from a
 backend's by an ulp.
 
 Constant folding is the one place where a pass imports something other than
-the dialects (DESIGN.md, "Layout"): it calls the reference interpreter's
-`evaluate_op`, so that an op has one semantics, the reference's, whether it
-is folded at compile time or run. A second, folding-only implementation of
-every op could drift from it; tests/unit/test_layering.py allows exactly this
-import.
+the dialects (docs/architecture.md, "Layering"): it calls the reference
+interpreter's `evaluate_op`, so that an op has one semantics, the
+reference's, whether it is folded at compile time or run. A second,
+folding-only implementation of every op could drift from it;
+tests/unit/test_layering.py allows exactly this import.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ makes) on numpy arrays; `evaluate_op(op, args)` gives the meaning of one op
 accy is tested against these two, so the code says the semantics plainly and
 favours being right over being fast.
 
-Semantics, beyond DESIGN.md's table:
+Semantics (docs/op-contract.md states them for users):
 - Results have the op's result element type exactly (float32 in, float32 out):
   arithmetic runs in that type with numpy's float32 kernels; reductions use
   numpy's own summation (pairwise for sum/mean).

@@ -118,7 +118,7 @@ def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProf
     is_cpu = bool(device.type & cl.device_type.CPU)
     extensions = set(device.extensions.split())
     if is_cpu:
-        width = 16  # PERF.md: one work-item per row or tile, 16 floats wide
+        width = 16  # docs/performance.md: one work-item per row or tile, 16 floats wide
     else:
         preferred = max(1, int(device.preferred_vector_width_float)) * 4
         width = max(w for w in (1, 2, 4, 8, 16) if w <= preferred)

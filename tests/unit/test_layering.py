@@ -1,5 +1,6 @@
-"""The dependency direction of DESIGN.md ("Layout"), checked on the imports of
-every module of the package (top-level and inside functions alike):
+"""The dependency direction of docs/architecture.md ("Layering"), checked on
+the imports of every module of the package (top-level and inside functions
+alike):
 
 - `dialects` import only xDSL, the standard library and each other;
 - `reference` imports `dialects` only (and numpy);
@@ -89,7 +90,7 @@ def _package(name: str) -> str:
 def test_imports_point_down_the_data_flow(path: Path) -> None:
     module = module_name(path)
     layer = layer_of(module)
-    assert layer in ALLOWED, f"{module}: layer '{layer}' has no rule in DESIGN.md's layout (add one here)"
+    assert layer in ALLOWED, f"{module}: layer '{layer}' has no rule in docs/architecture.md's layering (add one here)"
     allowed = ALLOWED[layer]
     for name in imports_of(path):
         top = name.split(".")[0]

@@ -8,7 +8,7 @@ noise falls on neighbouring measurements:
    the Executable; its result is checked against numpy's on the same inputs;
 2. numpy, then torch CPU when torch is importable, in a baseline worker
    subprocess whose environment lacks OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
-   (they make OpenBLAS pick a slower kernel; PERF.md) and pins
+   (they make OpenBLAS pick a slower kernel; docs/performance.md) and pins
    OMP_NUM_THREADS/OPENBLAS_NUM_THREADS to the CPU count; this process's
    environment is never changed;
 3. with one thread (unless --no-one-thread): accy in a worker with
@@ -41,7 +41,7 @@ from measure import REL_TOLERANCE, RESULT_PREFIX, Settings, measure
 from workloads import BY_NAME, Workload, select
 
 MEASURE_SCRIPT = Path(__file__).with_name("measure.py")
-# PERF.md: set on the project's machines, they slow numpy's OpenBLAS down.
+# docs/performance.md: set on the project's machines, they slow numpy's OpenBLAS down.
 OPENBLAS_TRAPS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 SETTLE_S = 0.1
@@ -243,7 +243,7 @@ def problems(records: list[dict[str, Any]]) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="accy against numpy (and torch) on the workloads of PERF.md, as ratios.")
+    p = argparse.ArgumentParser(description="accy against numpy (and torch) on the workloads of docs/performance.md, as ratios.")
     p.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs (about a minute)")
     p.add_argument("--large", action="store_true", help="add matmul 2048^2")
     p.add_argument(
