@@ -110,11 +110,14 @@ def test_pocl_cache_is_private_to_the_process(device):
     import os
     from pathlib import Path
 
-    # PoCL writes its kernels into this process's own folder, and the
-    # variable is back to what it was (unset, or the user's value).
+    # PoCL writes its kernels into this process's own folder (another
+    # driver, NVIDIA's say, writes nothing there), and the variable is back
+    # to what it was (unset, or the user's value).
     accy_compile(EXP_MUL_SUM.format(r=3, c=5), device=device)(*[np.ones((3, 5), np.float32)] * 2)
     private = Path(device.pocl_cache_dir)
-    assert private.name.startswith(f"accy-pocl-{os.getpid()}-") and any(private.iterdir())
+    assert private.name.startswith(f"accy-pocl-{os.getpid()}-") and private.is_dir()
+    if "Portable Computing Language" in device.cl_device.platform.name:
+        assert any(private.iterdir())
     assert os.environ.get("POCL_CACHE_DIR") != str(private)
 
 
