@@ -21,7 +21,7 @@ from xdsl.printer import Printer
 import accy
 from accy.backends.opencl.emitter import emit_opencl
 from accy.dialects.dense import DensePrinter, splat_value
-from accy.passes.kernelization.common import literal_elements
+from accy.passes.kernelization.evaluate import literal_elements
 from accy.passes.kernelization.kernelize import KernelizePass
 from accy.passes.pass_manager import fingerprint
 from accy.passes.registry import get_pass

@@ -20,7 +20,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from accy.dialects import accy
 from accy.dialects.target import TargetProfile
-from accy.passes.kernelization.common import KernelBuilder, element_type_of
+from accy.passes.kernelization.kernel_builder import KernelBuilder, element_type_of
 
 _COMBINE: dict[str, tuple[type[Operation], type[Operation]]] = {
     "sum": (arith.AddfOp, arith.AddiOp),

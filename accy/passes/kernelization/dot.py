@@ -33,15 +33,10 @@ from accy.dialects.target import TargetProfile
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.shape_layout import numel
-from accy.passes.kernelization.common import (
-    Expr,
-    KernelBuilder,
-    LoweredKernel,
-    anchored_kernel,
-    guarded,
-    launch_1d,
-    vectorizable,
-)
+from accy.passes.kernelization.evaluate import Expr, vectorizable
+from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
+from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.lowered import LoweredKernel
 
 TILE_ROWS = 4
 GPU_TILE = 16

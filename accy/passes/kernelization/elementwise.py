@@ -26,16 +26,10 @@ from accy.dialects.target import TargetProfile
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.shape_layout import numel
-from accy.passes.kernelization.common import (
-    Access,
-    Expr,
-    KernelBuilder,
-    LoweredKernel,
-    collapse,
-    guarded,
-    launch_1d,
-    vectorizable,
-)
+from accy.passes.kernelization.evaluate import Expr, vectorizable
+from accy.passes.kernelization.kernel_builder import Access, KernelBuilder, collapse
+from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.lowered import LoweredKernel
 
 
 def lower_elementwise(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:

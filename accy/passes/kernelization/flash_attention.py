@@ -48,24 +48,12 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.shape_layout import element_bytes, numel
 from accy.passes.kernelization.combining import vector_total, work_group_size
-from accy.passes.kernelization.common import (
-    Decline,
-    Expr,
-    KernelBuilder,
-    LoweredKernel,
-    cmp,
-    guarded,
-    launch_1d,
-    literal_elements,
-)
+from accy.passes.kernelization.evaluate import Expr, literal_elements
+from accy.passes.kernelization.kernel_builder import KernelBuilder, cmp
+from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.lowered import Decline, LoweredKernel
 from accy.passes.kernelization.reads import COL, on_own_row, read_elsewhere, reads_of, row_coords
-from accy.passes.kernelization.row_pipeline import (
-    broadcast_accesses,
-    expanded,
-    pin_aliases,
-    strip_row_views,
-    walk_cone,
-)
+from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, strip_row_views, walk_cone
 
 #: Query rows (work-items) per GPU work-group, at most.
 GPU_QUERY_ROWS = 64

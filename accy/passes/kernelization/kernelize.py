@@ -58,10 +58,11 @@ from accy.dialects.target import TargetProfile
 from accy.passes.analyses.bufferization import BufferPlan, BufferRef
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
 from accy.passes.analyses.shape_layout import element_bytes, is_row_major, numel
-from accy.passes.kernelization.common import Decline, LoweredKernel, Scratch, buffer_type
 from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
 from accy.passes.kernelization.flash_attention import lower_flash_attention
+from accy.passes.kernelization.kernel_builder import buffer_type
+from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 from accy.passes.kernelization.reduction import lower_reduction
 from accy.passes.kernelization.row_pipeline import lower_row_pipeline
 from accy.passes.kernelization.scan import lower_scan

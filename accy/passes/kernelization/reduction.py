@@ -49,16 +49,10 @@ from accy.passes.kernelization.combining import (
     work_group_total,
     work_group_tree,
 )
-from accy.passes.kernelization.common import (
-    Expr,
-    KernelBuilder,
-    LoweredKernel,
-    Scratch,
-    anchored_kernel,
-    guarded,
-    launch_1d,
-    vectorizable,
-)
+from accy.passes.kernelization.evaluate import Expr, vectorizable
+from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
+from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.lowered import LoweredKernel, Scratch
 
 #: Work-items of a GPU work-group sharing one output element (at most).
 GPU_REDUCE_THREADS = 256

@@ -21,7 +21,10 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.shape_layout import numel
 from accy.passes.kernelization.combining import combine, identity, place
-from accy.passes.kernelization.common import Expr, LoweredKernel, anchored_kernel, guarded, launch_1d
+from accy.passes.kernelization.evaluate import Expr
+from accy.passes.kernelization.kernel_builder import anchored_kernel
+from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.lowered import LoweredKernel
 
 
 def lower_scan(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:

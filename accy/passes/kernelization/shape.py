@@ -14,8 +14,8 @@ from __future__ import annotations
 from accy.dialects.target import TargetProfile
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
-from accy.passes.kernelization.common import LoweredKernel
 from accy.passes.kernelization.elementwise import lower_elementwise
+from accy.passes.kernelization.lowered import LoweredKernel
 
 
 def lower_shape(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:

@@ -1,0 +1,270 @@
+"""Evaluation of a kernel's tensor values at coordinates (`Expr`).
+
+Kernel inputs are loaded through their layout; values produced by the
+kernel's own elementwise / view / concat ops are computed from their
+operands (views map the coordinates); a lowering may pin values (a
+reduction's accumulator, a dot's tile) with `Expr.pin`. Every lowering's
+prologue and epilogue goes through it, so each op of the contract has
+exactly one implementation in kernel IR (`scalar_semantics`). It evaluates
+with an explicit worklist, as every walk of use-def chains in the compiler
+must: a fused chain is as long as the program. A splat literal (or a view
+of one, such as the rank-0 literals the decompositions broadcast) is a
+constant of the kernel, read from the literal's bytes.
+
+An `Expr` has a width: 1 evaluates scalars, W > 1 evaluates `vector<WxT>`
+of W consecutive elements along the last dimension (coordinates name the
+first lane). Vector evaluation needs no views inside the kernel
+(`vectorizable`); compares, selects, casts and i1 masks are lane-wise
+through the `accy_kernel` ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    VectorType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from accy.dialects import accy
+from accy.dialects.dense import splat_value, storage_format
+from accy.passes.kernelization.kernel_builder import ELEMENTWISE, VIEWS, Access, KernelBuilder
+from accy.passes.kernelization.lowered import Decline
+from accy.passes.kernelization.scalar_semantics import apply_elementwise
+
+T = TypeVar("T")
+
+
+def vectorizable(ops: Sequence[Operation], kb: KernelBuilder | None = None) -> bool:
+    """Whether `Expr` can evaluate these ops W lanes at a time: elementwise
+    ops (compares, selects, casts and i1 masks included, through
+    `accy_kernel.vcmp`/`vselect`) and splat constants; no views that must be
+    computed (a view the builder loads through its strides is fine) or
+    concats (they move lanes across dims). Such chains also index every
+    operand with the output's own coordinates, so their dims can be merged."""
+    leaves = kb.view_leaves if kb is not None else set()
+    return all(
+        isinstance(op, (*ELEMENTWISE, accy.ConstantOp))
+        or (isinstance(op, VIEWS) and (op.results[0] in leaves or splat_of(op.results[0]) is not None))
+        for op in ops
+    )
+
+
+def postorder(roots: Iterable[T], children: Callable[[T], Iterable[T]], done: Container[T]) -> list[T]:
+    """The nodes reachable from `roots` through `children`, except those in
+    `done` (and what is reachable only through them), each after all of its
+    children: the order to compute a memoised function of a DAG in without
+    recursing (a program's use-def chains are as deep as it is long)."""
+    order: list[T] = []
+    seen: set[T] = set()
+    stack: list[tuple[T, bool]] = [(r, False) for r in roots]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if node in seen or node in done:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children(node) if c not in seen and c not in done)
+    return order
+
+
+def literal_elements(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The stored elements of a dense literal, flat, as a read-only numpy
+    view of its bytes (no copy, no Python object per element; i1 reads as
+    int8 0 / -1)."""
+    return np.frombuffer(attr.data.data, dtype=np.dtype(storage_format(attr)))
+
+
+def splat_of(value: SSAValue) -> int | float | None:
+    """The one value of every element of `value` when it is a splat literal
+    or a view of one (a rank-0 literal broadcast is how accy writes a scalar
+    of any shape), read from the literal's bytes; None otherwise."""
+    while isinstance(value.owner, VIEWS):
+        value = value.owner.operands[0]
+    owner = value.owner
+    if not isinstance(owner, accy.ConstantOp):
+        return None
+    if not owner.value.data.data:
+        return 0  # no element: any value stands for all of them
+    return splat_value(owner.value)
+
+
+class Expr:
+    """Evaluates values of a kernel at coordinates (see the module docstring).
+
+    `ops` are the kernel's tensor ops that this evaluator may compute;
+    `access` maps kernel inputs to how they are loaded (by default the
+    builder's own, through the BufferRef). Results are cached per block, so a
+    value used twice is computed once where it dominates.
+    """
+
+    def __init__(
+        self,
+        kb: KernelBuilder,
+        ops: Sequence[Operation],
+        width: int = 1,
+        access: dict[SSAValue, Access] | None = None,
+    ) -> None:
+        self.kb = kb
+        self.width = width
+        self.producers = {r: op for op in ops for r in op.results}
+        self.access = access if access is not None else kb.access
+        self.pinned: dict[SSAValue, Callable[[Sequence[SSAValue]], SSAValue]] = {}
+        self.aliases: dict[SSAValue, SSAValue] = {}
+        self._memo: dict[tuple[Any, ...], SSAValue] = {}
+
+    def pin(self, value: SSAValue, fn: Callable[[Sequence[SSAValue]], SSAValue]) -> None:
+        """Evaluate `value` with `fn(coords)` (a lowering's own result)."""
+        self.pinned[value] = fn
+
+    def alias(self, value: SSAValue, same: SSAValue) -> None:
+        """Evaluate `value` as `same` at the same coordinates (a named op's
+        result as the value of its decomposition)."""
+        self.aliases[value] = same
+
+    def store(self, outputs: Sequence[SSAValue], coords: Sequence[SSAValue]) -> None:
+        """Stores each of `outputs`, evaluated at `coords` (`width` lanes),
+        into its buffer: a lowering's epilogue."""
+        for out in outputs:
+            self.kb.store(self.access[out], coords, self.at(out, coords), self.width)
+
+    def at(self, value: SSAValue, coords: Sequence[SSAValue]) -> SSAValue:
+        """`value` at `coords`, computed once per block where it dominates.
+
+        Evaluates with an explicit stack, operands first: a chain of
+        thousands of elementwise ops or views is no deeper in Python than
+        one op."""
+        key = (value, tuple(coords))
+        hit = self.kb.lookup(self._memo, key)
+        if hit is not None:
+            return hit
+        # (value, coords) pairs whose operands are being evaluated; `reads`
+        # keeps the operand points a view computed, so its index math is
+        # emitted once.
+        stack: list[tuple[SSAValue, tuple[SSAValue, ...]]] = [key]
+        reads: dict[tuple[SSAValue, tuple[SSAValue, ...]], list[tuple[SSAValue, tuple[SSAValue, ...]]]] = {}
+        while stack:
+            point = stack[-1]
+            if self.kb.lookup(self._memo, point) is not None:
+                stack.pop()
+                continue
+            if point not in reads:
+                reads[point] = self._operand_points(*point)
+            missing = [p for p in reads[point] if self.kb.lookup(self._memo, p) is None]
+            if missing:
+                stack.extend(reversed(missing))  # first operand first, as written
+                continue
+            stack.pop()
+            v, c = point
+            operands = [self.kb.lookup(self._memo, p) for p in reads[point]]
+            self.kb.remember(self._memo, point, self._compute(v, list(c), operands))  # type: ignore[arg-type]
+        result = self.kb.lookup(self._memo, key)
+        assert result is not None
+        return result
+
+    def _producer(self, value: SSAValue) -> Operation | None:
+        """The op of this kernel that `value` is computed by, or None for a
+        value that is loaded (an input, or a view the builder reads through
+        its strides)."""
+        op = self.producers.get(value)
+        if op is None or (value in self.kb.view_leaves and value in self.access):
+            return None
+        return op
+
+    def _operand_points(self, value: SSAValue, coords: tuple[SSAValue, ...]) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
+        """The (value, coords) points `value` at `coords` is computed from:
+        an elementwise op's operands at the same point, a view's operand
+        where the view reads it. Pinned values, loads, literals and concats
+        (whose pieces are evaluated in branches) need none beforehand."""
+        if value in self.pinned:
+            return []
+        if value in self.aliases:
+            return [(self.aliases[value], coords)]
+        op = self._producer(value)
+        if isinstance(op, ELEMENTWISE):
+            return [(o, coords) for o in op.operands]
+        if isinstance(op, VIEWS) and self.width == 1 and splat_of(value) is None:
+            return [(op.operands[0], tuple(self.view_coords(op, list(coords))))]
+        return []
+
+    def _compute(self, value: SSAValue, coords: list[SSAValue], operands: list[SSAValue]) -> SSAValue:
+        """`value` at `coords`, given its `_operand_points` evaluated."""
+        kb = self.kb
+        if value in self.pinned:
+            return self.pinned[value](coords)
+        if value in self.aliases:
+            return operands[0]
+        op = self._producer(value)
+        if op is None:
+            if value in self.access:
+                return kb.load(self.access[value], coords, self.width)
+            raise Decline(f"value {value.name_hint or value} is neither computed by the kernel nor one of its inputs")
+        if isinstance(op, ELEMENTWISE):
+            return apply_elementwise(kb, op, operands)
+        if isinstance(op, (accy.ConstantOp, *VIEWS)) and (splat := splat_of(value)) is not None:
+            return self._splat(splat, accy.elem_of(value))
+        if isinstance(op, accy.ConstantOp):
+            raise Decline("a non-splat constant must be a kernel input")
+        if self.width != 1:
+            raise Decline(f"{op.name} inside a vectorised kernel")
+        if isinstance(op, accy.ConcatOp):
+            return self._concat(op, coords)
+        if isinstance(op, VIEWS):
+            return operands[0]
+        raise Decline(f"{op.name} cannot be computed elementwise")
+
+    def _splat(self, value: int | float, element_type: Attribute) -> SSAValue:
+        t = VectorType(element_type, [self.width]) if self.width > 1 else element_type
+        return self.kb.const(value, t)
+
+    def view_coords(self, op: Operation, coords: list[SSAValue]) -> list[SSAValue]:
+        """The operand coordinates a view reads at result coordinates `coords`."""
+        kb = self.kb
+        src = accy.shape_of(op.operands[0])
+        match op:
+            case accy.TransposeOp():
+                out = [kb.idx(0)] * len(src)
+                for i, p in enumerate(op.permutation.get_values()):
+                    out[p] = coords[i]
+                return out
+            case accy.BroadcastOp():
+                return [kb.idx(0) if src[i] == 1 else coords[d] for i, d in enumerate(op.dims.get_values())]
+            case accy.SliceOp():
+                starts, steps = op.start.get_values(), op.stride.get_values()
+                return [kb.add(kb.mul(x, s), a) for x, a, s in zip(coords, starts, steps, strict=False)]
+            case accy.ReshapeOp():
+                return kb.delinearize(kb.linearize(coords, accy.shape_of(op.result)), src)
+        raise Decline(f"unknown view {op.name}")
+
+    def _concat(self, op: accy.ConcatOp, coords: list[SSAValue]) -> SSAValue:
+        kb = self.kb
+        rank = len(coords)
+        axis = op.axis.value.data % rank
+        pieces: list[tuple[SSAValue, int]] = []
+        lo = 0
+        for x in op.xs:
+            pieces.append((x, lo))
+            lo += accy.shape_of(x)[axis]
+        t = accy.elem_of(op.result)
+
+        def piece(i: int) -> SSAValue:
+            x, start = pieces[i]
+            shifted = [*coords[:axis], kb.sub(coords[axis], start), *coords[axis + 1 :]]
+            if i == len(pieces) - 1:
+                return self.at(x, shifted)
+            end = pieces[i + 1][1]
+            return kb.if_(
+                kb.lt(coords[axis], end),
+                lambda: [self.at(x, shifted)],
+                lambda: [piece(i + 1)],
+                [t],
+            )[0]
+
+        return piece(0)

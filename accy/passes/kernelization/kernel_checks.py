@@ -1,0 +1,100 @@
+"""Checks and tidying of a built kernel: `simplify_kernel` (xDSL's
+canonicalization with folding, dead code, loop-invariant code motion, CSE)
+and `check_dominance` (every operand defined where it dominates its use:
+a kernel that is not valid SSA is a bug in a lowering, reported with the
+kernel's text).
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+
+from xdsl.dialects import gpu
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
+from xdsl.printer import Printer
+from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
+from xdsl.transforms.common_subexpression_elimination import cse
+from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.transforms.loop_invariant_code_motion import LoopInvariantCodeMotion
+
+from accy.passes.registry import shared_context
+
+
+def simplify_kernel(func: gpu.FuncOp) -> None:
+    """Tidies a built kernel in place: xDSL's canonicalization patterns with
+    constant folding and dead-op removal (index math of merged dims, loops
+    that run once, unused ids), loop-invariant code motion (what a loop body
+    computes from values defined outside it moves before the loop), then
+    common-subexpression elimination (an address or a value the builders
+    computed per operand or per output, or that moved out of a loop, is
+    computed once). The patterns only produce ops of the kernel IR
+    conventions (`arith.constant`, `arith.xori`, inlined `scf` regions)."""
+    applier = GreedyRewritePatternApplier([CanonicalizationRewritePattern()], ctx=shared_context(), folding_enabled=True)
+    PatternRewriteWalker(applier, post_walk_func=region_dce).rewrite_region(func.body)
+    PatternRewriteWalker(LoopInvariantCodeMotion(), apply_recursively=False, walk_regions_first=True).rewrite_region(
+        func.body
+    )
+    cse(func)
+
+
+class InvalidKernelError(Exception):
+    """A kernel the compiler built is not valid SSA: a bug in a lowering or in
+    the kernel tidying, never in the user's program."""
+
+
+def check_dominance(func: gpu.FuncOp, stage: str = "") -> None:
+    """Checks that every operand of every op of kernel `func` is defined
+    before its use in the same block or in a block enclosing it (an op
+    result), or is an argument of such a block. xDSL's verifier checks
+    neither (a value of a loop body used after the loop verifies, and prints
+    as OpenCL C that no compiler accepts). Kernel regions are single blocks,
+    so this is all dominance means there.
+
+    Raises `InvalidKernelError` naming the kernel, the op and the operand."""
+    visible: set[SSAValue] = set()
+
+    def walk(block: Block) -> None:
+        scope = list(block.args)
+        visible.update(scope)
+        for op in block.ops:
+            for i, operand in enumerate(op.operands):
+                if operand not in visible:
+                    raise InvalidKernelError(_dominance_message(func, stage, op, i, operand))
+            for region in op.regions:
+                for inner in region.blocks:
+                    walk(inner)
+            visible.update(op.results)
+            scope.extend(op.results)
+        visible.difference_update(scope)
+
+    for block in func.body.blocks:
+        walk(block)
+
+
+def _dominance_message(func: gpu.FuncOp, stage: str, op: Operation, index: int, operand: SSAValue) -> str:
+    """The error text: the use and the definition, named as in the printed
+    kernel that follows it."""
+    text = StringIO()
+    printer = Printer(stream=text)
+    printer.print_op(func)
+    names = printer._ssa_values  # the names the kernel text above gives
+
+    def name(v: SSAValue) -> str:
+        return f"%{names[v]}" if v in names else "<unnamed>"
+
+    def brief(o: Operation) -> str:
+        results = ", ".join(name(r) for r in o.results)
+        return f"{results} = {o.name}" if results else o.name
+
+    if isinstance(operand, BlockArgument):
+        parent = operand.block.parent_op()
+        where = f"argument #{operand.index} of a block of {brief(parent) if parent else '?'}"
+    else:
+        assert isinstance(operand.owner, Operation)
+        where = f"defined by {brief(operand.owner)}"
+    return (
+        f"internal error: kernel @{func.sym_name.data} is not valid SSA{f' {stage}' if stage else ''}: "
+        f"operand #{index} ({name(operand)}) of {brief(op)} is {where}, which does not dominate the use "
+        f"(defined later, or inside a region that does not enclose it):\n{text.getvalue()}"
+    )
