@@ -8,13 +8,33 @@ The Python API:
     (y,) = exe(x)                                     # numpy in, numpy out
     accy.reference.run(module, "main", x)             # the numpy oracle
     accy.PassManager([...]).run(module)               # pipelines with cached analyses
+
+Importing `accy` loads none of this: each name is imported on first use
+(module `__getattr__`), so `import accy.dialects` or `accy-opt` never pays for
+the runtime (pyopencl), the reference interpreter or numpy.
 """
 
-from accy import reference
-from accy.passes.pass_manager import PassManager
-from accy.runtime.devices import get_device
-from accy.runtime.executable import Executable, compile
-from accy.runtime.source import SourceDiagnostic, parse_module
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from accy import reference
+    from accy.dialects.parse import SourceDiagnostic, parse_module
+    from accy.passes.pass_manager import PassManager
+    from accy.runtime.devices import get_device
+    from accy.runtime.executable import Executable, compile
+
+#: public name -> the module that defines it.
+_LAZY: dict[str, str] = {
+    "Executable": "accy.runtime.executable",
+    "PassManager": "accy.passes.pass_manager",
+    "SourceDiagnostic": "accy.dialects.parse",
+    "compile": "accy.runtime.executable",
+    "get_device": "accy.runtime.devices",
+    "parse_module": "accy.dialects.parse",
+}
 
 __all__ = [
     "Executable",
@@ -25,3 +45,18 @@ __all__ = [
     "parse_module",
     "reference",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "reference":
+        return import_module("accy.reference")
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        # Later lookups find it in the module's namespace, without this hook.
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'accy' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -164,8 +164,8 @@ def child(case: str, stage: str, path: str) -> dict[str, float]:
 
     import accy
     from accy.backends.opencl.emitter import emit_opencl
+    from accy.dialects.context import shared_context
     from accy.passes.kernelization.kernelize import KernelizePass
-    from accy.passes.registry import shared_context
 
     text = Path(path).read_text()
     out: dict[str, float] = {"import_rss_mb": _rss_mb()}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
-from accy.runtime.source import SourceDiagnostic, format_diagnostic
+from accy.dialects.parse import SourceDiagnostic, format_diagnostic
 
 
 class ToolError(Exception):

@@ -28,9 +28,10 @@ from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from accy.cli.diagnostics import ReportedError, ToolError, run_tool, wants_traceback
+from accy.dialects.context import make_context
+from accy.dialects.parse import parse_text, verify_module
 from accy.passes import registry
 from accy.passes.pass_manager import PassFailure, PassManager, pass_spec
-from accy.runtime.source import parse_text, verify_module
 
 TOOL = "accy-opt"
 OPENCL_TARGET = "accy.backends.opencl.target"
@@ -51,7 +52,7 @@ class AccyOptMain(xDSLOptMain):
     # -- registration --------------------------------------------------
 
     def register_all_dialects(self) -> None:
-        self.ctx = registry.make_context()
+        self.ctx = make_context()
         # Other xDSL dialects stay available, loaded only when the input uses them.
         known = set(self.ctx.registered_dialect_names)
         for name, factory in Universe.get_multiverse().all_dialects.items():

@@ -59,9 +59,9 @@ from accy.dialects.accy import (
     elem_of,
     shape_of,
 )
+from accy.dialects.context import shared_context
 from accy.dialects.dense import splat_value
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
-from accy.passes.registry import shared_context
 from accy.reference import dense_to_numpy, evaluate_op, numpy_to_dense
 
 # Constant folding materialises its result as a literal; past this many

@@ -269,7 +269,7 @@ class PassManager:
     pass_stats: list[PassStats] = field(default_factory=list)
 
     def run(self, module: ModuleOp) -> None:
-        from accy.passes.registry import make_context
+        from accy.dialects.context import make_context
 
         ctx = self.ctx or make_context()
         before, after = set(self.print_before), set(self.print_after)

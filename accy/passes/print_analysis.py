@@ -1,4 +1,8 @@
-"""print-analysis: prints an analysis of every function, for lit tests."""
+"""print-analysis: prints an analysis of every function, for lit tests.
+
+It finds the analysis by its registered name, so, alone of the passes below
+the registry, it imports the registry (an accepted departure from the layering
+inside `passes`; the registry names passes lazily, so there is no cycle)."""
 
 from __future__ import annotations
 

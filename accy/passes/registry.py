@@ -1,16 +1,15 @@
-"""Every pass and analysis accy knows, by name, and the dialects it loads.
+"""Every pass and analysis accy knows, by name.
 
 Entries are lazy (`module:Class`), so importing the registry costs nothing and
-a tool lists what exists without loading every lowering.
+a tool lists what exists without loading every lowering. The dialects accy
+loads are in `accy.dialects.context`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 from importlib import import_module
 
-from xdsl.context import Context
 from xdsl.passes import ModulePass
 
 from accy.passes.pass_manager import Analysis, summary
@@ -76,32 +75,3 @@ def get_analysis(name: str) -> type[Analysis]:
 def pass_summary(name: str) -> str:
     """The one-paragraph description of pass `name`."""
     return XDSL_PASS_SUMMARIES.get(name) or summary(get_pass(name))
-
-
-def make_context() -> Context:
-    """A context with every dialect accy reads or writes."""
-    from xdsl.dialects.arith import Arith
-    from xdsl.dialects.builtin import Builtin
-    from xdsl.dialects.func import Func
-    from xdsl.dialects.gpu import GPU
-    from xdsl.dialects.math import Math
-    from xdsl.dialects.memref import MemRef
-    from xdsl.dialects.scf import Scf
-    from xdsl.dialects.vector import Vector
-
-    from accy.dialects.accy import Accy
-    from accy.dialects.host import AccyHost
-    from accy.dialects.kernel import AccyKernel
-
-    ctx = Context()
-    for d in (Builtin, Func, Arith, Math, MemRef, Scf, Vector, GPU, Accy, AccyHost, AccyKernel):
-        ctx.load_dialect(d)
-    return ctx
-
-
-@cache
-def shared_context() -> Context:
-    """One `make_context()` per process, for the pattern rewrites that need a
-    context only to build the constants they fold to (canonicalize,
-    `simplify_kernel`); nobody loads dialects into it."""
-    return make_context()

@@ -24,6 +24,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 
+from accy.dialects.parse import SourceMap, diagnostic_at, parse_module, source_map_of, verify_module
 from accy.passes.inline import CallError, callees, inline_calls
 from accy.passes.pass_manager import PassFailure
 from accy.reference.constants import numpy_dtype
@@ -31,7 +32,6 @@ from accy.reference.interpreter import check_arguments, find_function
 from accy.reference.interpreter import run as reference_run
 from accy.runtime.device import Device, RunStats
 from accy.runtime.devices import get_device
-from accy.runtime.source import SourceMap, diagnostic_at, parse_module, source_map_of, verify_module
 
 
 class Executable:
@@ -39,11 +39,12 @@ class Executable:
     one array per function result."""
 
     def __init__(self, module: ModuleOp, fn: str, device: Device, strict: bool = False) -> None:
-        # The device may rewrite `module` as it compiles: keep the function as
-        # written for `compare_with_reference`.
+        # The device may rewrite `module` as it compiles (kernelize replaces
+        # the function): keep the function as written, in a clone, for the
+        # signature checks and `compare_with_reference`.
         self.source = module.clone()
         self.module = module
-        self.function: FuncOp = find_function(module, fn)
+        self.function: FuncOp = find_function(self.source, fn)
         self.fn = self.function.sym_name.data
         self.device = device
         self.strict = strict

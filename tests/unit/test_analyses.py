@@ -10,12 +10,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from accy.dialects.context import make_context
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import Outlining, OutliningError
 from accy.passes.analyses.schedule import KINDS, Schedule
 from accy.passes.analyses.shape_layout import ShapeLayout, reshape_strides
 from accy.passes.pass_manager import AnalysisManager, PassManager
-from accy.passes.registry import get_pass, make_context
+from accy.passes.registry import get_pass
 
 
 def T(shape, et="f32") -> str:

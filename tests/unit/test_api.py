@@ -75,6 +75,16 @@ def test_compile_leaves_callers_module_alone() -> None:
     assert str(module) == before
 
 
+@pytest.mark.parametrize("device", ["reference", "opencl"])
+def test_executable_function_is_the_function_as_written(device: str) -> None:
+    """Compiling for OpenCL replaces the function with a host schedule;
+    `exe.function` is still the tensor function, attached to `exe.source`."""
+    exe = accy.compile(MLP, device=device)
+    assert exe.function.parent_op() is exe.source
+    assert [op.name for op in exe.function.body.ops] == ["accy.dot_general", "accy.relu", "accy.reduce", "func.return"]
+    exe.function.verify()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

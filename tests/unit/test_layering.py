@@ -6,15 +6,24 @@ alike):
 - `reference` imports `dialects` only (and numpy);
 - `passes` import `dialects` only, with one accepted departure: canonicalize's
   constant folding calls the reference interpreter (one semantics, not two);
+- inside `passes`: pass manager < analyses < transforms < kernelization <
+  registry, so an analysis never imports a transform; and a lowering never
+  imports another lowering;
 - `backends` import `dialects` only, never the runtime;
 - nothing below `cli` imports `cli`, and nothing that decides how to compile
   (dialects, reference, passes, backends) imports the runtime.
+
+And what the layering is for, checked on a running interpreter: reading IR
+(`import accy.dialects`, `accy-opt` parsing) loads neither the runtime nor
+the reference interpreter.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -36,15 +45,24 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "cli": ("accy",),
     "api": ("accy",),
 }
-#: layer -> the third-party packages its modules may import.
+#: layer -> the third-party packages its modules may import. The dialects
+#: stay numpy-free (xDSL does not need numpy): numpy's view of the element
+#: types (`numpy_dtype`) is the reference's.
 THIRD_PARTY: dict[str, tuple[str, ...] | None] = {
     "dialects": ("xdsl",),
     "reference": ("xdsl", "numpy"),
     "debug": (),
 }
-#: (module, imported package): the accepted departures, each with its reason
-#: in the importing module's docstring.
-EXCEPTIONS = {("accy.passes.canonicalize", "accy.reference")}
+#: The sub-layers of `passes`, lowest first: a module may import its own
+#: sub-layer and those before it.
+PASS_LAYERS = ("pass_manager", "analyses", "transforms", "kernelization", "registry")
+#: (module, imported package or module): the accepted departures, each with
+#: its reason in the importing module's docstring.
+EXCEPTIONS = {
+    ("accy.passes.canonicalize", "accy.reference"),
+    ("accy.passes.print_analysis", "accy.passes.registry"),
+}
+KERNELIZE = "accy.passes.kernelization.kernelize"
 
 
 def module_name(path: Path) -> str:
@@ -57,6 +75,13 @@ def layer_of(module: str) -> str:
     if module == "accy":
         return "api"
     return "debug" if parts[1] == "debug" else parts[1]
+
+
+def pass_layer_of(module: str) -> str:
+    """The sub-layer of a module of `accy.passes` (every module directly in
+    `passes/` but the pass manager and the registry is a transform)."""
+    name = module.split(".")[2]
+    return name if name in ("pass_manager", "analyses", "kernelization", "registry") else "transforms"
 
 
 def imports_of(path: Path) -> list[str]:
@@ -86,6 +111,28 @@ def _package(name: str) -> str:
     return ".".join(name.split(".")[:2])
 
 
+def _imported_module(name: str) -> str:
+    """The accy module an imported name comes from: `a.b.c` names module
+    `a.b.c` when that file exists, else name `c` of module `a.b`."""
+    parts = name.split(".")
+    for n in range(len(parts), 1, -1):
+        candidate = PACKAGE.parent.joinpath(*parts[:n])
+        if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
+            return ".".join(parts[:n])
+    return name
+
+
+def lowering_modules() -> set[str]:
+    """The lowerings: the modules the kernelize pass takes a `lower_<kind>`
+    from (read from its imports, so a new lowering is checked at once)."""
+    path = PACKAGE / "passes" / "kernelization" / "kernelize.py"
+    return {
+        _imported_module(name)
+        for name in imports_of(path)
+        if name.rpartition(".")[2].startswith("lower_") and within(name, "accy.passes.kernelization")
+    }
+
+
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
 def test_imports_point_down_the_data_flow(path: Path) -> None:
     module = module_name(path)
@@ -103,6 +150,35 @@ def test_imports_point_down_the_data_flow(path: Path) -> None:
             assert top in THIRD_PARTY[layer], f"{module} ({layer}) imports {top}; it may import only {THIRD_PARTY[layer]}"
 
 
+PASS_MODULES = [p for p in MODULES if layer_of(module_name(p)) == "passes"]
+
+
+@pytest.mark.parametrize("path", PASS_MODULES, ids=lambda p: module_name(p))
+def test_passes_import_only_their_own_sub_layer_and_those_below(path: Path) -> None:
+    module = module_name(path)
+    mine = PASS_LAYERS.index(pass_layer_of(module))
+    for name in imports_of(path):
+        if not within(name, "accy.passes") or (module, _imported_module(name)) in EXCEPTIONS:
+            continue
+        theirs = pass_layer_of(name)
+        assert PASS_LAYERS.index(theirs) <= mine, (
+            f"{module} ({pass_layer_of(module)}) imports {name} ({theirs}); inside passes: {' < '.join(PASS_LAYERS)}"
+        )
+
+
+@pytest.mark.parametrize("path", PASS_MODULES, ids=lambda p: module_name(p))
+def test_no_lowering_imports_another_lowering(path: Path) -> None:
+    module = module_name(path)
+    lowerings = lowering_modules()
+    if module not in lowerings:
+        return
+    for name in imports_of(path):
+        other = _imported_module(name)
+        assert other == module or other not in lowerings, (
+            f"lowering {module} imports lowering {other} ({name}); what two lowerings share belongs in a shared module"
+        )
+
+
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
 def test_nothing_below_the_cli_imports_it_and_no_compiler_stage_imports_the_runtime(path: Path) -> None:
     module = module_name(path)
@@ -118,6 +194,71 @@ def test_the_import_scan_sees_what_it_checks() -> None:
     """The rules above would pass vacuously if the scan found nothing."""
     by_module = {module_name(p): imports_of(p) for p in MODULES}
     assert any(within(n, "accy.reference") for n in by_module["accy.passes.canonicalize"])
-    assert "accy.passes.registry.make_context" in by_module["accy.passes.pass_manager"]  # an import inside a function
+    assert "accy.dialects.context.make_context" in by_module["accy.passes.pass_manager"]  # an import inside a function
     assert any(within(n, "accy.backends") for n in by_module["accy.runtime.opencl"])
     assert {"dialects", "reference", "passes", "backends", "runtime", "cli"} <= {layer_of(m) for m in by_module}
+    assert set(PASS_LAYERS) == {pass_layer_of(module_name(p)) for p in PASS_MODULES}
+    assert {f"accy.passes.kernelization.{k}" for k in ("elementwise", "dot", "reduction", "flash_attention")} <= (
+        lowering_modules()
+    )
+    assert _imported_module("accy.passes.analyses.shape_layout.ShapeLayout") == "accy.passes.analyses.shape_layout"
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running `code`."""
+    script = textwrap.dedent(code) + "\nimport sys\nprint('\\n'.join(sys.modules))\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+def _heavy(modules: set[str]) -> set[str]:
+    return {
+        m
+        for m in modules
+        if within(m, "accy.runtime") or within(m, "accy.reference") or m.split(".")[0] in ("pyopencl", "numpy")
+    }
+
+
+def test_reading_ir_loads_neither_the_runtime_nor_the_interpreter() -> None:
+    loaded = _loaded_after(
+        """
+        import accy.dialects
+        from accy.dialects.parse import parse_module
+        module = parse_module('func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\\n'
+                              '  %e = "accy.exp"(%x) : (tensor<2xf32>) -> tensor<2xf32>\\n'
+                              '  func.return %e : tensor<2xf32>\\n}\\n')
+        assert module.ops.first is not None
+        """
+    )
+    assert "accy.dialects.parse" in loaded
+    assert not _heavy(loaded), f"parsing IR loaded {sorted(_heavy(loaded))}"
+
+
+@pytest.mark.parametrize(("args", "printed"), [([], "accy.exp %x"), (["-p", "kernelize", "-t", "opencl"], "__kernel")])
+def test_accy_opt_needs_no_runtime(args: list[str], printed: str, tmp_path: Path) -> None:
+    prog = tmp_path / "prog.mlir"
+    prog.write_text(
+        'func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %e = "accy.exp"(%x) : (tensor<2xf32>) -> tensor<2xf32>\n'
+        "  func.return %e : tensor<2xf32>\n}\n"
+    )
+    loaded = _loaded_after(
+        f"""
+        import contextlib, io
+        import accy.cli.opt
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert accy.cli.opt.main([{str(prog)!r}, *{args!r}]) == 0
+        assert {printed!r} in out.getvalue(), out.getvalue()
+        """
+    )
+    assert "accy.cli.opt" in loaded
+    runtime = {m for m in loaded if within(m, "accy.runtime") or m.split(".")[0] == "pyopencl"}
+    assert not runtime, f"accy-opt loaded {sorted(runtime)}"
+
+
+def test_import_accy_is_lazy() -> None:
+    loaded = _loaded_after("import accy")
+    assert not _heavy(loaded), f"import accy loaded {sorted(_heavy(loaded))}"
+    loaded = _loaded_after("import accy\nassert callable(accy.compile)")
+    assert "accy.runtime.executable" in loaded

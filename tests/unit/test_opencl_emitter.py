@@ -11,7 +11,7 @@ import pytest
 from xdsl.parser import Parser
 
 from accy.backends.opencl.emitter import OpenCLEmitError, emit_opencl, float_literal
-from accy.passes.registry import make_context
+from accy.dialects.context import make_context
 
 cl = pytest.importorskip("pyopencl")
 

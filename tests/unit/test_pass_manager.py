@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 
+from accy.dialects.context import make_context
 from accy.passes.pass_manager import (
     AccyPass,
     Analysis,
@@ -22,7 +23,7 @@ from accy.passes.pass_manager import (
     fingerprint,
     summary,
 )
-from accy.passes.registry import ANALYSES, PASSES, get_analysis, get_pass, make_context, pass_summary
+from accy.passes.registry import ANALYSES, PASSES, get_analysis, get_pass, pass_summary
 from accy.passes.testing import TestAnalysis, TestDependentAnalysis
 
 PROGRAM = """

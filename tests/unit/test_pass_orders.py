@@ -17,8 +17,9 @@ from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
 
 from accy.dialects.accy import AttentionOp, LayerNormOp, LogSoftmaxOp, SoftmaxOp
+from accy.dialects.context import make_context
 from accy.passes.pass_manager import PassManager
-from accy.passes.registry import TENSOR_PASSES, get_pass, make_context
+from accy.passes.registry import TENSOR_PASSES, get_pass
 from accy.reference import find_function, numpy_dtype, run
 
 PROGRAMS = sorted((Path(__file__).parents[1] / "programs").glob("*.mlir"))

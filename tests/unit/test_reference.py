@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
 from xdsl.parser import Parser
 
 from accy.dialects.accy import AddOp, ConstantOp, ExpOp, IterateOp, YieldOp
-from accy.passes.registry import make_context
+from accy.dialects.context import make_context
 from accy.reference import (
     dense_to_numpy,
     element_type_of,

@@ -18,7 +18,7 @@ from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.transforms.loop_invariant_code_motion import LoopInvariantCodeMotion
 
-from accy.passes.registry import shared_context
+from accy.dialects.context import shared_context
 
 
 def simplify_kernel(func: gpu.FuncOp) -> None:

@@ -31,6 +31,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken
 
+from accy.dialects.context import make_context
 from accy.dialects.host import SIGNATURE_ATTR
 
 
@@ -275,8 +276,6 @@ def parse_module(text_or_path: str | os.PathLike[str], ctx: Context | None = Non
     message; a missing file raises `FileNotFoundError`.
     """
     if ctx is None:
-        from accy.passes.registry import make_context
-
         ctx = make_context()
     text, name = _read_source(text_or_path)
     try:
