@@ -23,9 +23,7 @@ from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    Float16Type,
     Float32Type,
-    Float64Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -65,39 +63,12 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from accy.dialects.types import elem_of, is_bool, is_float, is_int, numel, shape_of, tensor
+
 # --------------------------------------------------------------------------
-# Type helpers shared by verifiers, builders, the reference and the passes.
+# Attribute helpers shared by verifiers and builders (the type helpers are in
+# `accy.dialects.types`).
 # --------------------------------------------------------------------------
-
-FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
-
-
-def is_float(t: Attribute) -> bool:
-    return isinstance(t, FLOAT_TYPES)
-
-
-def is_int(t: Attribute) -> bool:
-    return isinstance(t, IntegerType) and t.width.data > 1
-
-
-def is_bool(t: Attribute) -> bool:
-    return isinstance(t, IntegerType) and t.width.data == 1
-
-
-def tensor(shape: Sequence[int], element_type: Attribute) -> TensorType:
-    return TensorType(element_type, list(shape))
-
-
-def shape_of(v: SSAValue | Attribute) -> tuple[int, ...]:
-    t = v.type if isinstance(v, SSAValue) else v
-    assert isinstance(t, TensorType)
-    return tuple(t.get_shape())
-
-
-def elem_of(v: SSAValue | Attribute) -> Attribute:
-    t = v.type if isinstance(v, SSAValue) else v
-    assert isinstance(t, TensorType)
-    return t.element_type
 
 
 def i64_array(values: Sequence[int]) -> DenseArrayBase:
@@ -518,7 +489,7 @@ class ReshapeOp(_ShapeOp):
 
     def infer(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         out = shape_of(self.result)
-        n_in, n_out = math.prod(shape), math.prod(out)
+        n_in, n_out = numel(shape), numel(out)
         if n_in != n_out:
             raise ValueError(f"cannot reshape {n_in} elements into {list(out)} ({n_out} elements)")
         return out

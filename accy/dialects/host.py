@@ -27,7 +27,6 @@ written the same way. `kernel` names the declined work item, `reason` says why.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -59,6 +58,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from accy.dialects.target import TargetAttr
+from accy.dialects.types import numel
 
 #: The `gpu.module` of a kernelized module that holds its kernels.
 KERNELS_MODULE = "kernels"
@@ -113,9 +113,9 @@ def _check_fits(op: IRDLOperation, buffer: SSAValue, t: Attribute, what: str) ->
         raise VerifyException(
             f"'{op.name}' {what} has element type {t.element_type} but its buffer holds {bt.element_type}"
         )
-    numel = math.prod(t.get_shape())
-    if bt.get_shape()[0] < numel:
-        raise VerifyException(f"'{op.name}' {what} has {numel} elements but its buffer holds {bt.get_shape()[0]}")
+    count = numel(t.get_shape())
+    if bt.get_shape()[0] < count:
+        raise VerifyException(f"'{op.name}' {what} has {count} elements but its buffer holds {bt.get_shape()[0]}")
 
 
 @irdl_op_definition

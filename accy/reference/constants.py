@@ -25,6 +25,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from accy.dialects.types import numel
+
 _FLOATS: dict[type[Attribute], np.dtype] = {
     Float16Type: np.dtype(np.float16),
     Float32Type: np.dtype(np.float32),
@@ -57,7 +59,7 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
     )
 
 
-def element_type_of(dtype: np.dtype | type) -> Attribute:
+def element_type_for_dtype(dtype: np.dtype | type) -> Attribute:
     """The accy element type of numpy `dtype` (the inverse of `numpy_dtype`).
 
     Unsigned numpy integers have no accy counterpart and raise ValueError.
@@ -73,7 +75,7 @@ def element_type_of(dtype: np.dtype | type) -> Attribute:
     raise ValueError(f"numpy dtype {dtype} has no accy element type (use float16/32/64, bool or int8/16/32/64)")
 
 
-def _storage_dtype(element_type: Attribute) -> np.dtype:
+def _dense_storage_dtype(element_type: Attribute) -> np.dtype:
     """How xDSL lays one element out in a dense attribute's bytes."""
     dtype = numpy_dtype(element_type)
     if dtype == np.bool_:
@@ -85,8 +87,8 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     """A fresh, writable array with the value and shape of a dense attribute."""
     shape = tuple(attr.get_shape())
     element_type = attr.get_element_type()
-    raw = np.frombuffer(attr.data.data, dtype=_storage_dtype(element_type))
-    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.frombuffer(attr.data.data, dtype=_dense_storage_dtype(element_type))
+    count = numel(shape)
     if raw.size == 1 and count != 1:
         # Not what xDSL 0.75 builds, but a hand-built splat should still read.
         raw = np.broadcast_to(raw, (count,))
@@ -100,12 +102,12 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
 def numpy_to_dense(arr: np.ndarray, element_type: Attribute | None = None) -> DenseIntOrFPElementsAttr:
     """A dense attribute of type `tensor<shape x element_type>` holding `arr`.
 
-    `element_type` defaults to the array's own (`element_type_of(arr.dtype)`);
+    `element_type` defaults to the array's own (`element_type_for_dtype(arr.dtype)`);
     values are converted to it with numpy's `astype` (to i1: non-zero is true).
     """
     arr = np.asarray(arr)
     if element_type is None:
-        element_type = element_type_of(arr.dtype)
+        element_type = element_type_for_dtype(arr.dtype)
     dtype = numpy_dtype(element_type)
     if dtype == np.bool_:
         data = np.where(arr != 0, -1, 0).astype("<i1")

@@ -62,7 +62,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from accy.backends.opencl.emitter import build_options, emit_opencl, kernel_funcs, written_arguments
-from accy.debug import DEBUG, debug
+from accy.debug import debug, debug_level
 from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, FallbackOp
 from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.dialects.target import TargetProfile
@@ -637,7 +637,7 @@ class OpenCLDevice(Device):
 
         math_tier = TargetProfile.of_module(module).math if "accy.target" in module.attributes else "exact"
         self.target_profile(math_tier).attach(module)
-        pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if DEBUG >= 3 else (), out=debug_out)
+        pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if debug_level() >= 3 else (), out=debug_out)
         pm.run(module)
         program = self.load(module, fn)
         debug(1, f"accy: @{fn} on {self.name}: {program.describe()}")

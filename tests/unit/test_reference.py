@@ -30,7 +30,7 @@ from accy.dialects.accy import AddOp, ConstantOp, ExpOp, IterateOp, YieldOp
 from accy.dialects.context import make_context
 from accy.reference import (
     dense_to_numpy,
-    element_type_of,
+    element_type_for_dtype,
     evaluate_op,
     numpy_dtype,
     numpy_to_dense,
@@ -800,7 +800,7 @@ ELEMENT_TYPES = [
 @pytest.mark.parametrize(("element_type", "dtype"), ELEMENT_TYPES)
 def test_dtype_mapping_and_dense_round_trip(element_type, dtype: type) -> None:
     assert numpy_dtype(element_type) == np.dtype(dtype)
-    assert element_type_of(np.dtype(dtype)) == element_type
+    assert element_type_for_dtype(np.dtype(dtype)) == element_type
     values = draw(np.random.default_rng(0), (3, 5), dtype, -100, 100)
     attr = numpy_to_dense(values, element_type)
     assert attr.type == TensorType(element_type, [3, 5])
@@ -832,7 +832,7 @@ def test_dense_splats_and_scalars() -> None:
 
 def test_dtype_helper_errors() -> None:
     with pytest.raises(ValueError, match="uint8 has no accy element type"):
-        element_type_of(np.uint8)
+        element_type_for_dtype(np.uint8)
     with pytest.raises(ValueError, match="ui32 has no numpy counterpart"):
         numpy_dtype(IntegerType(32, Signedness.UNSIGNED))
     with pytest.raises(ValueError, match="i7 has no numpy counterpart"):

@@ -34,9 +34,10 @@ from xdsl.ir import Operation, SSAValue
 
 from accy.dialects.accy import ELEMENTWISE_OPS, ConstantOp
 from accy.dialects.dense import splat_value
+from accy.dialects.types import element_bytes, row_major_strides
 from accy.passes.analyses import ValueNames, defined_values, func_name, returned_values
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
-from accy.passes.analyses.shape_layout import VIEW_OP_TYPES, ShapeLayout, element_bytes, row_major_strides
+from accy.passes.analyses.shape_layout import VIEW_OP_TYPES, ShapeLayout
 from accy.passes.pass_manager import Analysis, AnalysisManager
 
 

@@ -21,52 +21,17 @@ stored, and where, is the bufferization's decision (see `BufferPlan`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from accy.dialects.accy import BroadcastOp, ReshapeOp, SliceOp, TransposeOp, elem_of, shape_of
+from accy.dialects.accy import BroadcastOp, ReshapeOp, SliceOp, TransposeOp
+from accy.dialects.types import elem_of, element_bytes, is_row_major, numel, row_major_strides, shape_of
 from accy.passes.analyses import ValueNames, defined_values, func_name, type_str
 from accy.passes.pass_manager import Analysis, AnalysisManager
-
-
-def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Row-major strides in elements. A size-0 dim counts as 1, so that the
-    dims before it keep the strides of the same shape without it (every
-    layout accy compares against this one agrees on empty tensors)."""
-    strides = []
-    acc = 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def numel(shape: Sequence[int]) -> int:
-    """The number of elements of `shape`."""
-    return math.prod(shape)
-
-
-def element_bytes(t: Attribute) -> int:
-    """Bytes one element takes in a buffer (i1 is stored as one byte)."""
-    if isinstance(t, Float16Type):
-        return 2
-    if isinstance(t, Float32Type):
-        return 4
-    if isinstance(t, Float64Type):
-        return 8
-    if isinstance(t, IntegerType):
-        return max(1, (t.width.data + 7) // 8)
-    raise ValueError(f"no storage size for element type {t}")
-
-
-def is_row_major(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    """Dense row-major, ignoring the strides of size-1 dims (never stepped)."""
-    return all(s == r for n, s, r in zip(shape, strides, row_major_strides(shape), strict=True) if n != 1)
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ from xdsl.ir import SSAValue
 from accy.dialects import accy
 from accy.dialects.host import buffer_element_type
 from accy.dialects.target import TargetProfile
+from accy.dialects.types import numel
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
-from accy.passes.analyses.shape_layout import numel
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
 from accy.passes.kernelization.launch import guarded, launch_1d

@@ -37,9 +37,9 @@ from xdsl.ir import Attribute, SSAValue
 from accy.dialects import accy
 from accy.dialects.host import buffer_element_type
 from accy.dialects.target import TargetProfile
+from accy.dialects.types import numel
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
-from accy.passes.analyses.shape_layout import numel
 from accy.passes.kernelization.combining import (
     combine,
     identity,

@@ -15,7 +15,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from accy.dialects import accy
 from accy.dialects.kernel import convert_op
-from accy.passes.analyses.shape_layout import element_bytes
+from accy.dialects.types import element_bytes
 from accy.passes.kernelization.kernel_builder import KernelBuilder, cmp, element_type_of, like_type
 from accy.passes.kernelization.lowered import Decline
 

@@ -17,9 +17,9 @@ from xdsl.ir import SSAValue
 
 from accy.dialects import accy
 from accy.dialects.target import TargetProfile
+from accy.dialects.types import numel
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
-from accy.passes.analyses.shape_layout import numel
 from accy.passes.kernelization.combining import combine, identity, place
 from accy.passes.kernelization.evaluate import Expr
 from accy.passes.kernelization.kernel_builder import anchored_kernel
