@@ -240,6 +240,34 @@ class BinaryOp(IRDLOperation):
         _expect_type(self, self.result.type, t)
 
 
+class FloatUnaryOp(UnaryOp):
+    """A unary elementwise op on float tensors."""
+
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
+class NumericUnaryOp(UnaryOp):
+    """A unary elementwise op on float or integer tensors (not i1)."""
+
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+class ArithmeticBinaryOp(BinaryOp):
+    """A binary elementwise op on float or integer tensors (not i1)."""
+
+    ALLOW_FLOAT: ClassVar[bool] = True
+    ALLOW_INT: ClassVar[bool] = True
+    ALLOW_BOOL: ClassVar[bool] = False
+
+
+class LogicalBinaryOp(BinaryOp):
+    """A binary elementwise op on i1 (logical) or integer (bitwise) tensors."""
+
+    ALLOW_FLOAT: ClassVar[bool] = False
+    ALLOW_INT: ClassVar[bool] = True
+    ALLOW_BOOL: ClassVar[bool] = True
+
+
 # --------------------------------------------------------------------------
 # Ops
 # --------------------------------------------------------------------------
@@ -280,58 +308,187 @@ class ConstantOp(IRDLOperation):
         _ranked_tensor(self, self.result, "result")
 
 
-def _unary(op_name: str, doc: str, float_only: bool = True) -> type[UnaryOp]:
-    cls = type(
-        op_name.split(".")[1].capitalize() + "Op",
-        (UnaryOp,),
-        {"name": op_name, "__doc__": doc, "FLOAT_ONLY": float_only, "__annotations__": {"FLOAT_ONLY": ClassVar[bool]}},
-    )
-    return irdl_op_definition(cls)
+@irdl_op_definition
+class NegOp(NumericUnaryOp):
+    """Elementwise -x."""
+
+    name = "accy.neg"
 
 
-def _binary(op_name: str, doc: str, *, float_: bool = True, int_: bool = True, bool_: bool = False) -> type[BinaryOp]:
-    cls = type(
-        op_name.split(".")[1].capitalize() + "Op",
-        (BinaryOp,),
-        {
-            "name": op_name,
-            "__doc__": doc,
-            "ALLOW_FLOAT": float_,
-            "ALLOW_INT": int_,
-            "ALLOW_BOOL": bool_,
-            "__annotations__": dict.fromkeys(("ALLOW_FLOAT", "ALLOW_INT", "ALLOW_BOOL"), ClassVar[bool]),
-        },
-    )
-    return irdl_op_definition(cls)
+@irdl_op_definition
+class AbsOp(NumericUnaryOp):
+    """Elementwise |x|."""
+
+    name = "accy.abs"
 
 
-NegOp = _unary("accy.neg", "Elementwise -x.", float_only=False)
-AbsOp = _unary("accy.abs", "Elementwise |x|.", float_only=False)
-ExpOp = _unary("accy.exp", "Elementwise e^x.")
-LogOp = _unary("accy.log", "Elementwise natural logarithm.")
-SqrtOp = _unary("accy.sqrt", "Elementwise square root.")
-RsqrtOp = _unary("accy.rsqrt", "Elementwise 1/sqrt(x).")
-TanhOp = _unary("accy.tanh", "Elementwise hyperbolic tangent.")
-SigmoidOp = _unary("accy.sigmoid", "Elementwise 1/(1+e^-x).")
-ReluOp = _unary("accy.relu", "Elementwise max(x, 0).", float_only=False)
-GeluOp = _unary("accy.gelu", "Elementwise 0.5·x·(1+erf(x/√2)) (the erf form).")
-SinOp = _unary("accy.sin", "Elementwise sine.")
-CosOp = _unary("accy.cos", "Elementwise cosine.")
-ErfOp = _unary("accy.erf", "Elementwise error function.")
-ReciprocalOp = _unary("accy.reciprocal", "Elementwise 1/x.")
-FloorOp = _unary("accy.floor", "Elementwise round toward -inf.")
-CeilOp = _unary("accy.ceil", "Elementwise round toward +inf.")
+@irdl_op_definition
+class ExpOp(FloatUnaryOp):
+    """Elementwise e^x."""
 
-AddOp = _binary("accy.add", "Elementwise a + b.")
-SubOp = _binary("accy.sub", "Elementwise a - b.")
-MulOp = _binary("accy.mul", "Elementwise a * b.")
-DivOp = _binary("accy.div", "Elementwise a / b; integer division truncates toward zero.")
-MaxOp = _binary("accy.max", "Elementwise max(a, b).")
-MinOp = _binary("accy.min", "Elementwise min(a, b).")
-PowOp = _binary("accy.pow", "Elementwise a ** b.")
-AndOp = _binary("accy.and", "Elementwise logical/bitwise and.", float_=False, bool_=True)
-OrOp = _binary("accy.or", "Elementwise logical/bitwise or.", float_=False, bool_=True)
-XorOp = _binary("accy.xor", "Elementwise logical/bitwise xor.", float_=False, bool_=True)
+    name = "accy.exp"
+
+
+@irdl_op_definition
+class LogOp(FloatUnaryOp):
+    """Elementwise natural logarithm."""
+
+    name = "accy.log"
+
+
+@irdl_op_definition
+class SqrtOp(FloatUnaryOp):
+    """Elementwise square root."""
+
+    name = "accy.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(FloatUnaryOp):
+    """Elementwise 1/sqrt(x)."""
+
+    name = "accy.rsqrt"
+
+
+@irdl_op_definition
+class TanhOp(FloatUnaryOp):
+    """Elementwise hyperbolic tangent."""
+
+    name = "accy.tanh"
+
+
+@irdl_op_definition
+class SigmoidOp(FloatUnaryOp):
+    """Elementwise 1/(1+e^-x)."""
+
+    name = "accy.sigmoid"
+
+
+@irdl_op_definition
+class ReluOp(NumericUnaryOp):
+    """Elementwise max(x, 0)."""
+
+    name = "accy.relu"
+
+
+@irdl_op_definition
+class GeluOp(FloatUnaryOp):
+    """Elementwise 0.5·x·(1+erf(x/√2)) (the erf form)."""
+
+    name = "accy.gelu"
+
+
+@irdl_op_definition
+class SinOp(FloatUnaryOp):
+    """Elementwise sine."""
+
+    name = "accy.sin"
+
+
+@irdl_op_definition
+class CosOp(FloatUnaryOp):
+    """Elementwise cosine."""
+
+    name = "accy.cos"
+
+
+@irdl_op_definition
+class ErfOp(FloatUnaryOp):
+    """Elementwise error function."""
+
+    name = "accy.erf"
+
+
+@irdl_op_definition
+class ReciprocalOp(FloatUnaryOp):
+    """Elementwise 1/x."""
+
+    name = "accy.reciprocal"
+
+
+@irdl_op_definition
+class FloorOp(FloatUnaryOp):
+    """Elementwise round toward -inf."""
+
+    name = "accy.floor"
+
+
+@irdl_op_definition
+class CeilOp(FloatUnaryOp):
+    """Elementwise round toward +inf."""
+
+    name = "accy.ceil"
+
+
+@irdl_op_definition
+class AddOp(ArithmeticBinaryOp):
+    """Elementwise a + b."""
+
+    name = "accy.add"
+
+
+@irdl_op_definition
+class SubOp(ArithmeticBinaryOp):
+    """Elementwise a - b."""
+
+    name = "accy.sub"
+
+
+@irdl_op_definition
+class MulOp(ArithmeticBinaryOp):
+    """Elementwise a * b."""
+
+    name = "accy.mul"
+
+
+@irdl_op_definition
+class DivOp(ArithmeticBinaryOp):
+    """Elementwise a / b; integer division truncates toward zero."""
+
+    name = "accy.div"
+
+
+@irdl_op_definition
+class MaxOp(ArithmeticBinaryOp):
+    """Elementwise max(a, b)."""
+
+    name = "accy.max"
+
+
+@irdl_op_definition
+class MinOp(ArithmeticBinaryOp):
+    """Elementwise min(a, b)."""
+
+    name = "accy.min"
+
+
+@irdl_op_definition
+class PowOp(ArithmeticBinaryOp):
+    """Elementwise a ** b."""
+
+    name = "accy.pow"
+
+
+@irdl_op_definition
+class AndOp(LogicalBinaryOp):
+    """Elementwise logical/bitwise and."""
+
+    name = "accy.and"
+
+
+@irdl_op_definition
+class OrOp(LogicalBinaryOp):
+    """Elementwise logical/bitwise or."""
+
+    name = "accy.or"
+
+
+@irdl_op_definition
+class XorOp(LogicalBinaryOp):
+    """Elementwise logical/bitwise xor."""
+
+    name = "accy.xor"
+
 
 UNARY_OPS: tuple[type[UnaryOp], ...] = (
     NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ReluOp,
