@@ -77,7 +77,7 @@ class AccyOptMain(xDSLOptMain):
         add("--print-ir-after", metavar="NAMES", default="", help="print the IR after these passes (comma-separated) to stderr")
         add("--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr")
         add("--analysis-stats", action="store_true", help="print pass times and analysis cache figures to stderr")
-        add("--check-preserved", action="store_true", help="fail a pass that changed the IR but claims to preserve analyses")
+        add("--check-preserved", action="store_true", help="recompute every analysis a pass preserves and fail the pass if one differs from the cached result")
         add("--ir-dump-dir", metavar="DIR", help="write the IR after each pass to DIR/NN-<pass>.mlir")
         add("--reproducer-dir", metavar="DIR", default=".", help="where a failing pass leaves accy-repro-N.mlir (default: cwd)")
         add("--list-passes", action="store_true", help="list the passes and exit")
@@ -147,6 +147,8 @@ class AccyOptMain(xDSLOptMain):
             print_before=_names(self.args.print_ir_before),
             print_after=after,
             dump_dir=Path(dump) if dump is not None else None,
+            # A failing pass always leaves a reproducer: keep each pass's input.
+            reproducer=True,
             out=lambda text: print(text, file=sys.stderr, end=""),
         )
         try:

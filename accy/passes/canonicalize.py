@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
@@ -59,7 +60,6 @@ from accy.dialects.accy import (
     elem_of,
     shape_of,
 )
-from accy.dialects.context import shared_context
 from accy.dialects.dense import splat_value
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
 from accy.reference import dense_to_numpy, evaluate_op, numpy_to_dense
@@ -244,12 +244,12 @@ ACCY_PATTERNS: tuple[Callable[[], RewritePattern], ...] = (
 )
 
 
-def canonicalize_module(module: ModuleOp) -> bool:
-    """Runs the canonicalization patterns to a fixed point; True if the IR
-    changed."""
+def canonicalize_module(module: ModuleOp, ctx: Context) -> bool:
+    """Runs the canonicalization patterns to a fixed point, folding to
+    constants of `ctx`'s dialects; True if the IR changed."""
     applier = GreedyRewritePatternApplier(
         [*(p() for p in ACCY_PATTERNS), CanonicalizationRewritePattern()],
-        ctx=shared_context(),
+        ctx=ctx,
         folding_enabled=True,
         # Erases pure ops with no uses before matching (the dead-code part).
         dce_enabled=True,
@@ -267,5 +267,5 @@ class CanonicalizePass(AccyPass):
     name: ClassVar[str] = "canonicalize"
     version: ClassVar[int] = 1
 
-    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
-        return PreservedAnalyses.none() if canonicalize_module(module) else PreservedAnalyses.all()
+    def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+        return PreservedAnalyses.none() if canonicalize_module(module, ctx) else PreservedAnalyses.all()

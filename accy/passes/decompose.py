@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from xdsl.context import Context
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, Float16Type, Float64Type, ModuleOp, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import (
@@ -190,7 +191,7 @@ class DecomposePass(AccyPass):
         if unknown:
             raise ValueError(f"decompose: unknown op(s) {', '.join(unknown)} (known: {', '.join(DECOMPOSABLE)})")
 
-    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+    def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         kinds = tuple(DECOMPOSABLE[o] for o in (self.ops or DECOMPOSABLE))
         # No DCE here: removing dead ops is canonicalize's and dce's job.
         applier = GreedyRewritePatternApplier([DecomposeNamedOps(kinds)], dce_enabled=False)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
@@ -112,5 +113,5 @@ class InlinePass(AccyPass):
     name: ClassVar[str] = "inline"
     version: ClassVar[int] = 1
 
-    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+    def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         return PreservedAnalyses.none() if inline_calls(module) else PreservedAnalyses.all()

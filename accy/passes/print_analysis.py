@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
@@ -29,7 +30,7 @@ class PrintAnalysisPass(AccyPass):
 
     analysis: str = "schedule"
 
-    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+    def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         if self.analysis not in ANALYSES:
             raise ValueError(f"print-analysis: unknown analysis '{self.analysis}' (known: {', '.join(ANALYSES)})")
         cls = get_analysis(self.analysis)

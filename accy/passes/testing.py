@@ -4,8 +4,9 @@
   computed from it, so invalidating the first drops the second.
 - `test-analysis-cache` asks for both and prints the answers and the
   manager's hit/miss/invalidation figures so far: lit tests FileCheck them.
-- `test-rewrite-claiming-preserved` adds an attribute to the module and
-  claims to preserve all analyses: `--check-preserved` must catch it.
+- `test-rewrite-claiming-preserved` computes `TestAnalysis`, adds an op to
+  the module and claims to preserve all analyses: `--check-preserved`,
+  recomputing the op count, must catch it.
 - `test-fail` raises, to test failure reporting and reproducers.
 """
 
@@ -15,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation
 
@@ -66,7 +68,7 @@ class TestAnalysisCachePass(AccyPass):
     preserve: str = "all"
     touch: bool = False
 
-    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+    def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         dep = am.get(TestDependentAnalysis, module)
         base = am.get(TestAnalysis, module)
         figures = ", ".join(
@@ -88,13 +90,15 @@ class TestAnalysisCachePass(AccyPass):
 
 @dataclass(frozen=True)
 class TestRewriteClaimingPreservedPass(AccyPass):
-    """Changes the IR (adds an attribute) yet claims to preserve everything."""
+    """Adds an op (an empty module) after counting the ops, yet claims to
+    preserve every analysis, the stale op count included."""
 
     name: ClassVar[str] = "test-rewrite-claiming-preserved"
     version: ClassVar[int] = 1
 
-    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
-        module.attributes["test.changed"] = UnitAttr()
+    def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+        am.get(TestAnalysis, module)
+        module.body.block.add_op(ModuleOp([]))
         return PreservedAnalyses.all()
 
 
@@ -106,5 +110,5 @@ class TestFailPass(AccyPass):
     version: ClassVar[int] = 1
     message: str = "deliberate failure"
 
-    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+    def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         raise RuntimeError(self.message)

@@ -23,11 +23,13 @@ from accy.dialects.accy import (
     SoftmaxOp,
     tensor,
 )
+from accy.dialects.context import make_context
 from accy.passes.decompose import DecomposePass
 from accy.passes.pass_manager import AnalysisManager
 from accy.reference import numpy_dtype, run
 
 f32, f64 = Float32Type(), Float64Type()
+CTX = make_context()
 
 
 def single_op_module(arg_types: Sequence[Attribute], make: Callable[[list[SSAValue]], Operation]) -> ModuleOp:
@@ -54,7 +56,7 @@ def check_decomposition(module: ModuleOp, named: type[Operation], seed: int = 0)
     module.verify()
     inputs = random_inputs(module, seed)
     (want,) = run(module, "main", *inputs)
-    DecomposePass().run(module, AnalysisManager())
+    DecomposePass().run(CTX, module, AnalysisManager())
     module.verify()
     assert not any(isinstance(op, named) for op in module.walk())
     (got,) = run(module, "main", *inputs)
@@ -77,7 +79,7 @@ def test_softmax(shape: tuple[int, ...], axis: int, log: bool) -> None:
 def test_softmax_f64_large_values() -> None:
     # Unstable forms overflow exp(1000): the row max must be subtracted.
     m = single_op_module([tensor((3, 4), f64)], lambda a: SoftmaxOp(a[0], -1))
-    DecomposePass().run(m, AnalysisManager())
+    DecomposePass().run(CTX, m, AnalysisManager())
     x = np.array([[1000.0, 999.0, 998.0, -5.0]] * 3)
     (got,) = run(m, "main", x)
     e = np.exp(x - x.max(axis=-1, keepdims=True))
@@ -122,7 +124,7 @@ def test_causal_mask_is_finite_and_keeps_key_zero() -> None:
         [tensor((3, 2), f32), tensor((3, 2), f32), tensor((3, 2), f32)],
         lambda a: AttentionOp(a[0], a[1], a[2], scale=1.0, causal=True),
     )
-    DecomposePass().run(m, AnalysisManager())
+    DecomposePass().run(CTX, m, AnalysisManager())
     fills = [op for op in m.walk() if isinstance(op, ConstantOp) and op.value.get_element_type() == f32]
     assert any(np.isfinite(v) and v < -1e38 for op in fills for v in op.value.get_values()[:1])
     q = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]], np.float32)
@@ -134,10 +136,10 @@ def test_causal_mask_is_finite_and_keeps_key_zero() -> None:
 
 def test_ops_option_limits_the_rewrite() -> None:
     m = single_op_module([tensor((3, 4), f32)], lambda a: SoftmaxOp(a[0], -1))
-    DecomposePass(ops=("layer_norm",)).run(m, AnalysisManager())
+    DecomposePass(ops=("layer_norm",)).run(CTX, m, AnalysisManager())
     assert any(isinstance(op, SoftmaxOp) for op in m.walk())
-    assert DecomposePass(ops=("layer_norm",)).run(m, AnalysisManager()).everything
-    DecomposePass(ops=("softmax",)).run(m, AnalysisManager())
+    assert DecomposePass(ops=("layer_norm",)).run(CTX, m, AnalysisManager()).everything
+    DecomposePass(ops=("softmax",)).run(CTX, m, AnalysisManager())
     assert [op.kind.data for op in m.walk() if isinstance(op, ReduceOp)] == ["max", "sum"]
 
 

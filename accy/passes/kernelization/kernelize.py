@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.context import Context
 from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import (
     BytesAttr,
@@ -66,7 +67,6 @@ from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 from accy.passes.kernelization.reduction import lower_reduction
 from accy.passes.kernelization.row_pipeline import lower_row_pipeline
 from accy.passes.kernelization.scan import lower_scan
-from accy.passes.kernelization.shape import lower_shape
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
 
 Lowering = Callable[[OutlinedKernel, BufferPlan, TargetProfile], LoweredKernel]
@@ -74,7 +74,7 @@ Lowering = Callable[[OutlinedKernel, BufferPlan, TargetProfile], LoweredKernel]
 #: kind -> lowering. Kinds without one (iterate, kernel_call) decline and run on the host reference path.
 LOWERINGS: dict[str, Lowering] = {
     "elementwise": lower_elementwise,
-    "shape": lower_shape,
+    "shape": lower_elementwise,  # a copy is a pointwise kernel of views and concats
     "reduction": lower_reduction,
     "scan": lower_scan,
     "dot_general": lower_dot,
@@ -100,7 +100,7 @@ class KernelizePass(AccyPass):
 
     strict: bool = False
 
-    def run(self, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+    def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         profile = TargetProfile.of_module(module)
         funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and SIGNATURE_ATTR not in op.attributes]
         if not funcs:
