@@ -3,37 +3,64 @@
 A profile travels in the IR as the module attribute `accy.target`, so an
 `.mlir` file carries its own target and a pass reads it from the module:
 
-    builtin.module attributes {accy.target = #accy.target<profile = "cpu",
-        format = "opencl-c", math = "exact", max_work_group_size = 4096,
-        local_mem_bytes = 65536, vector_width = 16, compute_units = 2,
-        cheap_barriers = false>} { ... }
+    builtin.module attributes {accy.target = #accy.target<profile = "gpu",
+        math = "fast", reduce_threads = 64>} { ... }
 
-When parsed, omitted fields take the defaults of the named `profile` (`cpu`
-or `gpu`), so `#accy.target<profile = "gpu", math = "fast">` is complete.
+The attribute holds only the fields the module *sets*; the others are
+unset, not defaulted. Who reads it fills them in:
+
+- a pass (`TargetProfile.of_module`) takes the defaults of the named
+  `profile` (`CPU_PROFILE` or `GPU_PROFILE`; "cpu" when unnamed);
+- a device (`TargetProfile.filled_by`) supplies what it knows (its kind, its
+  limits and which float types it computes in) and the defaults of the
+  profile for the rest, and attaches the complete profile, so that a compiled
+  module states every field it was compiled with.
+
+A field the module sets is kept in both cases: a module with hand-set (or
+tuned) sizes compiles with them.
 
 - `profile`: "cpu" (one work-item owns a row or tile and loops over it,
   vectorised, no barriers) or "gpu" (work-groups cooperate in local memory);
-- `format`: the artifact a backend prints, "opencl-c" or "llvm-ir";
+- `format`: the artifact a backend prints, "opencl-c" or "llvm-ir"; a
+  backend refuses a module whose format it does not print;
 - `math`: "exact" (correctly rounded or library-grade math) or "fast"
   (documented approximations and contractions);
-- device limits: `max_work_group_size` (work-items), `local_mem_bytes`,
-  `vector_width` (elements per vector load/store), `compute_units`, and
-  `cheap_barriers` (whether a work-group barrier costs little);
+- device limits: `max_work_group_size` (work-items), `local_mem_bytes` and
+  `vector_width` (elements per vector load/store: the device's preferred
+  float vector width);
 - element types: `fp16` and `fp64`, whether kernels may compute in half and
   double precision (OpenCL's cl_khr_fp16 / cl_khr_fp64). A work item that
   needs one the target lacks is not lowered: it runs on the host reference
   path under `exact`, and is an error under `fast` or strict kernelization.
   Both default to true (a file without a target assumes a capable device);
   the runtime fills them in from its device.
+- tile and work-group sizes (`TUNING_FIELDS`), the shapes lowerings give
+  their kernels; each is at most what it says, lowerings take the largest
+  power of two within it and the device's `max_work_group_size` where a
+  work-group size must be one:
+  - `group_size`: work-items per work-group of one-work-item-per-element
+    kernels (elementwise, shape, scan, per-element dot and reduction);
+  - `reduce_threads`: work-items of a GPU work-group that shares one
+    reduction output;
+  - `reduce_chunk`: reduced elements one accumulator lane takes before a
+    long reduction is split into partials (bounds float rounding drift);
+  - `row_threads`: work-items of a GPU work-group that shares one row of a
+    row pipeline (softmax, layer norm, ...);
+  - `query_rows`: query rows of one GPU flash-attention work-group;
+  - `dot_rows`: rows of a CPU dot register tile (its columns are
+    `vector_width`);
+  - `dot_tile`: edge of the square tiles a GPU dot work-group stages in
+    local memory (`dot_tile`² work-items).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
@@ -46,12 +73,19 @@ TARGET_KEY = "accy.target"
 PROFILES = ("cpu", "gpu")
 FORMATS = ("opencl-c", "llvm-ir")
 MATH_TIERS = ("exact", "fast")
-_BOOL_FIELDS = {"cheap_barriers", "fp16", "fp64"}
+
+#: Tile and work-group sizes of the lowerings (module docstring).
+TUNING_FIELDS = ("group_size", "reduce_threads", "reduce_chunk", "row_threads", "query_rows", "dot_rows", "dot_tile")
+#: Fields no longer part of a profile, and why (a file that sets one is told).
+REMOVED_FIELDS = {
+    "compute_units": "no lowering read it",
+    "cheap_barriers": "no lowering read it (the profile, cpu or gpu, decides whether kernels use barriers)",
+}
 
 
 @dataclass(frozen=True)
 class TargetProfile:
-    """The device assumptions a lowering shapes its kernels by (module docstring)."""
+    """A complete profile: every field has a value (module docstring)."""
 
     profile: str = "cpu"
     format: str = "opencl-c"
@@ -59,50 +93,63 @@ class TargetProfile:
     max_work_group_size: int = 4096
     local_mem_bytes: int = 65536
     vector_width: int = 16
-    compute_units: int = 2
-    cheap_barriers: bool = False
     fp16: bool = True
     fp64: bool = True
+    group_size: int = 64
+    reduce_threads: int = 256
+    reduce_chunk: int = 256
+    row_threads: int = 256
+    query_rows: int = 64
+    dot_rows: int = 4
+    dot_tile: int = 16
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
         """Raises ValueError naming the first field out of its domain."""
-        for field, allowed in (("profile", PROFILES), ("format", FORMATS), ("math", MATH_TIERS)):
-            value = getattr(self, field)
+        for name, allowed in (("profile", PROFILES), ("format", FORMATS), ("math", MATH_TIERS)):
+            value = getattr(self, name)
             if value not in allowed:
-                raise ValueError(f"target {field} must be one of {', '.join(allowed)}; got '{value}'")
-        for field in ("max_work_group_size", "local_mem_bytes", "vector_width", "compute_units"):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if field == "local_mem_bytes" else 1):
-                raise ValueError(f"target {field} must be a positive integer; got {value!r}")
+                raise ValueError(f"target {name} must be one of {', '.join(allowed)}; got '{value}'")
+        for name in _INT_FIELDS:
+            value = getattr(self, name)
+            least = 0 if name == "local_mem_bytes" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                kind = "a non-negative" if least == 0 else "a positive"
+                raise ValueError(f"target {name} must be {kind} integer; got {value!r}")
         if self.vector_width not in (1, 2, 4, 8, 16):
             raise ValueError(f"target vector_width must be 1, 2, 4, 8 or 16; got {self.vector_width}")
-        for field in _BOOL_FIELDS:
-            if not isinstance(getattr(self, field), bool):
-                raise ValueError(f"target {field} must be a bool; got {getattr(self, field)!r}")
+        for name in _BOOL_FIELDS:
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"target {name} must be a bool; got {getattr(self, name)!r}")
 
     def replace(self, **changes: Any) -> TargetProfile:
         """A copy with some fields changed (validated)."""
         return dataclasses.replace(self, **changes)
 
+    def fields(self) -> dict[str, Any]:
+        """Every field by name."""
+        return {name: getattr(self, name) for name in FIELDS}
+
     def to_attr(self) -> TargetAttr:
-        return TargetAttr(
-            StringAttr(self.profile),
-            StringAttr(self.format),
-            StringAttr(self.math),
-            IntAttr(self.max_work_group_size),
-            IntAttr(self.local_mem_bytes),
-            IntAttr(self.vector_width),
-            IntAttr(self.compute_units),
-            IntAttr(int(self.cheap_barriers)),
-            IntAttr(int(self.fp16)),
-            IntAttr(int(self.fp64)),
-        )
+        """The attribute setting every field."""
+        return TargetAttr.from_fields(self.fields())
+
+    def filled_by(self, fields: Mapping[str, Any]) -> TargetProfile:
+        """The profile of a module that sets `fields`, compiled for the device
+        whose profile is `self`: the module's fields are kept and the device
+        supplies the rest, except that a module naming another `profile` than
+        the device's takes that profile's tile and work-group sizes."""
+        kind = fields.get("profile", self.profile)
+        base = self
+        if kind != self.profile:
+            base = self.replace(profile=kind, **{name: getattr(_defaults(kind), name) for name in TUNING_FIELDS})
+        return base.replace(**fields)
 
     @staticmethod
     def from_attr(attr: Attribute) -> TargetProfile:
+        """The profile an attribute states, unset fields from its profile's defaults."""
         if not isinstance(attr, TargetAttr):
             raise ValueError(f"'{TARGET_KEY}' must be a #accy.target<...> attribute, got {attr}")
         return attr.profile_value()
@@ -114,9 +161,14 @@ class TargetProfile:
         return CPU_PROFILE if attr is None else TargetProfile.from_attr(attr)
 
     def attach(self, module: ModuleOp) -> None:
-        """Sets (or replaces) the module's `accy.target` attribute."""
+        """Sets (or replaces) the module's `accy.target` with every field of this profile."""
         module.attributes[TARGET_KEY] = self.to_attr()
 
+
+FIELDS = tuple(f.name for f in dataclasses.fields(TargetProfile))
+_STR_FIELDS = ("profile", "format", "math")
+_BOOL_FIELDS = ("fp16", "fp64")
+_INT_FIELDS = tuple(name for name in FIELDS if name not in _STR_FIELDS and name not in _BOOL_FIELDS)
 
 CPU_PROFILE = TargetProfile()
 GPU_PROFILE = TargetProfile(
@@ -124,41 +176,75 @@ GPU_PROFILE = TargetProfile(
     max_work_group_size=1024,
     local_mem_bytes=49152,
     vector_width=4,
-    compute_units=132,
-    cheap_barriers=True,
+    group_size=256,
 )
 DEFAULTS = {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE}
 
-_FIELDS = [f.name for f in dataclasses.fields(TargetProfile)]
-_STR_FIELDS = {"profile", "format", "math"}
+
+def _defaults(kind: str) -> TargetProfile:
+    if kind not in DEFAULTS:
+        raise ValueError(f"target profile must be one of {', '.join(PROFILES)}; got '{kind}'")
+    return DEFAULTS[kind]
+
+
+def target_fields(module: ModuleOp) -> dict[str, Any]:
+    """The fields the module's `accy.target` sets (empty when it has none)."""
+    attr = module.attributes.get(TARGET_KEY)
+    if attr is None:
+        return {}
+    if not isinstance(attr, TargetAttr):
+        raise ValueError(f"'{TARGET_KEY}' must be a #accy.target<...> attribute, got {attr}")
+    return attr.fields()
 
 
 @irdl_attr_definition
 class TargetAttr(ParametrizedAttribute):
-    """`#accy.target<key = value, ...>`: a `TargetProfile` as an attribute."""
+    """`#accy.target<key = value, ...>`: the profile fields a module sets.
+
+    Stored as a dictionary of the set fields (strings as StringAttr, integers
+    and booleans as IntAttr); printed in `FIELDS` order, unset fields left out."""
 
     name = "accy.target"
 
-    profile: StringAttr
-    format: StringAttr
-    math: StringAttr
-    max_work_group_size: IntAttr
-    local_mem_bytes: IntAttr
-    vector_width: IntAttr
-    compute_units: IntAttr
-    cheap_barriers: IntAttr
-    fp16: IntAttr
-    fp64: IntAttr
+    entries: DictionaryAttr
+
+    @staticmethod
+    def from_fields(fields: Mapping[str, Any]) -> TargetAttr:
+        """The attribute setting `fields` (validated; ValueError naming the problem)."""
+        for name in fields:
+            _check_known(name)
+        _defaults(fields.get("profile", "cpu")).replace(**fields)
+        entries: dict[str, Attribute] = {
+            name: StringAttr(value) if name in _STR_FIELDS else IntAttr(int(value))
+            for name, value in sorted(fields.items(), key=lambda item: FIELDS.index(item[0]))
+        }
+        return TargetAttr(DictionaryAttr(entries))
+
+    def fields(self) -> dict[str, Any]:
+        """The set fields as Python values, in `FIELDS` order."""
+        data = self.entries.data
+        values: dict[str, Any] = {}
+        for name in FIELDS:
+            if name in data:
+                value = data[name]
+                assert isinstance(value, StringAttr | IntAttr)
+                values[name] = bool(value.data) if name in _BOOL_FIELDS else value.data
+        return values
 
     def profile_value(self) -> TargetProfile:
-        """The `TargetProfile` this attribute holds (booleans are stored as 0/1)."""
-        values: dict[str, Any] = {}
-        for field in _FIELDS:
-            data = getattr(self, field).data
-            values[field] = bool(data) if field in _BOOL_FIELDS else data
-        return TargetProfile(**values)
+        """The complete profile: set fields over the named profile's defaults."""
+        fields = self.fields()
+        return _defaults(fields.get("profile", "cpu")).replace(**fields)
 
     def verify(self) -> None:
+        for name, value in self.entries.data.items():
+            try:
+                _check_known(name)
+            except ValueError as e:
+                raise VerifyException(str(e)) from e
+            expected = StringAttr if name in _STR_FIELDS else IntAttr
+            if not isinstance(value, expected):
+                raise VerifyException(f"#accy.target field '{name}' holds {value}; expected a {expected.name}")
         try:
             self.profile_value()
         except ValueError as e:
@@ -171,8 +257,10 @@ class TargetAttr(ParametrizedAttribute):
         def parse_entry() -> None:
             pos = parser.pos
             key = parser.parse_identifier(context_msg=" (a #accy.target field)")
-            if key not in _FIELDS:
-                parser.raise_error(f"unknown #accy.target field '{key}' (known: {', '.join(_FIELDS)})", pos)
+            try:
+                _check_known(key)
+            except ValueError as e:
+                parser.raise_error(str(e), pos)
             if key in values:
                 parser.raise_error(f"#accy.target field '{key}' given twice", pos)
             parser.parse_punctuation("=")
@@ -185,23 +273,26 @@ class TargetAttr(ParametrizedAttribute):
 
         start = parser.pos
         parser.parse_comma_separated_list(parser.Delimiter.ANGLE, parse_entry)
-        base = DEFAULTS.get(values.get("profile", "cpu"), CPU_PROFILE)
         try:
-            profile = base.replace(**values)
+            attr = TargetAttr.from_fields(values)
         except ValueError as e:
             parser.raise_error(str(e), start, parser.pos)
-        return list(profile.to_attr().parameters)
+        return list(attr.parameters)
 
     def print_parameters(self, printer: Printer) -> None:
-        p = self.profile_value()
         parts = []
-        for field in _FIELDS:
-            value = getattr(p, field)
-            if field in _STR_FIELDS:
-                parts.append(f'{field} = "{value}"')
-            elif field in _BOOL_FIELDS:
-                parts.append(f"{field} = {'true' if value else 'false'}")
+        for name, value in self.fields().items():
+            if name in _STR_FIELDS:
+                parts.append(f'{name} = "{value}"')
+            elif name in _BOOL_FIELDS:
+                parts.append(f"{name} = {'true' if value else 'false'}")
             else:
-                parts.append(f"{field} = {value}")
+                parts.append(f"{name} = {value}")
         printer.print_string("<" + ", ".join(parts) + ">")
 
+
+def _check_known(name: str) -> None:
+    if name in REMOVED_FIELDS:
+        raise ValueError(f"#accy.target field '{name}' was removed ({REMOVED_FIELDS[name]}): drop it")
+    if name not in FIELDS:
+        raise ValueError(f"unknown #accy.target field '{name}' (known: {', '.join(FIELDS)})")

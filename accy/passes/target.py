@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from accy.dialects.target import DEFAULTS, PROFILES, TargetProfile
+from accy.dialects.target import FIELDS, TARGET_KEY, TargetAttr, target_fields
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import Outlining
 from accy.passes.analyses.schedule import Schedule
@@ -18,53 +18,61 @@ from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyse
 
 @dataclass(frozen=True)
 class SetTargetPass(AccyPass):
-    """Sets the module's target profile (`accy.target`).
+    """Sets the module's target profile (`accy.target`), field by field.
 
-    `profile` ("cpu" or "gpu") starts from that profile's defaults; without it
-    the module's current profile (CPU when it has none) is kept and only the
-    given fields change, e.g. `set-target{profile=gpu math=fast}` or
-    `set-target{vector_width=8}` or `set-target{fp16=false}`. Changing the
+    The module's attribute says which fields it sets (accy/dialects/target.py);
+    this pass sets the given ones. With `profile` ("cpu" or "gpu") the module
+    starts over from that profile: the fields it set before are dropped. Without
+    it, the fields the module sets are kept and the given ones change, e.g.
+    `set-target{profile=gpu math=fast}`, `set-target{vector_width=8}`,
+    `set-target{fp16=false}` or `set-target{reduce_threads=64 dot_tile=8}`.
+    Options are the profile's fields: `format`, `math`; the device limits
+    `max_work_group_size`, `local_mem_bytes`, `vector_width`, `fp16`, `fp64`;
+    the tile and work-group sizes `group_size`, `reduce_threads`,
+    `reduce_chunk`, `row_threads`, `query_rows`, `dot_rows`, `dot_tile`. A
+    field set here is kept when a device compiles the module. Changing the
     target invalidates every analysis (they may read it)."""
 
     name: ClassVar[str] = "set-target"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
 
     profile: str | None = None
     format: str | None = None
     math: str | None = None
-    vector_width: int | None = None
     max_work_group_size: int | None = None
     local_mem_bytes: int | None = None
-    compute_units: int | None = None
-    cheap_barriers: bool | None = None
+    vector_width: int | None = None
     fp16: bool | None = None
     fp64: bool | None = None
+    group_size: int | None = None
+    reduce_threads: int | None = None
+    reduce_chunk: int | None = None
+    row_threads: int | None = None
+    query_rows: int | None = None
+    dot_rows: int | None = None
+    dot_tile: int | None = None
 
     def __post_init__(self) -> None:
         # Validate at construction, so a bad pipeline string fails before any pass runs.
-        self.target_for(TargetProfile())
+        self.target_for({})
 
-    def target_for(self, current: TargetProfile) -> TargetProfile:
-        """The profile this pass attaches to a module whose profile is `current`."""
-        if self.profile is not None and self.profile not in PROFILES:
-            raise ValueError(f"set-target: profile must be one of {', '.join(PROFILES)}; got '{self.profile}'")
-        base = DEFAULTS[self.profile] if self.profile is not None else current
-        changes = {
-            f.name: getattr(self, f.name)
-            for f in fields(TargetProfile)
-            if f.name != "profile" and getattr(self, f.name, None) is not None
-        }
+    def given(self) -> dict[str, Any]:
+        """The fields this pass sets."""
+        return {name: getattr(self, name) for name in FIELDS if getattr(self, name) is not None}
+
+    def target_for(self, current: dict[str, Any]) -> TargetAttr:
+        """The attribute this pass attaches to a module that sets `current`."""
+        kept = {} if self.profile is not None else current
         try:
-            return base.replace(**changes)
+            return TargetAttr.from_fields({**kept, **self.given()})
         except ValueError as e:
             raise ValueError(f"set-target: {e}") from None
 
     def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
-        current = TargetProfile.of_module(module)
-        new = self.target_for(current)
-        if "accy.target" in module.attributes and new == current:
+        new = self.target_for(target_fields(module))
+        if module.attributes.get(TARGET_KEY) == new:
             return PreservedAnalyses.all()
-        new.attach(module)
+        module.attributes[TARGET_KEY] = new
         # The analyses are of functions and read their bodies, never the
         # module's target (what a target changes is decided by the lowerings
         # that read it): only the attribute changed, so all of them stay valid.

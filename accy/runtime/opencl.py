@@ -4,15 +4,23 @@ the kernels as OpenCL C, and runs the host schedule.
 `OpenCLDevice(index)` takes the index-th device of all OpenCL platforms
 (`opencl:N`; the first when None). `prepare(module, fn, strict)`:
 
-1. builds a `TargetProfile` from the device (CPU or GPU by device type, max
-   work-group size, local memory, vector width, compute units) and attaches
-   it; a math tier already on the module is kept;
+1. completes the module's target profile (`accy.target`): the fields the
+   module sets are kept (a hand-set or tuned size, the math tier, ...), the
+   device supplies the rest (`profile_of_device`: CPU or GPU by device type,
+   max work-group size, local memory, preferred vector width, fp16/fp64),
+   and the complete profile is attached. A module asking for more than the
+   device has (work-group size, local memory) or for an artifact format
+   other than OpenCL C is refused with a `TargetMismatch` naming the field;
 2. runs `kernelize` (strict: a declined work item is an error);
 3. prints the kernels as OpenCL C and builds them once per process (the
    `ProgramCache`; accy's disk cache of program binaries makes a second
    process fast, and PoCL's own cache is private to the process: see
    program_cache.py), keeping one `cl.Kernel` per name;
-4. translates the host function into a list of steps, once.
+4. translates the host function into a list of steps, once. A launch's
+   work-group size is what its kernel states (`known_block_size` on the
+   `gpu.func`), else the launch's block size when the kernel depends on its
+   work-group (work-group ids or sizes, barriers, workgroup memory), else
+   left to the OpenCL implementation.
 
 `OpenCLProgram.run` then executes the steps: buffers come from a
 `MemoryPool`; input arrays are used in place (`USE_HOST_PTR`) on devices
@@ -61,11 +69,11 @@ from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from accy.backends.opencl.emitter import build_options, emit_opencl, kernel_funcs, written_arguments
+from accy.backends.opencl.emitter import FORMAT, build_options, emit_opencl, kernel_funcs, written_arguments
 from accy.debug import debug, debug_level
-from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, FallbackOp
+from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, AddressSpace, AddressSpaceAttr, FallbackOp
 from accy.dialects.host import ConstantOp as HostConstantOp
-from accy.dialects.target import TargetProfile
+from accy.dialects.target import DEFAULTS, TargetProfile, target_fields
 from accy.reference.constants import dense_to_numpy, numpy_dtype
 from accy.reference.interpreter import evaluate_op
 from accy.runtime.device import Device, LaunchProfile, Program, RunStats
@@ -91,7 +99,13 @@ POISON_ENV = "ACCY_POISON"
 HOST_RESULT_MIN_BYTES = 1 << 20
 
 # Ops whose presence means a kernel depends on its work-group shape.
-_GROUP_OPS = ("gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.barrier")
+_GROUP_OPS = (gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp, gpu.BarrierOp)
+#: Device limits a module's target may not exceed (its kernels would not launch).
+_HARD_LIMITS = ("max_work_group_size", "local_mem_bytes")
+
+
+class TargetMismatch(ValueError):
+    """The module's target asks for what the device cannot give."""
 
 
 def _storage_dtype(t: Any) -> np.dtype:
@@ -111,29 +125,66 @@ def _memref_nbytes(t: MemRefType) -> int:
     return math.prod(t.get_shape()) * _storage_dtype(t.element_type).itemsize
 
 
+#: The fewest float lanes a GPU work-item loads at once: GPUs report a
+#: preferred width of 1 (their lanes are scalar), yet one 128-bit load (4
+#: floats) per work-item is their widest memory transaction.
+GPU_MIN_VECTOR_WIDTH = 4
+
+
+def preferred_vector_width(device: cl.Device) -> int:
+    """Floats per vector load/store on `device`: its preferred float vector
+    width (CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT; 16 on PoCL with AVX-512,
+    8 with AVX2), at least `GPU_MIN_VECTOR_WIDTH` on a GPU, as a width the
+    lowerings use (1, 2, 4, 8 or 16)."""
+    import pyopencl as cl
+
+    preferred = max(1, int(device.preferred_vector_width_float))
+    if not device.type & cl.device_type.CPU:
+        preferred = max(preferred, GPU_MIN_VECTOR_WIDTH)
+    return max(w for w in (1, 2, 4, 8, 16) if w <= preferred)
+
+
 def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProfile:
-    """The target profile of a pyopencl device."""
+    """The target profile of a pyopencl device: its kind and limits, the
+    profile's defaults for tile and work-group sizes."""
     import pyopencl as cl
 
     is_cpu = bool(device.type & cl.device_type.CPU)
     extensions = set(device.extensions.split())
-    if is_cpu:
-        width = 16  # docs/performance.md: one work-item per row or tile, 16 floats wide
-    else:
-        preferred = max(1, int(device.preferred_vector_width_float)) * 4
-        width = max(w for w in (1, 2, 4, 8, 16) if w <= preferred)
-    return TargetProfile(
-        profile="cpu" if is_cpu else "gpu",
-        format="opencl-c",
+    return DEFAULTS["cpu" if is_cpu else "gpu"].replace(
+        format=FORMAT,
         math=math_tier,
         max_work_group_size=int(device.max_work_group_size),
         local_mem_bytes=int(device.local_mem_size),
-        vector_width=width,
-        compute_units=int(device.max_compute_units),
-        cheap_barriers=not is_cpu,
+        vector_width=preferred_vector_width(device),
         fp16="cl_khr_fp16" in extensions,
         fp64="cl_khr_fp64" in extensions,
     )
+
+
+def launch_work_group(gfunc: gpu.FuncOp, block: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The work-group size to launch `gfunc` with, given the launch's block
+    size: the size the kernel states (`known_block_size`, which must agree
+    with the launch), else `block` when the kernel depends on its work-group
+    (ids or sizes of work-groups, barriers, workgroup memory), else None (the
+    OpenCL implementation chooses)."""
+    known = gfunc.known_block_size
+    if known is not None:
+        stated = tuple(known.get_values())
+        if stated != block:
+            raise HostScheduleError(
+                f"opencl runtime: @{gfunc.sym_name.data} states known_block_size {list(stated)} "
+                f"but is launched with blocks of {list(block)}"
+            )
+        return stated
+    for op in gfunc.walk():
+        if isinstance(op, _GROUP_OPS):
+            return block
+        if isinstance(op, memref.AllocaOp):
+            space = op.memref.type.memory_space
+            if isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP:
+                return block
+    return None
 
 
 def opencl_devices() -> list[cl.Device]:
@@ -272,12 +323,8 @@ def _translate(host: func.FuncOp, built: BuiltProgram | None, gfuncs: dict[str, 
                 sizes.append(ints[v])
             grid, local = sizes[:3], sizes[3:]
             global_size = [g * b for g, b in zip(grid, local, strict=True)]
+            group = launch_work_group(gfunc, tuple(local))
             dims = max([1] + [i + 1 for i in range(3) if global_size[i] != 1 or local[i] != 1])
-            uses_groups = any(o.name in _GROUP_OPS for o in gfunc.walk()) or any(
-                isinstance(t := o.results[0].type if o.results else None, MemRefType) and o.name == "memref.alloca"
-                and t.memory_space is not None and "workgroup" in str(t.memory_space)
-                for o in gfunc.walk()
-            )  # fmt: skip
             kind = gfunc.attributes.get("accy.kind")
             steps.append(
                 _Launch(
@@ -287,7 +334,7 @@ def _translate(host: func.FuncOp, built: BuiltProgram | None, gfuncs: dict[str, 
                     built.launch_lock,  # type: ignore[union-attr]
                     args,
                     tuple(global_size[:dims]),
-                    tuple(local[:dims]) if uses_groups else None,
+                    group[:dims] if group is not None else None,
                 )
             )
         elif isinstance(op, FallbackOp):
@@ -629,14 +676,33 @@ class OpenCLDevice(Device):
             return self._profiling_queue
 
     def target_profile(self, math_tier: str = "exact") -> TargetProfile:
+        """The device's own profile (what it fills in of a module's target)."""
         return profile_of_device(self.cl_device, math_tier)
+
+    def profile_for(self, module: ModuleOp) -> TargetProfile:
+        """The complete profile `module` compiles with here: its target's set
+        fields, the device's profile for the rest (module docstring, step 1)."""
+        device = self.target_profile()
+        fields = target_fields(module)
+        profile = device.filled_by(fields)
+        if profile.format != FORMAT:
+            raise TargetMismatch(
+                f"the module's target asks for format '{profile.format}', but device '{self.name}' runs "
+                f"OpenCL C ('{FORMAT}'): drop the format or set it to {FORMAT}"
+            )
+        for name in _HARD_LIMITS:
+            if getattr(profile, name) > getattr(device, name):
+                raise TargetMismatch(
+                    f"the module's target sets {name} = {getattr(profile, name)}, more than device "
+                    f"'{self.name}' ({self.description}) has: {getattr(device, name)}"
+                )
+        return profile
 
     def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
         from accy.passes.kernelization.kernelize import KernelizePass
         from accy.passes.pass_manager import PassManager
 
-        math_tier = TargetProfile.of_module(module).math if "accy.target" in module.attributes else "exact"
-        self.target_profile(math_tier).attach(module)
+        self.profile_for(module).attach(module)
         pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if debug_level() >= 3 else (), out=debug_out)
         pm.run(module)
         program = self.load(module, fn)

@@ -205,3 +205,80 @@ def test_float_literals_are_valid_c(value, text):
     from xdsl.dialects.builtin import f32
 
     assert float_literal(value, f32) == text
+
+
+# numpy semantics of every arith comparison predicate (ordered ones are false on NaN).
+FLOAT_SEMANTICS = {
+    "false": lambda a, b: np.zeros_like(a, bool),
+    "oeq": np.equal, "ogt": np.greater, "oge": np.greater_equal, "olt": np.less, "ole": np.less_equal,
+    "one": lambda a, b: (a < b) | (a > b),
+    "ord": lambda a, b: ~(np.isnan(a) | np.isnan(b)),
+    "ueq": lambda a, b: ~((a < b) | (a > b)),
+    "ugt": lambda a, b: ~(a <= b), "uge": lambda a, b: ~(a < b),
+    "ult": lambda a, b: ~(a >= b), "ule": lambda a, b: ~(a > b),
+    "une": np.not_equal,
+    "uno": lambda a, b: np.isnan(a) | np.isnan(b),
+    "true": lambda a, b: np.ones_like(a, bool),
+}  # fmt: skip
+INT_SEMANTICS = {
+    "eq": np.equal, "ne": np.not_equal, "slt": np.less, "sle": np.less_equal, "sgt": np.greater,
+    "sge": np.greater_equal,
+    "ult": lambda a, b: a.view(np.uint32) < b.view(np.uint32),
+    "ule": lambda a, b: a.view(np.uint32) <= b.view(np.uint32),
+    "ugt": lambda a, b: a.view(np.uint32) > b.view(np.uint32),
+    "uge": lambda a, b: a.view(np.uint32) >= b.view(np.uint32),
+}  # fmt: skip
+
+
+def _comparison_kernel(op: str, elem: str, predicates: list[str], n: int) -> str:
+    body = []
+    for k, pred in enumerate(predicates):
+        body.append(f"      %c{k} = arith.constant {k * n} : index")
+        body.append(f"      %j{k} = arith.addi %i, %c{k} : index")
+        body.append(f"      %r{k} = arith.{op} {pred}, %x, %y : {elem}")
+        body.append(f"      %m{k} = arith.extui %r{k} : i1 to i8")
+        body.append(f"      memref.store %m{k}, %out[%j{k}] : memref<{n * len(predicates)}xi8>")
+    m = n * len(predicates)
+    return f"""
+builtin.module {{
+  "gpu.module"() <{{sym_name = "kernels"}}> ({{
+    "gpu.func"() <{{function_type = (memref<{n}x{elem}>, memref<{n}x{elem}>, memref<{m}xi8>) -> (), kernel}}> ({{
+    ^bb0(%a: memref<{n}x{elem}>, %b: memref<{n}x{elem}>, %out: memref<{m}xi8>):
+      %i = "gpu.global_id"() <{{dimension = #gpu<dim x>}}> : () -> index
+      %x = memref.load %a[%i] : memref<{n}x{elem}>
+      %y = memref.load %b[%i] : memref<{n}x{elem}>
+{chr(10).join(body)}
+      "gpu.return"() : () -> ()
+    }}) {{sym_name = "k"}} : () -> ()
+  }}) : () -> ()
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("op", "elem", "semantics", "a", "b"),
+    [
+        ("cmpf", "f32", FLOAT_SEMANTICS, [1.0, 1.0, 2.0, np.nan, 0.0, np.nan, -0.0], [1.0, 2.0, 1.0, 1.0, np.nan, np.nan, 0.0]),
+        ("cmpi", "i32", INT_SEMANTICS, [1, 1, 2, -1, 3, -5, 0], [1, 2, 1, 3, -1, -5, -7]),
+    ],
+)
+def test_every_comparison_predicate_runs_as_arith_defines_it(ctx, op, elem, semantics, a, b):
+    dtype = np.float32 if elem == "f32" else np.int32
+    a, b = np.array(a, dtype), np.array(b, dtype)
+    n, predicates = len(a), list(semantics)
+    source = emit_opencl(parse(_comparison_kernel(op, elem, predicates, n)))
+    _, _, out = run_kernel(ctx, source, "k", [a, b, np.zeros(n * len(predicates), np.int8)], (n,))
+    for k, pred in enumerate(predicates):
+        np.testing.assert_array_equal(out[k * n : (k + 1) * n], semantics[pred](a, b).astype(np.int8), err_msg=pred)
+
+
+def test_a_target_format_other_than_opencl_c_is_refused(kernels_mlir):
+    from accy.dialects.target import TargetAttr
+
+    kernels_mlir.attributes["accy.target"] = TargetAttr.from_fields({"format": "llvm-ir"})
+    try:
+        with pytest.raises(OpenCLEmitError, match=r"target asks for format 'llvm-ir', but this backend prints 'opencl-c'"):
+            emit_opencl(kernels_mlir)
+    finally:
+        del kernels_mlir.attributes["accy.target"]
+    assert "__kernel" in emit_opencl(kernels_mlir)

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("pyopencl")
 
+from accy.backends.opencl.emitter import kernel_funcs  # noqa: E402
 from accy.runtime import opencl as ocl  # noqa: E402
 from accy.runtime.executable import compile as accy_compile  # noqa: E402
 
@@ -34,10 +35,98 @@ def test_profile_comes_from_the_device(device):
     d = device.cl_device
     assert p.max_work_group_size == d.max_work_group_size
     assert p.local_mem_bytes == d.local_mem_size
-    assert p.compute_units == d.max_compute_units
     assert p.profile in ("cpu", "gpu") and p.vector_width in (1, 2, 4, 8, 16)
+    # The preferred float vector width, in floats (16 with AVX-512, 8 with AVX2).
+    preferred = int(d.preferred_vector_width_float)
     if p.profile == "cpu":
-        assert p.vector_width == 16 and not p.cheap_barriers
+        assert p.vector_width == max(w for w in (1, 2, 4, 8, 16) if w <= max(preferred, 1))
+    else:
+        assert p.vector_width >= min(preferred, 16)
+
+
+def target_module(target: str, body: str = "") -> str:
+    """EXP_MUL_SUM (8x32) in a module whose accy.target is `#accy.target<{target}>`."""
+    return f"builtin.module attributes {{accy.target = #accy.target<{target}>}} {{\n{body or EXP_MUL_SUM.format(r=8, c=32)}}}\n"
+
+
+def compiled_target(exe) -> dict:
+    from accy.dialects.target import target_fields
+
+    return target_fields(exe.module)
+
+
+def test_the_device_fills_in_only_what_the_module_does_not_say(device):
+    own = device.target_profile()
+    # Nothing set: the device's profile, attached whole.
+    assert compiled_target(accy_compile(EXP_MUL_SUM.format(r=8, c=32), device=device)) == own.fields()
+    # Set fields are kept (math was the only one kept before), the rest is the device's.
+    exe = accy_compile(target_module('math = "fast", vector_width = 2, group_size = 32'), device=device)
+    assert compiled_target(exe) == own.replace(math="fast", vector_width=2, group_size=32).fields()
+    assert "vload2(" in exe.program.source and "vload16(" not in exe.program.source
+    x = np.random.default_rng(1).standard_normal((8, 32)).astype(np.float32)
+    s, _ = exe(x, x)
+    np.testing.assert_allclose(s, (np.exp(x) * x).sum(1), rtol=1e-4)
+
+
+def test_a_module_naming_another_profile_keeps_it_with_the_device_limits(device):
+    other = "gpu" if device.target_profile().profile == "cpu" else "cpu"
+    exe = accy_compile(target_module(f'profile = "{other}"'), device=device)
+    fields = compiled_target(exe)
+    assert fields["profile"] == other
+    assert fields["max_work_group_size"] == device.cl_device.max_work_group_size
+    assert fields["local_mem_bytes"] == device.cl_device.local_mem_size
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ('format = "llvm-ir"', r"the module's target asks for format 'llvm-ir', but device 'opencl' runs OpenCL C"),
+        ("max_work_group_size = 1000000000", r"sets max_work_group_size = 1000000000, more than device 'opencl'"),
+        ("local_mem_bytes = 1000000000000", r"sets local_mem_bytes = 1000000000000, more than device 'opencl'"),
+    ],
+)
+def test_a_target_the_device_cannot_honour_is_refused(device, target, message):
+    with pytest.raises(ocl.TargetMismatch, match=message):
+        accy_compile(target_module(target), device=device)
+
+
+GROUP_KERNELS = """
+builtin.module {
+  "gpu.module"() <{sym_name = "kernels"}> ({
+    "gpu.func"() <{function_type = (memref<4xf32>) -> (), kernel}> ({
+    ^bb0(%a: memref<4xf32>):
+      %i = "gpu.global_id"() <{dimension = #gpu<dim x>}> : () -> index
+      "gpu.return"() : () -> ()
+    }) {sym_name = "plain"} : () -> ()
+    "gpu.func"() <{function_type = (memref<4xf32>) -> (), kernel}> ({
+    ^bb0(%a: memref<4xf32>):
+      %l = memref.alloca() : memref<8xf32, #gpu.address_space<workgroup>>
+      "gpu.return"() : () -> ()
+    }) {sym_name = "local_memory"} : () -> ()
+    "gpu.func"() <{function_type = (memref<4xf32>) -> (), kernel}> ({
+    ^bb0(%a: memref<4xf32>):
+      "gpu.barrier"() : () -> ()
+      "gpu.return"() : () -> ()
+    }) {sym_name = "barrier"} : () -> ()
+    "gpu.func"() <{function_type = (memref<4xf32>) -> (), kernel}> ({
+    ^bb0(%a: memref<4xf32>):
+      "gpu.return"() : () -> ()
+    }) {sym_name = "stated", gpu.known_block_size = array<i32: 2, 1, 1>} : () -> ()
+  }) : () -> ()
+}
+"""
+
+
+def test_launch_work_group_is_read_from_the_kernel_ir():
+    from accy.dialects.parse import parse_module
+
+    funcs = {f.sym_name.data: f for f in kernel_funcs(parse_module(GROUP_KERNELS))}
+    assert ocl.launch_work_group(funcs["plain"], (64, 1, 1)) is None
+    assert ocl.launch_work_group(funcs["local_memory"], (64, 1, 1)) == (64, 1, 1)
+    assert ocl.launch_work_group(funcs["barrier"], (32, 1, 1)) == (32, 1, 1)
+    assert ocl.launch_work_group(funcs["stated"], (2, 1, 1)) == (2, 1, 1)
+    with pytest.raises(ocl.HostScheduleError, match=r"@stated states known_block_size \[2, 1, 1\] but is launched with blocks of \[4, 1, 1\]"):
+        ocl.launch_work_group(funcs["stated"], (4, 1, 1))
 
 
 def test_no_platform_says_how_to_install_one(monkeypatch):

@@ -27,17 +27,22 @@ The input follows docs/kernel-ir.md; the output is meant to be read:
 - `gpu.barrier` is `barrier(CLK_LOCAL_MEM_FENCE)`, `gpu.global_id x` is
   `get_global_id(0)`, and so on.
 
-An op outside the conventions is declined with `OpenCLEmitError` naming it.
-This module reads IR only; it never imports the runtime.
+An op outside the conventions is declined with `OpenCLEmitError` naming it,
+and so is a module whose target (`accy.target`) asks for another artifact
+format than `opencl-c`. Ops are printed by a method per op class
+(`_HANDLERS`), comparisons by predicate name. This module reads IR only; it
+never imports the runtime.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
-from xdsl.dialects import gpu, memref, vector
+from xdsl.dialects import arith, gpu, memref, scf, vector
+from xdsl.dialects import math as math_dialect
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -56,7 +61,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from accy.dialects.host import KERNELS_MODULE, AddressSpace, AddressSpaceAttr
-from accy.dialects.kernel import VCmpOp
+from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp
 from accy.dialects.target import TargetProfile
 
 
@@ -221,59 +226,72 @@ def _reduction_helper(kind: str, elem: str, width: int) -> tuple[str, str]:
 # Op tables
 # --------------------------------------------------------------------------
 
-_BINARY_C = {
-    "arith.addi": "+", "arith.addf": "+",
-    "arith.subi": "-", "arith.subf": "-",
-    "arith.muli": "*", "arith.mulf": "*",
-    "arith.divf": "/", "arith.divsi": "/", "arith.remsi": "%",
-    "arith.andi": "&", "arith.ori": "|", "arith.xori": "^",
-    "arith.shli": "<<", "arith.shrsi": ">>",
+# Binary ops that are a C operator, a C call, or a NaN-propagating combine.
+_BINARY_C: dict[type[Operation], str] = {
+    arith.AddiOp: "+", arith.AddfOp: "+",
+    arith.SubiOp: "-", arith.SubfOp: "-",
+    arith.MuliOp: "*", arith.MulfOp: "*",
+    arith.DivfOp: "/", arith.DivSIOp: "/", arith.RemSIOp: "%",
+    arith.AndIOp: "&", arith.OrIOp: "|", arith.XOrIOp: "^",
+    arith.ShLIOp: "<<", arith.ShRSIOp: ">>",
 }  # fmt: skip
-_UNSIGNED_BINARY_C = {"arith.divui": "/", "arith.remui": "%", "arith.shrui": ">>"}
-_BINARY_CALL = {
-    "arith.maxnumf": "fmax", "arith.minnumf": "fmin", "arith.maxsi": "max", "arith.minsi": "min",
-    "math.powf": "pow", "math.atan2": "atan2", "math.copysign": "copysign",
+# Unsigned ops: C's operator on the operands reinterpreted as unsigned.
+_UNSIGNED_BINARY_C: dict[type[Operation], str] = {arith.DivUIOp: "/", arith.RemUIOp: "%", arith.ShRUIOp: ">>"}
+_BINARY_CALL: dict[type[Operation], str] = {
+    arith.MaxnumfOp: "fmax", arith.MinnumfOp: "fmin", arith.MaxSIOp: "max", arith.MinSIOp: "min",
+    math_dialect.PowFOp: "pow", math_dialect.Atan2Op: "atan2", math_dialect.CopySignOp: "copysign",
 }  # fmt: skip
-_BINARY_COMBINE = {"arith.maximumf": "maximumf", "arith.minimumf": "minimumf"}
-_UNARY_MATH = {
-    "math.exp": "exp", "math.exp2": "exp2", "math.expm1": "expm1",
-    "math.log": "log", "math.log2": "log2", "math.log10": "log10", "math.log1p": "log1p",
-    "math.sqrt": "sqrt", "math.rsqrt": "rsqrt", "math.cbrt": "cbrt",
-    "math.tanh": "tanh", "math.sin": "sin", "math.cos": "cos", "math.tan": "tan",
-    "math.sinh": "sinh", "math.cosh": "cosh", "math.asin": "asin", "math.acos": "acos",
-    "math.atan": "atan", "math.asinh": "asinh", "math.acosh": "acosh", "math.atanh": "atanh",
-    "math.erf": "erf", "math.floor": "floor", "math.ceil": "ceil", "math.trunc": "trunc",
-    "math.round": "round", "math.roundeven": "rint", "math.absf": "fabs",
+_BINARY_COMBINE: dict[type[Operation], str] = {arith.MaximumfOp: "maximumf", arith.MinimumfOp: "minimumf"}
+_UNARY_MATH: dict[type[Operation], str] = {
+    math_dialect.ExpOp: "exp", math_dialect.Exp2Op: "exp2", math_dialect.ExpM1Op: "expm1",
+    math_dialect.LogOp: "log", math_dialect.Log2Op: "log2", math_dialect.Log10Op: "log10",
+    math_dialect.Log1pOp: "log1p", math_dialect.SqrtOp: "sqrt", math_dialect.RsqrtOp: "rsqrt",
+    math_dialect.CbrtOp: "cbrt", math_dialect.TanhOp: "tanh", math_dialect.SinOp: "sin",
+    math_dialect.CosOp: "cos", math_dialect.TanOp: "tan", math_dialect.SinhOp: "sinh",
+    math_dialect.CoshOp: "cosh", math_dialect.AsinOp: "asin", math_dialect.AcosOp: "acos",
+    math_dialect.AtanOp: "atan", math_dialect.AsinhOp: "asinh", math_dialect.AcoshOp: "acosh",
+    math_dialect.AtanhOp: "atanh", math_dialect.ErfOp: "erf", math_dialect.FloorOp: "floor",
+    math_dialect.CeilOp: "ceil", math_dialect.TruncOp: "trunc", math_dialect.RoundOp: "round",
+    math_dialect.RoundEvenOp: "rint", math_dialect.AbsFOp: "fabs",
 }  # fmt: skip
-_CMPI = ["==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="]  # eq ne slt sle sgt sge ult ule ugt uge
-# cmpf predicates (false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true):
-# C's relational operators are the ordered comparisons; `!=` is une.
-_CMPF: list[Callable[[str, str], str] | None] = [
-    None,
-    lambda a, b: f"{a} == {b}",
-    lambda a, b: f"{a} > {b}",
-    lambda a, b: f"{a} >= {b}",
-    lambda a, b: f"{a} < {b}",
-    lambda a, b: f"{a} <= {b}",
-    lambda a, b: f"islessgreater({a}, {b})",
-    lambda a, b: f"isordered({a}, {b})",
-    lambda a, b: f"!islessgreater({a}, {b})",
-    lambda a, b: f"!({a} <= {b})",
-    lambda a, b: f"!({a} < {b})",
-    lambda a, b: f"!({a} >= {b})",
-    lambda a, b: f"!({a} > {b})",
-    lambda a, b: f"{a} != {b}",
-    lambda a, b: f"isunordered({a}, {b})",
-    None,
-]
-_IDS = {
-    "gpu.global_id": "get_global_id",
-    "gpu.thread_id": "get_local_id",
-    "gpu.block_id": "get_group_id",
-    "gpu.block_dim": "get_local_size",
-    "gpu.grid_dim": "get_num_groups",
+# arith.cmpi by predicate name (INT_PREDICATES); the unsigned ones compare
+# the operands reinterpreted as unsigned.
+_CMPI = {
+    "eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+    "ult": "<", "ule": "<=", "ugt": ">", "uge": ">=",
+}  # fmt: skip
+_UNSIGNED_PREDICATES = frozenset({"ult", "ule", "ugt", "uge"})
+# arith.cmpf by predicate name (FLOAT_PREDICATES): C's relational operators
+# are the ordered comparisons; `!=` is une.
+_CMPF: dict[str, Callable[[str, str], str]] = {
+    "oeq": lambda a, b: f"{a} == {b}",
+    "ogt": lambda a, b: f"{a} > {b}",
+    "oge": lambda a, b: f"{a} >= {b}",
+    "olt": lambda a, b: f"{a} < {b}",
+    "ole": lambda a, b: f"{a} <= {b}",
+    "one": lambda a, b: f"islessgreater({a}, {b})",
+    "ord": lambda a, b: f"isordered({a}, {b})",
+    "ueq": lambda a, b: f"!islessgreater({a}, {b})",
+    "ugt": lambda a, b: f"!({a} <= {b})",
+    "uge": lambda a, b: f"!({a} < {b})",
+    "ult": lambda a, b: f"!({a} >= {b})",
+    "ule": lambda a, b: f"!({a} > {b})",
+    "une": lambda a, b: f"{a} != {b}",
+    "uno": lambda a, b: f"isunordered({a}, {b})",
+}
+# The cmpf predicates whose result does not depend on the operands.
+_CONSTANT_PREDICATES = {"false": False, "true": True}
+_IDS: dict[type[Operation], str] = {
+    gpu.GlobalIdOp: "get_global_id",
+    gpu.ThreadIdOp: "get_local_id",
+    gpu.BlockIdOp: "get_group_id",
+    gpu.BlockDimOp: "get_local_size",
+    gpu.GridDimOp: "get_num_groups",
 }
 _DIMS = {"x": 0, "y": 1, "z": 2}
+# Casts from an i1 (or its -1/0 vector lanes): zero-extending ones give 1, sign-extending ones -1.
+_ZERO_EXTEND = (arith.ExtUIOp, arith.UIToFPOp)
+_SIGN_EXTEND = (arith.ExtSIOp, arith.SIToFPOp)
 _SIGNED_OF_BITS = {8: "char", 16: "short", 32: "int", 64: "long"}
 
 
@@ -392,34 +410,20 @@ class _KernelEmitter:
 
     def emit_block(self, block: Block, top: bool = False) -> None:
         for op in block.ops:
-            if top and op is block.last_op and op.name == "gpu.return":
+            if top and op is block.last_op and isinstance(op, gpu.ReturnOp):
                 continue
             self.emit_op(op)
 
     def emit_op(self, op: Operation) -> None:
-        handler = _HANDLERS.get(op.name)
+        handler = _HANDLERS.get(type(op))
         if handler is None:
-            if op.name in _BINARY_C:
-                return self.binary(op, _BINARY_C[op.name])
-            if op.name in _UNSIGNED_BINARY_C:
-                return self.unsigned_binary(op, _UNSIGNED_BINARY_C[op.name])
-            if op.name in _BINARY_COMBINE:
-                a, b = (self.get(v) for v in op.operands)
-                vec = isinstance(op.results[0].type, VectorType)
-                return self.define(op.results[0], _COMBINE[_BINARY_COMBINE[op.name]](a, b, vec))
-            if op.name in _BINARY_CALL:
-                return self.define(op.results[0], f"{_BINARY_CALL[op.name]}({self.get(op.operands[0])}, {self.get(op.operands[1])})")
-            if op.name in _UNARY_MATH:
-                return self.define(op.results[0], f"{_UNARY_MATH[op.name]}({self.get(op.operands[0])})")
-            if op.name in _IDS:
-                dim = _DIMS[op.properties["dimension"].data.value]  # type: ignore[union-attr]
-                return self.define(op.results[0], f"{_IDS[op.name]}({dim})")
             raise self.fail(op)
         handler(self, op)
 
     # -- arith ---------------------------------------------------------
 
     def binary(self, op: Operation, c_op: str) -> None:
+        """`a <c_op> b`."""
         self.define(op.results[0], f"{self.get(op.operands[0])} {c_op} {self.get(op.operands[1])}")
 
     def unsigned_binary(self, op: Operation, c_op: str) -> None:
@@ -450,33 +454,53 @@ class _KernelEmitter:
         else:
             raise self.fail(op, f"constant {value} of type {t} is not a scalar or a vector")
 
-    def cmpi(self, op: Operation, pred: int | None = None) -> None:
+    def call(self, op: Operation, fn: str) -> None:
+        """`fn(operands...)`: an OpenCL built-in of the same meaning."""
+        self.define(op.results[0], f"{fn}({', '.join(self.get(v) for v in op.operands)})")
+
+    def combine(self, op: Operation, kind: str) -> None:
+        """A binary op that is one of the reductions' combining functions (`_COMBINE`)."""
+        a, b = (self.get(v) for v in op.operands)
+        self.define(op.results[0], _COMBINE[kind](a, b, isinstance(op.results[0].type, VectorType)))
+
+    def negf(self, op: Operation) -> None:
+        self.define(op.results[0], f"-{self.get(op.operands[0])}")
+
+    def cmpi(self, op: Operation, pred: str | None = None) -> None:
+        """arith.cmpi, or an integer vcmp of predicate `pred` (a name of INT_PREDICATES)."""
         if pred is None:
-            pred = op.properties["predicate"].value.data  # type: ignore[union-attr]
+            assert isinstance(op, arith.CmpiOp)
+            pred = INT_PREDICATES[op.predicate.value.data]
         a, b = (self.get(v) for v in op.operands)
         t = op.operands[0].type
-        if pred >= 6:  # unsigned predicates
+        if pred in _UNSIGNED_PREDICATES:
             a, b = self.as_unsigned(a, t), self.as_unsigned(b, t)
         self.define(op.results[0], self.mask(f"{a} {_CMPI[pred]} {b}", t))
 
-    def cmpf(self, op: Operation, pred: int | None = None) -> None:
+    def cmpf(self, op: Operation, pred: str | None = None) -> None:
+        """arith.cmpf, or a float vcmp of predicate `pred` (a name of FLOAT_PREDICATES)."""
         if pred is None:
-            pred = op.properties["predicate"].value.data  # type: ignore[union-attr]
+            assert isinstance(op, arith.CmpfOp)
+            pred = FLOAT_PREDICATES[op.predicate.value.data]
         t = op.operands[0].type
         res = op.results[0].type
-        form = _CMPF[pred]
-        if form is None:
-            truth = pred == 15
+        if pred in _CONSTANT_PREDICATES:
+            truth = _CONSTANT_PREDICATES[pred]
             expr = (f"(({c_type(res)})({-1 if truth else 0}))" if isinstance(res, VectorType)
                     else ("true" if truth else "false"))  # fmt: skip
             self.names[op.results[0]] = expr
             return
+        form = _CMPF[pred]
         self.define(op.results[0], self.mask(form(self.get(op.operands[0]), self.get(op.operands[1])), t))
 
     def vcmp(self, op: Operation) -> None:
         """accy_kernel.vcmp: the arith comparison of the same predicate, on vectors (an intW -1/0 mask)."""
         assert isinstance(op, VCmpOp)
-        (self.cmpf if op.is_float else self.cmpi)(op, op.predicate_index)
+        (self.cmpf if op.is_float else self.cmpi)(op, op.predicate.data)
+
+    def vcast(self, op: Operation) -> None:
+        """accy_kernel.vcast: `convert_TW(x)`."""
+        self.define(op.results[0], self.convert(self.get(op.operands[0]), op.operands[0].type, op.results[0].type))
 
     def select(self, op: Operation) -> None:
         c, a, b = (self.get(v) for v in op.operands)
@@ -495,25 +519,25 @@ class _KernelEmitter:
         src, dst = op.operands[0].type, op.results[0].type
         x = self.get(op.operands[0])
         vec = isinstance(dst, VectorType)
-        if _is_bool(_elem(src)) and op.name in ("arith.extui", "arith.uitofp", "arith.index_cast", "arith.extsi", "arith.sitofp"):
+        if _is_bool(_elem(src)) and isinstance(op, (*_ZERO_EXTEND, *_SIGN_EXTEND, arith.IndexCastOp)):
             if vec:  # lanes are -1/0
-                x = f"({x} & 1)" if op.name in ("arith.extui", "arith.uitofp") else x
+                x = f"({x} & 1)" if isinstance(op, _ZERO_EXTEND) else x
                 return self.define(op.results[0], f"convert_{c_type(dst)}({x})")
-            if op.name in ("arith.extsi", "arith.sitofp"):
+            if isinstance(op, _SIGN_EXTEND):
                 return self.define(op.results[0], f"-({c_type(dst)})({x})")
             return self.define(op.results[0], f"({c_type(dst)})({x})")
         if _is_bool(_elem(dst)):  # trunci to i1: the low bit
             if vec:
                 return self.define(op.results[0], f"-(convert_{c_type(dst)}({x} & 1))")
             return self.define(op.results[0], f"({x} & 1) != 0")
-        if op.name in ("arith.uitofp", "arith.extui", "arith.index_castui"):  # zero-extend: from unsigned
+        if isinstance(op, _ZERO_EXTEND):  # zero-extend: from unsigned
             u = self.as_unsigned(x, src)
             return self.define(op.results[0], f"convert_{c_type(dst)}({u})" if vec else f"({c_type(dst)})({u})")
-        if op.name == "arith.fptoui":
+        if isinstance(op, arith.FPToUIOp):
             if vec:
                 return self.define(op.results[0], f"as_{c_type(dst)}(convert_{_unsigned(dst)}({x}))")
             return self.define(op.results[0], f"({c_type(dst)})({_unsigned(dst)})({x})")
-        if op.name == "arith.bitcast":
+        if isinstance(op, arith.BitcastOp):
             return self.define(op.results[0], f"as_{c_type(dst)}({x})")
         self.define(op.results[0], self.convert(x, src, dst))
 
@@ -530,6 +554,11 @@ class _KernelEmitter:
         self.define(op.results[0], f"as_{c_type(t)}(abs({x}))" if isinstance(t, VectorType) else f"({c_type(t)})abs({x})")
 
     # -- gpu -----------------------------------------------------------
+
+    def work_item_id(self, op: Operation) -> None:
+        """gpu.global_id / thread_id / block_id / block_dim / grid_dim: the OpenCL work-item function."""
+        dim = _DIMS[op.properties["dimension"].data.value]  # type: ignore[union-attr]
+        self.define(op.results[0], f"{_IDS[type(op)]}({dim})")
 
     def barrier(self, op: Operation) -> None:
         self.line("barrier(CLK_LOCAL_MEM_FENCE);")
@@ -606,7 +635,7 @@ class _KernelEmitter:
 
     def _static_lane(self, op: Operation) -> int:
         positions = op.properties["static_position"].get_values()  # type: ignore[union-attr]
-        if len(positions) != 1 or positions[0] < 0 or len(op.operands) > (1 if op.name == "vector.extract" else 2):
+        if len(positions) != 1 or positions[0] < 0 or len(op.operands) > (1 if isinstance(op, vector.ExtractOp) else 2):
             raise self.fail(op, "only a single constant lane position is supported")
         return positions[0]
 
@@ -653,7 +682,7 @@ class _KernelEmitter:
         self.line(f"if ({self.get(op.operands[0])}) {{")
         self.nested(op.regions[0].block, results)
         other = op.regions[1]
-        if other.blocks and any(o.name != "scf.yield" or o.operands for o in other.block.ops):
+        if other.blocks and any(not isinstance(o, scf.YieldOp) or o.operands for o in other.block.ops):
             self.line("} else {")
             self.nested(op.regions[1].block, results)
         self.line("}")
@@ -684,40 +713,46 @@ class _KernelEmitter:
                 self.line(f"{t} = {v};")
 
 
-_HANDLERS: dict[str, Callable[[_KernelEmitter, Operation], None]] = {
-    "arith.constant": _KernelEmitter.constant,
-    "arith.cmpi": _KernelEmitter.cmpi,
-    "arith.cmpf": _KernelEmitter.cmpf,
-    "arith.select": _KernelEmitter.select,
-    "accy_kernel.vcmp": _KernelEmitter.vcmp,
-    "accy_kernel.vselect": _KernelEmitter.select,
-    "accy_kernel.vcast": lambda e, op: e.define(op.results[0], e.convert(e.get(op.operands[0]), op.operands[0].type, op.results[0].type)),
-    "arith.negf": lambda e, op: e.define(op.results[0], f"-{e.get(op.operands[0])}"),
+# The printer of each op class (as xDSL's own printers dispatch); an op of
+# any other class is declined.
+_HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Operation], None]] = {
+    arith.ConstantOp: _KernelEmitter.constant,
+    arith.CmpiOp: _KernelEmitter.cmpi,
+    arith.CmpfOp: _KernelEmitter.cmpf,
+    arith.SelectOp: _KernelEmitter.select,
+    VCmpOp: _KernelEmitter.vcmp,
+    VSelectOp: _KernelEmitter.select,
+    VCastOp: _KernelEmitter.vcast,
+    arith.NegfOp: _KernelEmitter.negf,
+    **{op: partial(_KernelEmitter.binary, c_op=c_op) for op, c_op in _BINARY_C.items()},
+    **{op: partial(_KernelEmitter.unsigned_binary, c_op=c_op) for op, c_op in _UNSIGNED_BINARY_C.items()},
+    **{op: partial(_KernelEmitter.combine, kind=kind) for op, kind in _BINARY_COMBINE.items()},
+    **{op: partial(_KernelEmitter.call, fn=fn) for op, fn in (_BINARY_CALL | _UNARY_MATH).items()},
+    **{op: _KernelEmitter.work_item_id for op in _IDS},
     **{
-        name: _KernelEmitter.cast
-        for name in (
-            "arith.index_cast", "arith.index_castui", "arith.sitofp", "arith.uitofp", "arith.fptosi",
-            "arith.fptoui", "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci",
-            "arith.bitcast",
+        op: _KernelEmitter.cast
+        for op in (
+            arith.IndexCastOp, arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.ExtFOp,
+            arith.TruncFOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.BitcastOp,
         )
     },  # fmt: skip
-    "math.fma": _KernelEmitter.fma,
-    "vector.fma": _KernelEmitter.fma,
-    "math.absi": _KernelEmitter.absi,
-    "gpu.barrier": _KernelEmitter.barrier,
-    "gpu.return": _KernelEmitter.ret,
-    "memref.alloca": _KernelEmitter.alloca,
-    "memref.load": _KernelEmitter.load,
-    "memref.store": _KernelEmitter.store,
-    "vector.load": _KernelEmitter.vector_load,
-    "vector.store": _KernelEmitter.vector_store,
-    "vector.broadcast": _KernelEmitter.broadcast,
-    "vector.reduction": _KernelEmitter.reduction,
-    "vector.extract": _KernelEmitter.extract,
-    "vector.insert": _KernelEmitter.insert,
-    "scf.for": _KernelEmitter.for_,
-    "scf.if": _KernelEmitter.if_,
-    "scf.yield": _KernelEmitter.yield_,
+    math_dialect.FmaOp: _KernelEmitter.fma,
+    vector.FMAOp: _KernelEmitter.fma,
+    math_dialect.AbsIOp: _KernelEmitter.absi,
+    gpu.BarrierOp: _KernelEmitter.barrier,
+    gpu.ReturnOp: _KernelEmitter.ret,
+    memref.AllocaOp: _KernelEmitter.alloca,
+    memref.LoadOp: _KernelEmitter.load,
+    memref.StoreOp: _KernelEmitter.store,
+    vector.LoadOp: _KernelEmitter.vector_load,
+    vector.StoreOp: _KernelEmitter.vector_store,
+    vector.BroadcastOp: _KernelEmitter.broadcast,
+    vector.ReductionOp: _KernelEmitter.reduction,
+    vector.ExtractOp: _KernelEmitter.extract,
+    vector.InsertOp: _KernelEmitter.insert,
+    scf.ForOp: _KernelEmitter.for_,
+    scf.IfOp: _KernelEmitter.if_,
+    scf.YieldOp: _KernelEmitter.yield_,
 }
 
 
@@ -787,8 +822,25 @@ def build_options(module: ModuleOp) -> str:
     return "-cl-fast-relaxed-math" if TargetProfile.of_module(module).math == "fast" else ""
 
 
+#: The artifact format (`accy.target`'s `format`) this backend prints.
+FORMAT = "opencl-c"
+
+
+def check_format(module: ModuleOp) -> None:
+    """Refuses a module whose target asks for an artifact other than OpenCL C."""
+    wanted = TargetProfile.of_module(module).format
+    if wanted != FORMAT:
+        raise OpenCLEmitError(
+            f"opencl: the module's target asks for format '{wanted}', but this backend prints '{FORMAT}' "
+            f"(set-target{{format={FORMAT}}} to print OpenCL C)"
+        )
+
+
 def emit_opencl(module: ModuleOp) -> str:
-    """The OpenCL C source of every kernel of `module` (see the module docstring)."""
+    """The OpenCL C source of every kernel of `module` (see the module
+    docstring); `OpenCLEmitError` when the module's target format is not
+    `opencl-c`."""
+    check_format(module)
     gmod = kernel_module(module)
     helpers: dict[str, str] = {}
     kernels = [_KernelEmitter(f, helpers).emit() for f in kernel_funcs(module)]
