@@ -51,9 +51,11 @@ from xdsl.irdl import (
     var_result_def,
 )
 from xdsl.parser import Parser
+from xdsl.pattern_rewriter import RewritePattern
 from xdsl.printer import Printer
 from xdsl.traits import (
     ConstantLike,
+    HasCanonicalizationPatternsTrait,
     HasParent,
     IsTerminator,
     Pure,
@@ -171,6 +173,92 @@ def infer_dot_general(
 def infer_reduce(shape: Sequence[int], axes: Sequence[int]) -> tuple[int, ...]:
     norm = {a % len(shape) for a in axes} if shape else set()
     return tuple(n for d, n in enumerate(shape) if d not in norm)
+
+
+# --------------------------------------------------------------------------
+# Canonicalization patterns, per op (the patterns are in
+# `accy.dialects.canonicalization`, imported on first use: it imports the ops)
+# --------------------------------------------------------------------------
+
+
+class NeutralOperandPatterns(HasCanonicalizationPatternsTrait):
+    """x + 0, x - 0, x * 1, x / 1 (either side where it commutes) -> x."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from accy.dialects.canonicalization import DropNeutralOperand
+
+        return (DropNeutralOperand(),)
+
+
+class NegPatterns(HasCanonicalizationPatternsTrait):
+    """neg(neg(x)) -> x."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from accy.dialects.canonicalization import DoubleNegation
+
+        return (DoubleNegation(),)
+
+
+class SelectPatterns(HasCanonicalizationPatternsTrait):
+    """select of a splat condition, or of one value twice."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from accy.dialects.canonicalization import FoldSelect
+
+        return (FoldSelect(),)
+
+
+class SameTypePatterns(HasCanonicalizationPatternsTrait):
+    """A slice or cast to the operand's own type is the operand."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from accy.dialects.canonicalization import DropSameTypeSliceOrCast
+
+        return (DropSameTypeSliceOrCast(),)
+
+
+class ReshapePatterns(HasCanonicalizationPatternsTrait):
+    """Chains of reshapes compose; a reshape to the same shape is dropped."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from accy.dialects.canonicalization import ComposeReshapes
+
+        return (ComposeReshapes(),)
+
+
+class TransposePatterns(HasCanonicalizationPatternsTrait):
+    """Chains of transposes compose; an identity permutation is dropped."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from accy.dialects.canonicalization import ComposeTransposes
+
+        return (ComposeTransposes(),)
+
+
+class BroadcastPatterns(HasCanonicalizationPatternsTrait):
+    """A broadcast onto the operand's own shape is dropped."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from accy.dialects.canonicalization import DropIdentityBroadcast
+
+        return (DropIdentityBroadcast(),)
+
+
+class IteratePatterns(HasCanonicalizationPatternsTrait):
+    """An iterate that runs zero times is its inits."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from accy.dialects.canonicalization import FoldZeroTripIterate
+
+        return (FoldZeroTripIterate(),)
 
 
 # --------------------------------------------------------------------------
@@ -313,6 +401,7 @@ class NegOp(NumericUnaryOp):
     """Elementwise -x."""
 
     name = "accy.neg"
+    traits = traits_def(Pure(), NegPatterns())
 
 
 @irdl_op_definition
@@ -425,6 +514,7 @@ class AddOp(ArithmeticBinaryOp):
     """Elementwise a + b."""
 
     name = "accy.add"
+    traits = traits_def(Pure(), NeutralOperandPatterns())
 
 
 @irdl_op_definition
@@ -432,6 +522,7 @@ class SubOp(ArithmeticBinaryOp):
     """Elementwise a - b."""
 
     name = "accy.sub"
+    traits = traits_def(Pure(), NeutralOperandPatterns())
 
 
 @irdl_op_definition
@@ -439,6 +530,7 @@ class MulOp(ArithmeticBinaryOp):
     """Elementwise a * b."""
 
     name = "accy.mul"
+    traits = traits_def(Pure(), NeutralOperandPatterns())
 
 
 @irdl_op_definition
@@ -446,6 +538,7 @@ class DivOp(ArithmeticBinaryOp):
     """Elementwise a / b; integer division truncates toward zero."""
 
     name = "accy.div"
+    traits = traits_def(Pure(), NeutralOperandPatterns())
 
 
 @irdl_op_definition
@@ -565,7 +658,7 @@ class SelectOp(IRDLOperation):
     lhs = operand_def(T)
     rhs = operand_def(T)
     result = result_def(T)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), SelectPatterns())
     assembly_format = "$cond `,` $lhs `,` $rhs attr-dict `:` type($cond) `,` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -594,7 +687,7 @@ class CastOp(IRDLOperation):
     name = "accy.cast"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), SameTypePatterns())
     assembly_format = "$x attr-dict `:` type($x) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -639,6 +732,7 @@ class ReshapeOp(_ShapeOp):
     """Row-major reshape; the result type gives the shape."""
 
     name = "accy.reshape"
+    traits = traits_def(Pure(), ReshapePatterns())
 
     def __init__(self, x: SSAValue | Operation, shape: Sequence[int]) -> None:
         x = SSAValue.get(x)
@@ -657,6 +751,7 @@ class TransposeOp(_ShapeOp):
     """result dim i = operand dim permutation[i]."""
 
     name = "accy.transpose"
+    traits = traits_def(Pure(), TransposePatterns())
     permutation = prop_def(DenseArrayBase)
 
     def __init__(self, x: SSAValue | Operation, permutation: Sequence[int]) -> None:
@@ -677,6 +772,7 @@ class BroadcastOp(_ShapeOp):
     size is 1 or equal to that result dim."""
 
     name = "accy.broadcast"
+    traits = traits_def(Pure(), BroadcastPatterns())
     dims = prop_def(DenseArrayBase)
 
     def __init__(self, x: SSAValue | Operation, dims: Sequence[int], shape: Sequence[int]) -> None:
@@ -705,6 +801,7 @@ class SliceOp(_ShapeOp):
     """StableHLO slice: elements start[d], start[d]+stride[d], ... < limit[d]."""
 
     name = "accy.slice"
+    traits = traits_def(Pure(), SameTypePatterns())
     start = prop_def(DenseArrayBase)
     limit = prop_def(DenseArrayBase)
     stride = prop_def(DenseArrayBase)
@@ -1045,7 +1142,7 @@ class IterateOp(IRDLOperation):
     count = prop_def(IntegerAttr)
     body = region_def("single_block")
     res = var_result_def(TensorType)
-    traits = traits_def(RecursiveMemoryEffect())
+    traits = traits_def(RecursiveMemoryEffect(), IteratePatterns())
 
     def __init__(self, inits: Sequence[SSAValue | Operation], count: int, body: Region) -> None:
         vals = [SSAValue.get(v) for v in inits]
