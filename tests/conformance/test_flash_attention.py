@@ -179,3 +179,27 @@ def test_log_softmax_between_the_dots_is_no_attention(device) -> None:
     src = attention_src([2], 17, 13, 16, 5, False, "softmax", fused=False).replace('"accy.softmax"', '"accy.log_softmax"')
     assert '"accy.log_softmax"' in src
     check_program(src, inputs([2], 17, 13, 16, 5, fused=False), device, kernels=3)
+
+
+@pytest.mark.parametrize("sq,sk", [(17, 13), (16, 16)])
+def test_softmax_without_max_between_the_dots_is_no_attention(sq: int, sk: int, device) -> None:
+    """q·kᵀ -> exp -> row sum -> div -> ·v (no max subtracted) is a row
+    pipeline between two dots, not the attention matcher's softmax: three
+    kernels, no host fallback, and `strict` compiles it."""
+    t = lambda *s: ty(list(s))  # noqa: E731
+    dot = ('"accy.dot_general"({a}, {b}) <{{lhs_batch = array<i64: 0>, rhs_batch = array<i64: 0>, '
+           'lhs_contract = array<i64: 2>, rhs_contract = array<i64: {rc}>}}> : ({ta}, {tb}) -> {tr}')
+    src = (
+        f"func.func @main(%q: {t(2, sq, 16)}, %k: {t(2, sk, 16)}, %v: {t(2, sk, 5)}) -> {t(2, sq, 5)} {{\n"
+        f"  %s = {dot.format(a='%q', b='%k', rc=2, ta=t(2, sq, 16), tb=t(2, sk, 16), tr=t(2, sq, sk))}\n"
+        f'  %e = "accy.exp"(%s) : ({t(2, sq, sk)}) -> {t(2, sq, sk)}\n'
+        f'  %r = "accy.reduce"(%e) <{{kind = "sum", axes = array<i64: 2>}}> : ({t(2, sq, sk)}) -> {t(2, sq)}\n'
+        f'  %rb = "accy.broadcast"(%r) <{{dims = array<i64: 0, 1>}}> : ({t(2, sq)}) -> {t(2, sq, sk)}\n'
+        f'  %p = "accy.div"(%e, %rb) : ({t(2, sq, sk)}, {t(2, sq, sk)}) -> {t(2, sq, sk)}\n'
+        f"  %o = {dot.format(a='%p', b='%v', rc=1, ta=t(2, sq, sk), tb=t(2, sk, 5), tr=t(2, sq, 5))}\n"
+        f"  func.return %o : {t(2, sq, 5)}\n}}"
+    )
+    check_program(src, normal((2, sq, 16), (2, sk, 16), (2, sk, 5), scale=0.3), device, kernels=3)
+    import accy
+
+    accy.compile(src, device=device, strict=True)

@@ -26,7 +26,7 @@ from typing import ClassVar
 from xdsl.ir import Operation, SSAValue
 
 from accy.passes.analyses import ValueNames, external_operands, func_name, returned_values
-from accy.passes.analyses.schedule import Schedule
+from accy.passes.analyses.schedule import RowFacts, Schedule
 from accy.passes.pass_manager import Analysis, AnalysisManager
 
 
@@ -41,8 +41,8 @@ class OutlinedKernel:
     outputs: list[SSAValue]
     """Values used after the kernel or returned."""
     anchor: Operation | None = None
-    attrs: dict[str, object] | None = None
-    """The work item's pattern facts (see `WorkItem.attrs`)."""
+    facts: RowFacts | None = None
+    """The work item's pattern facts (see `WorkItem.facts`)."""
 
 
 class Outlining(Analysis):
@@ -86,7 +86,7 @@ class Outlining(Analysis):
                         stored.add(r)
             self.kernels.append(
                 OutlinedKernel(
-                    f"{fname}_k{k}_{item.kind}", item.kind, list(item.ops), inputs[k], outs, item.anchor, item.attrs
+                    f"{fname}_k{k}_{item.kind}", item.kind, list(item.ops), inputs[k], outs, item.anchor, item.facts
                 )
             )
         _check(op, self.kernels, returned)

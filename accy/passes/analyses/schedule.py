@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.dialects import func
@@ -91,6 +91,7 @@ from accy.dialects.accy import (
     shape_of,
 )
 from accy.passes.analyses import ValueNames, body_ops, external_operands, func_name, returned_values
+from accy.passes.analyses.attention import AttentionMatch, NoMatch, match_attention
 from accy.passes.analyses.shape_layout import VIEW_OP_TYPES, ShapeLayout
 from accy.passes.pass_manager import Analysis, AnalysisManager
 
@@ -113,6 +114,23 @@ RECOMPUTE_LIMIT = 8
 _FUSING = ("dot_general", "reduction", "scan", "row_pipeline", "flash_attention")
 
 
+@dataclass(frozen=True)
+class RowFacts:
+    """A row pipeline's rows R and row length N: its values live on [*R, N]
+    and on R (or [*R, 1])."""
+
+    rows: tuple[int, ...]
+    row_length: int
+
+
+@dataclass(frozen=True)
+class AttentionFacts(RowFacts):
+    """A flash-attention item written with two dots: its rows ([*B, Sq],
+    row length Sk) and what the attention matcher found."""
+
+    match: AttentionMatch
+
+
 @dataclass
 class WorkItem:
     """One future kernel."""
@@ -123,10 +141,12 @@ class WorkItem:
     ops included)."""
     anchor: Operation | None
     """The op that gives the kind; None for pure elementwise/shape items."""
-    attrs: dict[str, object] = field(default_factory=dict)
-    """Facts of the pattern: `rows`, `row_length` for row pipelines and flash
-    attention; `qk`, `pv` (the two dot_generals) and `probs` (the softmax
-    output) for flash attention written with primitives."""
+    facts: RowFacts | None = None
+    """What the matcher found: the rows of a row pipeline (`RowFacts`), and
+    the matched attention of a flash-attention item written with dots
+    (`AttentionFacts`); None for other kinds, and for a named softmax along
+    another axis than the last or a named `accy.attention` (its lowering
+    matches its decomposition)."""
     read_through: frozenset[Operation] = frozenset()
     """Views of `ops` that the item only reads through (index math): it
     never stores their results; a returned one is stored by its copy item."""
@@ -238,7 +258,7 @@ class _Group:
     tag: str
     """A kind of `KINDS`, or "copy" for a reshape that needs a copy."""
     anchor: Operation | None = None
-    attrs: dict[str, object] = field(default_factory=dict)
+    facts: RowFacts | None = None
 
 
 def _rank(grp: _Group) -> int:
@@ -379,7 +399,7 @@ class _Fuser:
         readers = (self._readers.pop(a, None), self._readers.pop(b, None))
         self._stored.pop(a, None)
         if _rank(b) > _rank(a):
-            a.tag, a.anchor, a.attrs = b.tag, b.anchor, b.attrs
+            a.tag, a.anchor, a.facts = b.tag, b.anchor, b.facts
         elif _rank(a) == 0 and _rank(b) == 0 and a.tag != b.tag:
             a.tag = "shape"
         a.ops |= b.ops
@@ -474,7 +494,7 @@ class _Fuser:
         if self._is_row_pipeline(grp, rows):
             grp.tag = "row_pipeline"
             grp.anchor = min((op for op in grp.ops if self._row_seed(op)), key=self.g.index.__getitem__)
-            grp.attrs = {"rows": rows, "row_length": n}
+            grp.facts = RowFacts(rows, n)
         else:  # a plain reduction: undo, rules 3 and 5 fuse it
             self.groups.remove(grp)
             for op in sorted(grp.ops, key=self.g.index.__getitem__):
@@ -504,12 +524,11 @@ class _Fuser:
             self._try_flash(grp)
 
     def _try_flash(self, grp: _Group) -> None:
-        if "rows" not in grp.attrs:  # a named softmax along another axis than the last
+        if grp.facts is None:  # a named softmax along another axis than the last
             return
         if any(isinstance(op, LogSoftmaxOp | LayerNormOp) for op in grp.ops):
             return  # no softmax between the dots: no attention, the dots stay kernels of their own
-        rows, n = grp.attrs["rows"], grp.attrs["row_length"]
-        assert isinstance(rows, tuple) and isinstance(n, int)
+        rows, n = grp.facts.rows, grp.facts.row_length
         rank = len(rows) + 1
         full = (*rows, n)
         if rank < 2:
@@ -559,12 +578,16 @@ class _Fuser:
             return
         if not self.acyclic_merge(grp, self.of[qk]):
             return
+        try:
+            match = match_attention(list(_with_views(self.g, grp.ops | {qk, pv})), qk, pv)
+        except NoMatch:
+            return  # some other row pipeline between the dots: it and the dots stay kernels of their own
         self.merge(grp, self.of[qk])
         if not self.acyclic_merge(grp, self.of[pv]):
             return  # unreachable: pv reads only grp and its own rhs
         self.merge(grp, self.of[pv])
         grp.tag, grp.anchor = "flash_attention", pv
-        grp.attrs = {"rows": rows, "row_length": n, "qk": qk, "pv": pv, "probs": probs}
+        grp.facts = AttentionFacts(rows, n, match)
 
     # -- rule 3: epilogues -------------------------------------------------
 
@@ -573,10 +596,9 @@ class _Fuser:
             (g for g in self.groups if g.tag in _FUSING and g.anchor is not None),
             key=lambda g: self.g.index[g.anchor],  # type: ignore[index]
         ):
-            row_facts = grp.attrs if grp.tag == "row_pipeline" and "rows" in grp.attrs else None
+            row_facts = grp.facts if grp.tag == "row_pipeline" else None
             if row_facts is not None:
-                rows, n = row_facts["rows"], row_facts["row_length"]
-                assert isinstance(rows, tuple) and isinstance(n, int)
+                rows, n = row_facts.rows, row_facts.row_length
                 domain = {(*rows, n), rows}
             else:
                 assert grp.anchor is not None
@@ -740,7 +762,7 @@ def _order(g: _Graph, fuser: _Fuser, extra: dict[_Group, list[Operation]]) -> li
         kind = "shape" if kind == "copy" else kind
         items.append(
             WorkItem(
-                kind, sorted(ops, key=g.index.__getitem__), grp.anchor, dict(grp.attrs), frozenset(ops - members[k])
+                kind, sorted(ops, key=g.index.__getitem__), grp.anchor, grp.facts, frozenset(ops - members[k])
             )
         )
         for s in succs[k]:

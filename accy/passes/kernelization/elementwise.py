@@ -12,7 +12,11 @@ i1 masks are vectorised like the rest. A chain with views inside it (a
 transpose of a computed value, say) evaluates one element per work-item
 through the view's index math instead. The same kernel serves CPUs and GPUs:
 on a GPU the vector width is small and work-groups are larger (`launch_1d`).
-Shape work items (copies) are lowered by the same function (`shape.py`).
+Shape work items (the copies the buffer plan asks for: a concat, a view
+that is returned or must be materialised contiguously) are pointwise
+kernels whose chain is views and concats, so they take this same lowering:
+each work-item computes one output element's source coordinates through
+the view index math (a concat picks its operand with `scf.if`).
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ accumulator acc[Dv]:
 and stores acc / l through the epilogue. A causal mask written as the
 decompose pass writes it (select(iota_k > iota_q, lowest, s)) is recognised:
 keys past the query are skipped rather than masked. Any other mask is
-computed per score. The softmax between the dots must be exp(s - max s) /
-sum(exp(s - max s)), written so or as a named `accy.softmax` (expanded, like
-every named op of the item, by the decompose pass's `decompose`); other row
-pipelines between two dots decline.
+computed per score. What matches is the attention matcher's
+(`analyses.attention`): the schedule fuses only what it matched, and hands
+the match over in the item's facts; a named `accy.attention` is matched
+here on its decomposition.
 
 CPU profile: one work-item per (batch, query row); q's row, acc and the dot
 over D are `vector<WxT>` chunks in registers (scalars when the layout or the
@@ -35,40 +35,49 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 from xdsl.dialects import arith, memref, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation, SSAValue
 
 from accy.dialects import accy
-from accy.dialects.dense import splat_value
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, numel
+from accy.passes.analyses.attention import AttentionMatch, NoMatch, match_attention
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
+from accy.passes.analyses.reads import read_elsewhere
+from accy.passes.analyses.schedule import AttentionFacts
 from accy.passes.kernelization.combining import vector_total, work_group_size
-from accy.passes.kernelization.evaluate import Expr, literal_elements
+from accy.passes.kernelization.evaluate import Expr
 from accy.passes.kernelization.kernel_builder import KernelBuilder, cmp
 from accy.passes.kernelization.launch import guarded, launch_1d
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
-from accy.passes.kernelization.reads import COL, on_own_row, read_elsewhere, reads_of, row_coords
-from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, strip_row_views, walk_cone
+from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, walk_cone
 
 #: Query rows (work-items) per GPU work-group, at most.
 GPU_QUERY_ROWS = 64
-#: A masked score at or below this is a mask (the decompose pass writes the lowest float).
-MASKED = -1e30
-
 Chunk = tuple[int, int]
 """(offset, width) of a piece of a row of D or Dv elements."""
 
 
 def lower_flash_attention(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
-    """A flash-attention kernel: two dot_generals and the softmax between them."""
+    """A flash-attention kernel: two dot_generals and the softmax between
+    them, as the schedule matched them (`AttentionFacts`), or a named
+    `accy.attention`, matched here on its primitive form by the same matcher."""
     kb = KernelBuilder.for_kernel(kernel, plan, profile)
     with expanded(kernel.ops) as (ops, aliases):
-        fa = _Attention(kb, ops, aliases, kernel.outputs)
+        if isinstance(kernel.facts, AttentionFacts):
+            match = kernel.facts.match
+        else:
+            dots = [op for op in ops if isinstance(op, accy.DotGeneralOp)]
+            if len(dots) != 2:
+                raise Decline(f"a flash attention kernel needs two accy.dot_general, got {len(dots)}")
+            try:
+                match = match_attention(ops, dots[0], dots[1], aliases)
+            except NoMatch as e:
+                raise Decline(str(e)) from None
+        fa = _Attention(kb, ops, aliases, kernel.outputs, match)
         return fa.work_group_per_block() if profile.profile == "gpu" else fa.work_item_per_row()
 
 
@@ -82,22 +91,16 @@ class _Attention:
     """The matched attention (q·kᵀ, score, softmax, ·v) and its kernels."""
 
     def __init__(
-        self, kb: KernelBuilder, ops: list[Operation], aliases: dict[SSAValue, SSAValue], outputs: Sequence[SSAValue]
+        self, kb: KernelBuilder, ops: list[Operation], aliases: dict[SSAValue, SSAValue], outputs: Sequence[SSAValue],
+        match: AttentionMatch,
     ) -> None:
         self.kb, self.ops, self.aliases, self.outputs = kb, ops, aliases, list(outputs)
         self.producer = {r: op for op in ops for r in op.results}
-        dots = [op for op in ops if isinstance(op, accy.DotGeneralOp)]
-        if len(dots) != 2:
-            raise Decline(f"a flash attention kernel needs two accy.dot_general, got {len(dots)}")
-        self.qk, self.pv = dots
-        # Rows are [*batch, Sq] (an `accy.attention` item carries no row facts).
+        self.qk, self.pv, self.score, self.causal = match.qk, match.pv, match.score, match.causal
+        # Rows are [*batch, Sq].
         *rows, self.sk = accy.shape_of(self.qk.result)
         self.rows = tuple(rows)
         self.et = accy.elem_of(self.qk.result)
-        if not accy.is_float(self.et):
-            raise Decline(f"attention over {self.et} is not a float attention")
-        self.score = self._match_softmax(self.pv.lhs)
-        self.causal, self.score = self._match_causal(self.score)
         for out in self.outputs:
             if accy.shape_of(out) != accy.shape_of(self.pv.result):
                 raise Decline(f"output {out.name_hint or out} does not have the attention result's shape")
@@ -113,67 +116,6 @@ class _Attention:
         self.d = accy.shape_of(self.qk.lhs)[lc[0]]
         self.dv = accy.shape_of(self.pv.rhs)[self.v_dims[2]]
         self.inputs = broadcast_accesses(kb, ops)
-
-    # -- matching ------------------------------------------------------------------
-
-    def _resolved(self, v: SSAValue) -> SSAValue:
-        """`v`, or the value of its decomposition if a named op (a named
-        `accy.softmax` between the dots, say) computes it."""
-        while v in self.aliases:
-            v = self.aliases[v]
-        return v
-
-    def _op(self, v: SSAValue, cls: type, what: str) -> Any:
-        op = self.producer.get(self._resolved(v))
-        if not isinstance(op, cls):
-            raise Decline(f"the work between the two dots is not a softmax (no {what})")
-        return op
-
-    def _match_softmax(self, probs: SSAValue) -> SSAValue:
-        """The score s of probs = exp(s - max s) / sum(exp(s - max s))."""
-        div = self._op(probs, accy.DivOp, "division by the row sum")
-        total = self._op(strip_row_views(div.rhs), accy.ReduceOp, "row sum")
-        exp = self._op(div.lhs, accy.ExpOp, "exp")
-        sub = self._op(exp.x, accy.SubOp, "subtracted row max")
-        peak = self._op(strip_row_views(sub.rhs), accy.ReduceOp, "row max")
-        same = self._resolved
-        last = (len(accy.shape_of(probs)) - 1,)
-        if (
-            total.kind.data != "sum"
-            or same(total.x) is not same(div.lhs)
-            or peak.kind.data != "max"
-            or same(peak.x) is not same(sub.lhs)
-            or total.norm_axes() != last
-            or peak.norm_axes() != last
-        ):
-            raise Decline("the work between the two dots is not a softmax (exp(s - max s) / sum)")
-        # The online softmax stands for the row max and sum, and a score for
-        # q·kᵀ at its own (query, key): every read must be there, not along
-        # another dim of equal size.
-        full = (*row_coords(len(self.rows)), COL)
-        reads = reads_of([(probs, full)], self.producer, self.aliases, {peak.result, total.result, self.qk.result})
-        if any(not on_own_row(c, self.rows) for red in (peak, total) for c in reads.get(red.result, ())):
-            raise Decline("the softmax's row max or sum comes back onto the scores along another dim than the key")
-        if any(c != full for c in reads.get(self.qk.result, ())):
-            raise Decline("the scores read q·kᵀ at other coordinates than their own (through a view)")
-        return sub.lhs
-
-    def _match_causal(self, score: SSAValue) -> tuple[bool, SSAValue]:
-        """(True, unmasked score) for select(iota_k > iota_q, lowest, s)."""
-        sel = self.producer.get(self._resolved(score))
-        if not isinstance(sel, accy.SelectOp):
-            return False, score
-        rank = len(accy.shape_of(score))
-        cond = self.producer.get(sel.cond) or sel.cond.owner
-        if not (
-            isinstance(cond, accy.CmpOp)
-            and cond.predicate.data == "gt"
-            and _iota_along(cond.lhs, rank - 1)
-            and _iota_along(cond.rhs, rank - 2)
-            and _splat_at_most(sel.lhs, MASKED)
-        ):
-            return False, score
-        return True, sel.rhs
 
     @staticmethod
     def _free(v: SSAValue, batch: Sequence[int], contract: Sequence[int]) -> int:
@@ -389,25 +331,3 @@ class _Attention:
         kb.if_(kb.lt(mine, self.sq), store)
         return kb.lowered((-(-self.sq // size), max(numel(self.batch_shape), 1), 1), (size, 1, 1))
 
-
-def _iota_along(v: SSAValue, dim: int) -> bool:
-    """`v` is a broadcast along `dim` of the constant 0, 1, 2, ..."""
-    op = v.owner
-    if not isinstance(op, accy.BroadcastOp) or tuple(op.dims.get_values()) != (dim,):
-        return False
-    const = op.x.owner
-    if not isinstance(const, accy.ConstantOp):
-        return False
-    values = literal_elements(const.value)  # the bytes, never a Python list
-    return bool(np.array_equal(values, np.arange(values.size)))
-
-
-def _splat_at_most(v: SSAValue, bound: float) -> bool:
-    """`v` is a splat constant <= bound."""
-    op = v.owner
-    if isinstance(op, accy.BroadcastOp):
-        op = op.x.owner
-    if not isinstance(op, accy.ConstantOp):
-        return False
-    value = splat_value(op.value)
-    return value is not None and float(value) <= bound

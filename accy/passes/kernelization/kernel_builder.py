@@ -39,9 +39,9 @@ from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, is_row_major
 from accy.passes.analyses.bufferization import Buffer, BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
+from accy.passes.analyses.reads import read_elsewhere
 from accy.passes.kernelization.kernel_checks import check_dominance, simplify_kernel
 from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
-from accy.passes.kernelization.reads import read_elsewhere
 
 T = TypeVar("T")
 Anchor = TypeVar("Anchor", bound=Operation)

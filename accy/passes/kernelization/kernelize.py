@@ -67,7 +67,6 @@ from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 from accy.passes.kernelization.reduction import lower_reduction
 from accy.passes.kernelization.row_pipeline import lower_row_pipeline
 from accy.passes.kernelization.scan import lower_scan
-from accy.passes.kernelization.shape import lower_shape
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
 
 Lowering = Callable[[OutlinedKernel, BufferPlan, TargetProfile], LoweredKernel]
@@ -75,7 +74,7 @@ Lowering = Callable[[OutlinedKernel, BufferPlan, TargetProfile], LoweredKernel]
 #: kind -> lowering. Kinds without one (iterate, kernel_call) decline and run on the host reference path.
 LOWERINGS: dict[str, Lowering] = {
     "elementwise": lower_elementwise,
-    "shape": lower_shape,
+    "shape": lower_elementwise,  # a copy is a pointwise kernel of views and concats
     "reduction": lower_reduction,
     "scan": lower_scan,
     "dot_general": lower_dot,

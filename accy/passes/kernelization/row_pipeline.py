@@ -40,12 +40,12 @@ from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, numel
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
+from accy.passes.analyses.reads import COL, ZERO, on_own_row, reads_of, row_coords
 from accy.passes.kernelization.combining import combine, identity, vector_total, work_group_combine, work_group_size
 from accy.passes.kernelization.evaluate import Expr, postorder
 from accy.passes.kernelization.kernel_builder import ELEMENTWISE, VIEWS, KernelBuilder
 from accy.passes.kernelization.launch import guarded, launch_1d
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
-from accy.passes.kernelization.reads import COL, ZERO, on_own_row, reads_of, row_coords
 from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, varying_dims, walk_cone
 
 #: Work-items of a GPU work-group sharing one row (at most).
@@ -54,10 +54,9 @@ GPU_ROW_THREADS = 256
 
 def lower_row_pipeline(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
     """A row-pipeline kernel over the rows the schedule found (`rows`, `row_length`)."""
-    if not kernel.attrs or "rows" not in kernel.attrs:
+    if kernel.facts is None:
         raise Decline("a softmax along another axis than the last has no row form")
-    rows, n = kernel.attrs["rows"], kernel.attrs["row_length"]
-    assert isinstance(rows, tuple) and isinstance(n, int)
+    rows, n = kernel.facts.rows, kernel.facts.row_length
     kb = KernelBuilder.for_kernel(kernel, plan, profile)
     with expanded(kernel.ops) as (ops, aliases):
         rp = RowPipeline(kb, ops, aliases, rows, n, kernel.outputs)

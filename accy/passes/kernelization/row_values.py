@@ -75,14 +75,6 @@ def broadcast_accesses(kb: KernelBuilder, ops: Sequence[Operation]) -> dict[SSAV
     return out
 
 
-def strip_row_views(v: SSAValue) -> SSAValue:
-    """The value under a chain of broadcasts and reshapes (a row value
-    brought back onto the rows)."""
-    while isinstance(v.owner, accy.BroadcastOp | accy.ReshapeOp):
-        v = v.owner.operands[0]
-    return v
-
-
 def walk_cone(
     kb: KernelBuilder, producer: dict[SSAValue, Operation], aliases: dict[SSAValue, SSAValue],
     values: Sequence[SSAValue], record: set[SSAValue], leaves: set[SSAValue],
