@@ -77,6 +77,23 @@ def test_a_module_naming_another_profile_keeps_it_with_the_device_limits(device)
     assert fields["local_mem_bytes"] == device.cl_device.local_mem_size
 
 
+def test_hand_set_sizes_are_kept_through_compile(device):
+    # The check: a module with hand-set tile sizes keeps them through accy.compile.
+    body = EXP_MUL_SUM.format(r=4, c=1024)  # rows long enough for a work-group of 256
+    exe = accy_compile(target_module('profile = "gpu", reduce_threads = 64, dot_tile = 8', body), device=device)
+    fields = compiled_target(exe)
+    assert (fields["profile"], fields["reduce_threads"], fields["dot_tile"]) == ("gpu", 64, 8)
+    reductions = [s for s in exe.program.schedule.steps if isinstance(s, ocl._Launch) and s.kind == "reduction"]
+    assert reductions and all(s.local_size == (64,) for s in reductions)
+    assert "__local float l0[64];" in exe.program.source
+    x = np.random.default_rng(2).standard_normal((4, 1024)).astype(np.float32)
+    s, m = exe(x, x)
+    np.testing.assert_allclose(s, (np.exp(x) * x).sum(1), rtol=1e-4)
+    # The defaults give another kernel: the sizes were not ignored.
+    default = accy_compile(target_module('profile = "gpu"', body), device=device)
+    assert "__local float l0[64];" not in default.program.source
+
+
 @pytest.mark.parametrize(
     ("target", "message"),
     [

@@ -9,17 +9,20 @@ and k are split back into the operands' own coordinates, so any dot_general
 is just index math.
 
 - CPU profile, float, the rhs's last dim is the last free dim and a multiple
-  of the vector width W: each work-item computes a register tile of 4 rows by
-  W columns with four `vector<WxT>` accumulators (an lhs scalar broadcast
-  times an rhs vector, `math.fma`), then runs the epilogue W lanes at a time.
-- GPU profile: 16x16 work-groups; each k step stages a 16x16 tile of each
-  operand in local memory (barriers around it) and every work-item
-  accumulates one output element.
+  of the vector width W: each work-item computes a register tile of R rows by
+  W columns (R the profile's `dot_rows`, 4 by default) with R `vector<WxT>`
+  accumulators (an lhs scalar broadcast times an rhs vector, `math.fma`),
+  then runs the epilogue W lanes at a time.
+- GPU profile: TxT work-groups (T the profile's `dot_tile`, 16 by default,
+  at most what the device's work-group holds); each k step stages a TxT
+  tile of each operand in local memory (barriers around it) and every
+  work-item accumulates one output element.
 - Otherwise: one work-item per output element, a scalar loop over k.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, memref, vector
@@ -37,9 +40,6 @@ from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
 from accy.passes.kernelization.launch import guarded, launch_1d
 from accy.passes.kernelization.lowered import LoweredKernel
-
-TILE_ROWS = 4
-GPU_TILE = 16
 
 
 def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
@@ -148,7 +148,8 @@ class _Dot:
 
     def register_tiles(self) -> LoweredKernel:
         kb, w = self.kb, self.kb.profile.vector_width
-        m_tiles = -(-self.M // TILE_ROWS)
+        tile_rows = kb.profile.dot_rows
+        m_tiles = -(-self.M // tile_rows)
         n_tiles = self.N // w
         total = self.B * m_tiles * n_tiles
         grid, block, padded = launch_1d(total, kb.profile)
@@ -158,29 +159,29 @@ class _Dot:
         def body() -> None:
             bi, mt, nt = kb.delinearize(gid, [self.B, m_tiles, n_tiles])
             bc = kb.delinearize(bi, self.batch_shape)
-            m0, n0 = kb.mul(mt, TILE_ROWS), kb.mul(nt, w)
+            m0, n0 = kb.mul(mt, tile_rows), kb.mul(nt, w)
             # Rows past M (the last tile) read row M-1 and are not stored.
-            rows = [kb.min(kb.add(m0, i), self.M - 1) for i in range(TILE_ROWS)]
+            rows = [kb.min(kb.add(m0, i), self.M - 1) for i in range(tile_rows)]
 
             def step(k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
                 kc = kb.delinearize(k, self.k_shape)
                 bvec = self.b_at(Expr(kb, self.others, w), bc, n0, kc)
                 scalar = Expr(kb, self.others)
                 out = []
-                for i in range(TILE_ROWS):
+                for i in range(tile_rows):
                     a = kb.val(vector.BroadcastOp(self.a_at(scalar, bc, rows[i], kc), vt))
                     out.append(self.fma(a, bvec, acc[i]))
                 return out
 
-            accs = kb.for_(0, self.K, 1, [kb.const(0, vt)] * TILE_ROWS, step)
-            for i in range(TILE_ROWS):
+            accs = kb.for_(0, self.K, 1, [kb.const(0, vt)] * tile_rows, step)
+            for i in range(tile_rows):
                 m = kb.add(m0, i)
 
                 def store(i: int = i, m: SSAValue = m) -> list[SSAValue]:
                     self.finish(self.out_coords(bc, m, n0), accs[i], w)
                     return []
 
-                if self.M % TILE_ROWS == 0:
+                if self.M % tile_rows == 0:
                     store()
                 else:
                     kb.if_(kb.lt(m, self.M), store)
@@ -191,7 +192,8 @@ class _Dot:
     # -- GPU: local-memory tiles ------------------------------------------------
 
     def local_tiles(self) -> LoweredKernel:
-        kb, t = self.kb, GPU_TILE
+        # The profile's tile edge, at most what a work-group of t x t items may hold.
+        kb, t = self.kb, min(self.kb.profile.dot_tile, math.isqrt(self.kb.profile.max_work_group_size))
         st = buffer_element_type(self.et)
         a_tile = kb.local_array(t * t, st, workgroup=True)
         b_tile = kb.local_array(t * t, st, workgroup=True)

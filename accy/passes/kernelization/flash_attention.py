@@ -55,8 +55,6 @@ from accy.passes.kernelization.launch import guarded, launch_1d
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
 from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, walk_cone
 
-#: Query rows (work-items) per GPU work-group, at most.
-GPU_QUERY_ROWS = 64
 Chunk = tuple[int, int]
 """(offset, width) of a piece of a row of D or Dv elements."""
 
@@ -263,7 +261,7 @@ class _Attention:
 
     def work_group_per_block(self) -> LoweredKernel:
         kb, et = self.kb, self.et
-        size = work_group_size(self.sq, GPU_QUERY_ROWS, kb.profile)
+        size = work_group_size(self.sq, kb.profile.query_rows, kb.profile)
         while size > 1 and size * (self.d + self.dv) * element_bytes(et) > kb.profile.local_mem_bytes:
             size //= 2
         if size * (self.d + self.dv) * element_bytes(et) > kb.profile.local_mem_bytes:

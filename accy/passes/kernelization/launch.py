@@ -15,10 +15,12 @@ from accy.passes.kernelization.kernel_builder import KernelBuilder
 
 def launch_1d(total: int, profile: TargetProfile, local: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
     """Work-groups and work-group size covering `total` work-items in x
-    (the kernel guards ids >= total). Returns (grid, block, padded total)."""
+    (the kernel guards ids >= total); work-groups of `local` work-items, by
+    default the profile's `group_size`, at most the device's limit and
+    `total`. Returns (grid, block, padded total)."""
     total = max(total, 1)
     if local is None:
-        local = 256 if profile.profile == "gpu" else 64
+        local = profile.group_size
     local = max(1, min(local, profile.max_work_group_size, total))
     groups = -(-total // local)
     return (groups, 1, 1), (local, 1, 1), groups * local

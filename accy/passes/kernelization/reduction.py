@@ -3,12 +3,13 @@ with the elementwise prologue that feeds it and the epilogue that consumes
 its result fused in, as the work item lists them.
 
 Every accumulator (a vector lane, a work-item's share) takes at most
-`LANE_CHUNK` elements: a float32 sum of n values drifts by up to n ulp, and
+`reduce_chunk` elements (a field of the target profile, 256 by default):
+a float32 sum of n values drifts by up to n ulp, and
 the mean of 10^7 values summed in one accumulator is off by 1e-3. A
 reduction of more elements per output than one chunk (`_Reduction.chunk`)
 is split in two launches: the first computes one partial result per
 (output, chunk) into a scratch buffer, in parallel over all of them; the
-second combines each output's partials in blocks of `LANE_CHUNK` (a sum of
+second combines each output's partials in blocks of `reduce_chunk` (a sum of
 sums of sums), then runs the epilogue. So a full reduction of 10^8 elements
 is both parallel and within a few ulp of a float64 sum.
 
@@ -54,11 +55,6 @@ from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_ker
 from accy.passes.kernelization.launch import guarded, launch_1d
 from accy.passes.kernelization.lowered import LoweredKernel, Scratch
 
-#: Work-items of a GPU work-group sharing one output element (at most).
-GPU_REDUCE_THREADS = 256
-#: Elements one accumulator (a vector lane, a work-item's share, a block of partials) takes at most.
-LANE_CHUNK = 256
-
 
 def lower_reduction(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
     """A reduction kernel: one `accy.reduce` and the work fused around it."""
@@ -95,9 +91,9 @@ class _Reduction:
             and vectorizable(self.prologue, kb)
             and (accy.is_float(self.et) or self.kind in ("sum", "prod", "mean"))
         )
-        self.threads = work_group_size(self.count, GPU_REDUCE_THREADS, self.profile)
+        self.threads = work_group_size(self.count, self.profile.reduce_threads, self.profile)
         lanes = self.threads if self.gpu else self.width if self.use_vector else 1
-        self.chunk = lanes * LANE_CHUNK
+        self.chunk = lanes * self.profile.reduce_chunk
         """Reduced elements per output that one launch takes (per work-item on the CPU, per work-group on the GPU)."""
 
     def _full(self, reduced: list[SSAValue], kept: list[SSAValue]) -> list[SSAValue]:
@@ -279,8 +275,8 @@ class _Reduction:
         self, kb: KernelBuilder, partials: SSAValue, base: SSAValue, lo: SSAValue | int, hi: int, step: int
     ) -> SSAValue:
         """partials[base + i] for i = lo, lo+step, ... < hi, combined in
-        blocks of LANE_CHUNK (each block's total into the running one)."""
-        span = step * LANE_CHUNK
+        blocks of the profile's `reduce_chunk` (each block's total into the running one)."""
+        span = step * self.profile.reduce_chunk
 
         def block(b: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             def one(i: SSAValue, inner: list[SSAValue]) -> list[SSAValue]:
@@ -306,7 +302,7 @@ class _Reduction:
 
     def _totals_gpu(self, partials: SSAValue, parts: int) -> LoweredKernel:
         kb = self.kb
-        threads = work_group_size(parts, GPU_REDUCE_THREADS, self.profile)
+        threads = work_group_size(parts, self.profile.reduce_threads, self.profile)
         group = kb.group_id()
         kept = kb.delinearize(group, self.out_shape)
         base = kb.mul(group, parts)

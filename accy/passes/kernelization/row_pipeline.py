@@ -48,9 +48,6 @@ from accy.passes.kernelization.launch import guarded, launch_1d
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
 from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, varying_dims, walk_cone
 
-#: Work-items of a GPU work-group sharing one row (at most).
-GPU_ROW_THREADS = 256
-
 
 def lower_row_pipeline(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
     """A row-pipeline kernel over the rows the schedule found (`rows`, `row_length`)."""
@@ -319,7 +316,7 @@ class RowPipeline:
 
     def work_group_per_row(self) -> LoweredKernel:
         kb = self.kb
-        size = work_group_size(self.n, GPU_ROW_THREADS, kb.profile)
+        size = work_group_size(self.n, kb.profile.row_threads, kb.profile)
         scratch_bytes = size * sum(element_bytes(accy.elem_of(r.x)) for r in self.reduces)
         if scratch_bytes > kb.profile.local_mem_bytes:
             raise Decline(f"{scratch_bytes} bytes of local memory for the row totals exceed the device's")

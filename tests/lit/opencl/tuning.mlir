@@ -1,0 +1,44 @@
+// RUN: accy-opt %s -p 'set-target{profile=gpu},kernelize' -t opencl | filecheck %s --check-prefix=DEFAULT
+// RUN: accy-opt %s -p 'set-target{profile=gpu reduce_threads=64},kernelize' -t opencl | filecheck %s --check-prefix=THREADS
+// RUN: accy-opt %s -p 'set-target{profile=gpu reduce_threads=64},kernelize' | filecheck %s --check-prefix=KEPT
+// RUN: accy-opt %s -p 'set-target{profile=gpu dot_tile=8},kernelize' -t opencl | filecheck %s --check-prefix=TILE
+// RUN: accy-opt %s -p 'set-target{group_size=8},kernelize' | filecheck %s --check-prefix=GROUP
+// Tile and work-group sizes are target fields with the profile's defaults:
+// setting one by hand changes the kernels, and the module keeps it.
+
+builtin.module {
+  func.func @main(%x: tensor<4x1024xf32>, %a: tensor<32x32xf32>) -> (tensor<4xf32>, tensor<32x32xf32>) {
+    %s = "accy.reduce"(%x) <{kind = "sum", axes = array<i64: 1>}> : (tensor<4x1024xf32>) -> tensor<4xf32>
+    %d = "accy.dot_general"(%a, %a) <{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>}> : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    func.return %s, %d : tensor<4xf32>, tensor<32x32xf32>
+  }
+}
+
+// A work-group of reduce_threads work-items shares each output (default 256).
+// DEFAULT: // kind: reduction
+// DEFAULT: __local float l0[256];
+// DEFAULT: // kind: dot_general
+// DEFAULT: __local float l0[256];
+// DEFAULT-NEXT: __local float l1[256];
+
+// THREADS: // kind: reduction
+// THREADS: __local float l0[64];
+// THREADS: // kind: dot_general
+// THREADS: __local float l0[256];
+
+// KEPT: accy.target = #accy.target<profile = "gpu", reduce_threads = 64>
+// KEPT: "gpu.launch_func"(%{{.*}}) <{kernel = @kernels::@main_k{{[0-9]+}}_reduction
+
+// The GPU dot stages dot_tile x dot_tile tiles of each operand (default 16).
+// TILE: // kind: dot_general
+// TILE: __local float l0[64];
+// TILE-NEXT: __local float l1[64];
+
+// One-work-item-per-tile kernels get work-groups of group_size items (CPU
+// default 64): the dot's 16 register tiles run as 2 groups of 8, not 1 of 16.
+// GROUP: accy.target = #accy.target<group_size = 8>
+// GROUP: %[[GRID:.*]] = arith.constant 2 : index
+// GROUP-NEXT: arith.constant 1 : index
+// GROUP-NEXT: arith.constant 1 : index
+// GROUP-NEXT: %[[BLOCK:.*]] = arith.constant 8 : index
+// GROUP: "gpu.launch_func"(%[[GRID]], %{{.*}}, %{{.*}}, %[[BLOCK]], {{.*}}@main_k1_dot_general
