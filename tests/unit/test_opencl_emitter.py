@@ -19,7 +19,11 @@ LIT = Path(__file__).parents[1] / "lit" / "opencl"
 
 
 def _context():
-    devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    from accy.runtime.opencl import opencl_devices
+
+    # Through the runtime, so that PoCL starts with accy's private cache folder
+    # (test_opencl_runtime checks that folder in the same process).
+    devices = opencl_devices()
     if not devices:
         pytest.skip("no OpenCL device")
     return cl.Context([devices[0]])
