@@ -54,7 +54,7 @@ def lower_elementwise(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetP
     return kb.lowered(grid, block)
 
 
-class _Group:
+class _SameShapeOutputs:
     """The outputs of one shape, and how work-items map onto them."""
 
     def __init__(
@@ -97,14 +97,14 @@ class _Group:
 
 def _plan_group(
     kb: KernelBuilder, kernel: OutlinedKernel, shape: tuple[int, ...], outs: list[SSAValue], width: int
-) -> _Group:
+) -> _SameShapeOutputs:
     if not vectorizable(kernel.ops, kb):
         # Views inside the chain: coordinates stay in the outputs' own shape.
-        return _Group(kb, kernel.ops, list(shape), outs, kb.access, 1)
+        return _SameShapeOutputs(kb, kernel.ops, list(shape), outs, kb.access, 1)
     # No inner views: every input has the outputs' shape, so the dims can be
     # merged wherever all buffers allow it.
     leaves = [v for v in kb.access if accy.shape_of(v) == shape]
     new_shape, strides = collapse(shape, [kb.access[v].strides for v in leaves])
     access = {v: Access(kb.access[v].arg, kb.access[v].offset, tuple(s), kb.access[v].element_type)
               for v, s in zip(leaves, strides, strict=False)}
-    return _Group(kb, kernel.ops, new_shape, outs, access, width)
+    return _SameShapeOutputs(kb, kernel.ops, new_shape, outs, access, width)

@@ -1,10 +1,11 @@
 """The kernel builder: one `gpu.func @<name> kernel` per lowered work item.
 
 Its arguments are the kernel's buffers (flat 1-D memrefs, i1 stored as i8),
-placed by the buffer plan; its body is built by appending ops at the
-builder's insertion point, with helpers for index math, constants (hoisted
-to the top of the kernel), `scf.for` / `scf.if` regions and loads/stores
-through a value's `Access` (offset + strides: a view is index math, never a
+placed by the buffer plan; its body is built through xDSL's `Builder` at
+an `InsertPoint` (before the return, or at the end of a region's block),
+with helpers for index math, constants (hoisted to the top of the
+kernel), `scf.for` / `scf.if` regions and loads/stores through a value's
+`Access` (offset + strides: a view is index math, never a
 copy). A lowering starts from `KernelBuilder.for_kernel` (or
 `anchored_kernel`, for kinds built around one anchor op such as a
 reduction) and ends with `KernelBuilder.lowered`, which checks and tidies
@@ -14,10 +15,12 @@ the kernel (`kernel_checks`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from xdsl.builder import Builder
 from xdsl.dialects import arith, gpu, memref, scf, vector
 from xdsl.dialects.builtin import (
     FloatAttr,
@@ -31,6 +34,7 @@ from xdsl.dialects.builtin import (
     i8,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from accy.dialects import accy
 from accy.dialects.host import WORKGROUP, buffer_element_type
@@ -142,9 +146,11 @@ class KernelBuilder:
             ref = self.plan.refs[v]
             arg = entry.args[arg_of[ref.buffer]]
             self.access[v] = Access(arg, ref.offset, tuple(ref.strides), accy.elem_of(v))
-        self.block = entry
-        self._anchor = gpu.ReturnOp([])
-        entry.add_op(self._anchor)
+        # Ops go before the kernel's return; regions move the insertion point
+        # into their blocks and back (`_into`).
+        returned = gpu.ReturnOp([])
+        entry.add_op(returned)
+        self.builder = Builder(InsertPoint.before(returned))
         self._consts: dict[tuple[Any, Attribute], SSAValue] = {}
         # Loads made in the current block since the last store to their buffer
         # (xDSL's CSE leaves vector.load alone: it declares no memory effect),
@@ -168,11 +174,22 @@ class KernelBuilder:
             # A load made before a write may not stand for one made after it.
             written = op.operands[1] if not isinstance(op, gpu.BarrierOp) else None
             self._loads = {k: v for k, v in self._loads.items() if written is not None and k[1] is not written}
-        if self.block is self.func.body.block:
-            self.block.insert_op_before(op, self._anchor)
-        else:
-            self.block.add_op(op)
-        return op
+        return self.builder.insert(op)
+
+    @property
+    def block(self) -> Block:
+        """The block ops are inserted into now."""
+        return self.builder.insertion_point.block
+
+    @contextmanager
+    def _into(self, block: Block) -> Iterator[None]:
+        """Inserts at the end of `block` (a region's body) until the with-block ends."""
+        outer = self.builder.insertion_point
+        self.builder.insertion_point = InsertPoint.at_end(block)
+        try:
+            yield
+        finally:
+            self.builder.insertion_point = outer
 
     def val(self, op: Operation) -> SSAValue:
         return self.op(op).results[0]
@@ -391,10 +408,8 @@ class KernelBuilder:
         block = Block(arg_types=[IndexType(), *[v.type for v in inits]])
         loop = scf.ForOp(lo, hi, step, list(inits), Region(block))
         self.op(loop)
-        outer, self.block = self.block, block
-        results = body(block.args[0], list(block.args[1:]))
-        self.op(scf.YieldOp(*results))
-        self.block = outer
+        with self._into(block):
+            self.op(scf.YieldOp(*body(block.args[0], list(block.args[1:]))))
         return list(loop.results)
 
     def if_(
@@ -408,11 +423,9 @@ class KernelBuilder:
         blocks = [Block(), Block()] if else_ is not None or result_types else [Block()]
         op = scf.IfOp(cond, list(result_types), Region(blocks[0]), Region(blocks[1]) if len(blocks) > 1 else None)
         self.op(op)
-        outer = self.block
         for blk, fn in zip(blocks, (then, else_ or (lambda: [])), strict=False):
-            self.block = blk
-            self.op(scf.YieldOp(*fn()))
-        self.block = outer
+            with self._into(blk):
+                self.op(scf.YieldOp(*fn()))
         return list(op.results)
 
     # -- memory --------------------------------------------------------------
