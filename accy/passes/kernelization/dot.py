@@ -38,7 +38,7 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
-from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.launch import work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel
 
 
@@ -115,10 +115,7 @@ class _Dot:
     def per_element(self) -> LoweredKernel:
         kb = self.kb
         total = self.B * self.M * self.N
-        grid, block, padded = launch_1d(total, kb.profile)
-        gid = kb.global_id()
-
-        def body() -> None:
+        def body(gid: SSAValue) -> None:
             bi, m, n = kb.delinearize(gid, [self.B, self.M, self.N])
             bc = kb.delinearize(bi, self.batch_shape)
 
@@ -130,8 +127,7 @@ class _Dot:
             total_ = kb.for_(0, self.K, 1, [kb.const(0, self.et)], step)[0]
             self.finish(self.out_coords(bc, m, n), total_)
 
-        guarded(kb, gid, total, padded, body)
-        return kb.lowered(grid, block)
+        return work_item_per(kb, total, body)
 
     # -- CPU: register tiles -------------------------------------------------
 
@@ -152,11 +148,8 @@ class _Dot:
         m_tiles = -(-self.M // tile_rows)
         n_tiles = self.N // w
         total = self.B * m_tiles * n_tiles
-        grid, block, padded = launch_1d(total, kb.profile)
         vt = VectorType(self.et, [w])
-        gid = kb.global_id()
-
-        def body() -> None:
+        def body(gid: SSAValue) -> None:
             bi, mt, nt = kb.delinearize(gid, [self.B, m_tiles, n_tiles])
             bc = kb.delinearize(bi, self.batch_shape)
             m0, n0 = kb.mul(mt, tile_rows), kb.mul(nt, w)
@@ -186,8 +179,7 @@ class _Dot:
                 else:
                     kb.if_(kb.lt(m, self.M), store)
 
-        guarded(kb, gid, total, padded, body)
-        return kb.lowered(grid, block)
+        return work_item_per(kb, total, body)
 
     # -- GPU: local-memory tiles ------------------------------------------------
 
@@ -235,4 +227,4 @@ class _Dot:
 
         kb.if_(kb.val(arith.AndIOp(m_ok, n_ok)), store)
         grid = (-(-self.N // t), -(-self.M // t), max(self.B, 1))
-        return kb.lowered(grid, (t, t, 1))
+        return kb.lowered(grid, (t, t, 1), states_block=True)

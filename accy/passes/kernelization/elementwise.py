@@ -32,7 +32,7 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import Access, KernelBuilder, collapse
-from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.launch import guarded, work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel
 
 
@@ -47,11 +47,12 @@ def lower_elementwise(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetP
         groups.setdefault(accy.shape_of(out), []).append(out)
     plans = [_plan_group(kb, kernel, shape, outs, width) for shape, outs in groups.items()]
     total = max(p.count for p in plans)
-    grid, block, padded = launch_1d(total, profile)
-    gid = kb.global_id()
-    for p in plans:
-        guarded(kb, gid, p.count, padded, lambda p=p: p.emit(gid))
-    return kb.lowered(grid, block)
+
+    def body(gid: SSAValue) -> None:
+        for p in plans:
+            guarded(kb, gid, p.count, total, lambda p=p: p.emit(gid))
+
+    return work_item_per(kb, total, body)
 
 
 class _SameShapeOutputs:

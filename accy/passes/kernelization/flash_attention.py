@@ -51,7 +51,7 @@ from accy.passes.analyses.schedule import AttentionFacts
 from accy.passes.kernelization.combining import vector_total, work_group_size
 from accy.passes.kernelization.evaluate import Expr
 from accy.passes.kernelization.kernel_builder import KernelBuilder, cmp
-from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.launch import work_item_per
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
 from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, walk_cone
 
@@ -237,10 +237,7 @@ class _Attention:
         wd, wv = self.widths(from_local=False)
         d_chunks, dv_chunks = chunks(self.d, wd), chunks(self.dv, wv)
         total = numel(self.rows)
-        grid, block, padded = launch_1d(total, kb.profile)
-        gid = kb.global_id()
-
-        def body() -> None:
+        def body(gid: SSAValue) -> None:
             row = kb.delinearize(gid, self.rows)
             bc, i = row[:-1], row[-1]
             q = [((d0, w), self.q_at(bc, i, d0, w)) for d0, w in d_chunks]
@@ -254,8 +251,7 @@ class _Attention:
             final = kb.for_(0, self.key_end(i), 1, self.init(dv_chunks), key)
             self.store(bc, i, dv_chunks, final)
 
-        guarded(kb, gid, total, padded, body)
-        return kb.lowered(grid, block)
+        return work_item_per(kb, total, body)
 
     # -- GPU: a work-group per block of query rows, K/V tiles in local memory --------------
 
@@ -327,5 +323,5 @@ class _Attention:
             return []
 
         kb.if_(kb.lt(mine, self.sq), store)
-        return kb.lowered((-(-self.sq // size), max(numel(self.batch_shape), 1), 1), (size, 1, 1))
+        return kb.lowered((-(-self.sq // size), max(numel(self.batch_shape), 1), 1), (size, 1, 1), states_block=True)
 

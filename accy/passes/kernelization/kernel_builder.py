@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from xdsl.builder import Builder
 from xdsl.dialects import arith, gpu, memref, scf, vector
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     FloatAttr,
     FunctionType,
     IndexType,
@@ -32,6 +33,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     VectorType,
     i8,
+    i32,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -194,9 +196,16 @@ class KernelBuilder:
     def val(self, op: Operation) -> SSAValue:
         return self.op(op).results[0]
 
-    def lowered(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> LoweredKernel:
+    def lowered(
+        self, grid: tuple[int, int, int], block: tuple[int, int, int], states_block: bool = False
+    ) -> LoweredKernel:
         """The finished kernel (tidied by `simplify_kernel`) with its launch
-        sizes; its SSA dominance is checked as built and once tidied."""
+        sizes; its SSA dominance is checked as built and once tidied. A
+        kernel whose result depends on its work-group size (local memory,
+        barriers, local ids) `states_block`: `gpu.known_block_size`, which
+        the runtime launches it with."""
+        if states_block:
+            self.func.known_block_size = DenseArrayBase.from_list(i32, block)
         check_dominance(self.func, "as the lowering built it")
         simplify_kernel(self.func)
         check_dominance(self.func, "after simplify_kernel")

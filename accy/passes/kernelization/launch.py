@@ -1,6 +1,11 @@
-"""Launch shapes shared by the lowerings: a 1-D launch of one work-item per
-unit of work (`launch_1d`, with `guarded` for the padding) and the loop
-skeletons built on it.
+"""Launch shapes shared by the lowerings, the two skeletons every kernel is
+built on: one work-item per unit of work (`work_item_per`: a row, an output
+element, a register tile, a query row; a 1-D launch from `launch_1d`, the
+padding `guarded`), the CPU profile's shape and the GPU's for pointwise
+work; and one work-group per unit of work (`work_group_per`: work-items
+that cooperate through local memory and barriers on a row or an output),
+whose work-group size the kernel states (`gpu.known_block_size`), since
+its result depends on it.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from xdsl.ir import SSAValue
 
 from accy.dialects.target import TargetProfile
 from accy.passes.kernelization.kernel_builder import KernelBuilder
+from accy.passes.kernelization.lowered import LoweredKernel
 
 
 def launch_1d(total: int, profile: TargetProfile, local: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
@@ -37,3 +43,22 @@ def guarded(kb: KernelBuilder, gid: SSAValue, total: int, padded: int, body: Cal
         return []
 
     kb.if_(kb.lt(gid, total), then)
+
+
+def work_item_per(kb: KernelBuilder, total: int, body: Callable[[SSAValue], None]) -> LoweredKernel:
+    """The finished kernel of `total` work-items, `body(id)` building what
+    work-item `id` (0 <= id < total) does; the work-group size is free."""
+    grid, block, padded = launch_1d(total, kb.profile)
+    gid = kb.global_id()
+    guarded(kb, gid, total, padded, lambda: body(gid))
+    return kb.lowered(grid, block)
+
+
+def work_group_per(
+    kb: KernelBuilder, groups: int, threads: int, body: Callable[[SSAValue, SSAValue], None]
+) -> LoweredKernel:
+    """The finished kernel of `groups` work-groups of `threads` work-items,
+    `body(group, tid)` building what work-item `tid` of work-group `group`
+    does; the kernel states its work-group size."""
+    body(kb.group_id(), kb.local_id())
+    return kb.lowered((max(groups, 1), 1, 1), (threads, 1, 1), states_block=True)

@@ -52,7 +52,7 @@ from accy.passes.kernelization.combining import (
 )
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
-from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.launch import work_group_per, work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel, Scratch
 
 
@@ -169,41 +169,43 @@ class _Reduction:
 
     def work_item_per_output(self) -> LoweredKernel:
         kb = self.kb
-        grid, block, padded = launch_1d(self.n_out, kb.profile)
-        gid = kb.global_id()
-
-        def body() -> None:
+        def body(gid: SSAValue) -> None:
             kept = kb.delinearize(gid, self.out_shape)
             self._finish(kb, kept, self._accumulate_all(kb, kept))
 
-        guarded(kb, gid, self.n_out, padded, body)
-        return kb.lowered(grid, block)
+        return work_item_per(kb, self.n_out, body)
 
     def _work_group_share(
-        self, kb: KernelBuilder, threads: int, shares: Callable[[SSAValue], SSAValue],
-        finish: Callable[[SSAValue], None],
-    ) -> None:
-        """Each of `threads` work-items' share (`shares(tid)`) combined by a
-        tree in local memory; work-item 0 hands the total to `finish`."""
+        self, kb: KernelBuilder, groups: int, threads: int,
+        work: Callable[[SSAValue, SSAValue], tuple[SSAValue, Callable[[SSAValue], None]]],
+    ) -> LoweredKernel:
+        """One work-group of `threads` work-items per unit 0..groups-1:
+        `work(group, tid)` gives each work-item's share and what to do with
+        the total; the shares are combined by a tree in local memory and
+        work-item 0 hands the total on."""
         scratch = kb.local_array(threads, buffer_element_type(self.et), workgroup=True)
-        tid = kb.local_id()
-        work_group_tree(kb, self.kind, shares(tid), scratch, tid, threads)
 
-        def first() -> list[SSAValue]:
-            finish(work_group_total(kb, scratch))
-            return []
+        def body(group: SSAValue, tid: SSAValue) -> None:
+            share, finish = work(group, tid)
+            work_group_tree(kb, self.kind, share, scratch, tid, threads)
 
-        kb.if_(kb.lt(tid, 1), first)
+            def first() -> list[SSAValue]:
+                finish(work_group_total(kb, scratch))
+                return []
+
+            kb.if_(kb.lt(tid, 1), first)
+
+        return work_group_per(kb, groups, threads, body)
 
     def work_group_per_output(self) -> LoweredKernel:
         kb = self.kb
-        kept = kb.delinearize(kb.group_id(), self.out_shape)
-        self._work_group_share(
-            kb, self.threads,
-            lambda tid: self._scalar_accumulate(kb, kept, tid, self.count, self.threads, self._init(kb)),
-            lambda total: self._finish(kb, kept, total),
-        )
-        return kb.lowered((max(self.n_out, 1), 1, 1), (self.threads, 1, 1))
+
+        def work(group: SSAValue, tid: SSAValue) -> tuple[SSAValue, Callable[[SSAValue], None]]:
+            kept = kb.delinearize(group, self.out_shape)
+            share = self._scalar_accumulate(kb, kept, tid, self.count, self.threads, self._init(kb))
+            return share, lambda total: self._finish(kb, kept, total)
+
+        return self._work_group_share(kb, self.n_out, self.threads, work)
 
     # -- two launches: partials per (output, chunk), then their totals -------------
 
@@ -249,27 +251,21 @@ class _Reduction:
 
     def _partials_cpu(self, kb: KernelBuilder, out: SSAValue, parts: int) -> LoweredKernel:
         total = self.n_out * parts
-        grid, block, padded = launch_1d(total, kb.profile)
-        gid = kb.global_id()
-
-        def body() -> None:
+        def body(gid: SSAValue) -> None:
             kept = kb.delinearize(kb.div(gid, parts), self.out_shape)
             kb.op(memref.StoreOp.get(self._chunk_of(kb, kept, kb.rem(gid, parts)), out, [gid]))
 
-        guarded(kb, gid, total, padded, body)
-        return kb.lowered(grid, block)
+        return work_item_per(kb, total, body)
 
     def _partials_gpu(self, kb: KernelBuilder, out: SSAValue, parts: int) -> LoweredKernel:
-        group = kb.group_id()
-        kept = kb.delinearize(kb.div(group, parts), self.out_shape)
-        lo = kb.mul(kb.rem(group, parts), self.chunk)
-        hi = kb.min(kb.add(lo, self.chunk), self.count)
-        self._work_group_share(
-            kb, self.threads,
-            lambda tid: self._scalar_accumulate(kb, kept, kb.add(lo, tid), hi, self.threads, self._init(kb)),
-            lambda partial: kb.op(memref.StoreOp.get(partial, out, [group])),
-        )
-        return kb.lowered((self.n_out * parts, 1, 1), (self.threads, 1, 1))
+        def work(group: SSAValue, tid: SSAValue) -> tuple[SSAValue, Callable[[SSAValue], None]]:
+            kept = kb.delinearize(kb.div(group, parts), self.out_shape)
+            lo = kb.mul(kb.rem(group, parts), self.chunk)
+            hi = kb.min(kb.add(lo, self.chunk), self.count)
+            share = self._scalar_accumulate(kb, kept, kb.add(lo, tid), hi, self.threads, self._init(kb))
+            return share, lambda partial: kb.op(memref.StoreOp.get(partial, out, [group]))
+
+        return self._work_group_share(kb, self.n_out * parts, self.threads, work)
 
     def _blocked_sum_of_partials(
         self, kb: KernelBuilder, partials: SSAValue, base: SSAValue, lo: SSAValue | int, hi: int, step: int
@@ -290,24 +286,19 @@ class _Reduction:
 
     def _totals_cpu(self, partials: SSAValue, parts: int) -> LoweredKernel:
         kb = self.kb
-        grid, block, padded = launch_1d(self.n_out, kb.profile)
-        gid = kb.global_id()
-
-        def body() -> None:
+        def body(gid: SSAValue) -> None:
             total = self._blocked_sum_of_partials(kb, partials, kb.mul(gid, parts), 0, parts, 1)
             self._finish(kb, kb.delinearize(gid, self.out_shape), total)
 
-        guarded(kb, gid, self.n_out, padded, body)
-        return kb.lowered(grid, block)
+        return work_item_per(kb, self.n_out, body)
 
     def _totals_gpu(self, partials: SSAValue, parts: int) -> LoweredKernel:
         kb = self.kb
         threads = work_group_size(parts, self.profile.reduce_threads, self.profile)
-        group = kb.group_id()
-        kept = kb.delinearize(group, self.out_shape)
-        base = kb.mul(group, parts)
-        self._work_group_share(
-            kb, threads, lambda tid: self._blocked_sum_of_partials(kb, partials, base, tid, parts, threads),
-            lambda total: self._finish(kb, kept, total),
-        )
-        return kb.lowered((max(self.n_out, 1), 1, 1), (threads, 1, 1))
+
+        def work(group: SSAValue, tid: SSAValue) -> tuple[SSAValue, Callable[[SSAValue], None]]:
+            kept = kb.delinearize(group, self.out_shape)
+            share = self._blocked_sum_of_partials(kb, partials, kb.mul(group, parts), tid, parts, threads)
+            return share, lambda total: self._finish(kb, kept, total)
+
+        return self._work_group_share(kb, self.n_out, threads, work)

@@ -44,7 +44,7 @@ from accy.passes.analyses.reads import COL, ZERO, on_own_row, reads_of, row_coor
 from accy.passes.kernelization.combining import combine, identity, vector_total, work_group_combine, work_group_size
 from accy.passes.kernelization.evaluate import Expr, postorder
 from accy.passes.kernelization.kernel_builder import ELEMENTWISE, VIEWS, KernelBuilder
-from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.launch import work_group_per, work_item_per
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
 from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, varying_dims, walk_cone
 
@@ -267,10 +267,7 @@ class RowPipeline:
     def work_item_per_row(self) -> LoweredKernel:
         kb = self.kb
         total = numel(self.rows)
-        grid, block, padded = launch_1d(total, kb.profile)
-        gid = kb.global_id()
-
-        def body() -> None:
+        def body(gid: SSAValue) -> None:
             row = kb.delinearize(gid, self.rows)
             for reds in self.levels:
                 width = self._width([r.x for r in reds], all(accy.is_float(accy.elem_of(r.x)) for r in reds))
@@ -300,8 +297,7 @@ class RowPipeline:
                 self._sweep(width, [], [], write)
             self.store_row_outputs(self.outputs, row)
 
-        guarded(kb, gid, total, padded, body)
-        return kb.lowered(grid, block)
+        return work_item_per(kb, total, body)
 
     def _width(self, values: Sequence[SSAValue], float_only: bool) -> int:
         w = self.kb.profile.vector_width
@@ -321,33 +317,35 @@ class RowPipeline:
         if scratch_bytes > kb.profile.local_mem_bytes:
             raise Decline(f"{scratch_bytes} bytes of local memory for the row totals exceed the device's")
         scratch = {r: kb.local_array(size, buffer_element_type(accy.elem_of(r.x)), workgroup=True) for r in self.reduces}
-        tid = kb.local_id()
-        row = kb.delinearize(kb.group_id(), self.rows)
-        for reds in self.levels:
-            self._prepare(row, [r.x for r in reds], 1)
 
-            def step(c: SSAValue, acc: list[SSAValue], reds: list[accy.ReduceOp] = reds) -> list[SSAValue]:
-                e = self.expr(1)
-                return [combine(kb, r.kind.data, a, e.at(r.x, [*row, c])) for r, a in zip(reds, acc, strict=True)]
+        def body(group: SSAValue, tid: SSAValue) -> None:
+            row = kb.delinearize(group, self.rows)
+            for reds in self.levels:
+                self._prepare(row, [r.x for r in reds], 1)
 
-            inits = [kb.const(identity(r.kind.data, accy.elem_of(r.x)), accy.elem_of(r.x)) for r in reds]
-            shares = kb.for_(tid, self.n, size, inits, step)
-            totals = [work_group_combine(kb, r.kind.data, s, scratch[r], tid, size) for r, s in zip(reds, shares, strict=True)]
-            self.finish_level(reds, totals)
-        full = [o for o in self.outputs if self.domain(o) == "full"]
-        if full:
-            self._prepare(row, full, 1)
+                def step(c: SSAValue, acc: list[SSAValue], reds: list[accy.ReduceOp] = reds) -> list[SSAValue]:
+                    e = self.expr(1)
+                    return [combine(kb, r.kind.data, a, e.at(r.x, [*row, c])) for r, a in zip(reds, acc, strict=True)]
 
-            def write(c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-                self.expr(1).store(full, [*row, c])
-                return []
+                inits = [kb.const(identity(r.kind.data, accy.elem_of(r.x)), accy.elem_of(r.x)) for r in reds]
+                shares = kb.for_(tid, self.n, size, inits, step)
+                totals = [work_group_combine(kb, r.kind.data, s, scratch[r], tid, size) for r, s in zip(reds, shares, strict=True)]
+                self.finish_level(reds, totals)
+            full = [o for o in self.outputs if self.domain(o) == "full"]
+            if full:
+                self._prepare(row, full, 1)
 
-            kb.for_(tid, self.n, size, [], write)
-        if any(self.domain(o) == "row" for o in self.outputs):
+                def write(c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                    self.expr(1).store(full, [*row, c])
+                    return []
 
-            def first() -> list[SSAValue]:
-                self.store_row_outputs(self.outputs, row)
-                return []
+                kb.for_(tid, self.n, size, [], write)
+            if any(self.domain(o) == "row" for o in self.outputs):
 
-            kb.if_(kb.lt(tid, 1), first)
-        return kb.lowered((max(numel(self.rows), 1), 1, 1), (size, 1, 1))
+                def first() -> list[SSAValue]:
+                    self.store_row_outputs(self.outputs, row)
+                    return []
+
+                kb.if_(kb.lt(tid, 1), first)
+
+        return work_group_per(kb, numel(self.rows), size, body)

@@ -23,7 +23,7 @@ from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.combining import combine, identity, place
 from accy.passes.kernelization.evaluate import Expr
 from accy.passes.kernelization.kernel_builder import anchored_kernel
-from accy.passes.kernelization.launch import guarded, launch_1d
+from accy.passes.kernelization.launch import work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel
 
 
@@ -38,10 +38,7 @@ def lower_scan(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile)
     line_shape = [s for d, s in enumerate(shape) if d != axis]
     lines = numel(line_shape)
     others = [op for op in kernel.ops if op is not scan]
-    grid, block, padded = launch_1d(lines, profile)
-    gid = kb.global_id()
-
-    def body() -> None:
+    def body(gid: SSAValue) -> None:
         kept = kb.delinearize(gid, line_shape)
 
         def step(k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
@@ -57,5 +54,4 @@ def lower_scan(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile)
 
         kb.for_(0, n, 1, [kb.const(identity(kind, et), et)], step)
 
-    guarded(kb, gid, lines, padded, body)
-    return kb.lowered(grid, block)
+    return work_item_per(kb, lines, body)

@@ -28,9 +28,9 @@ func.func @main(%x: tensor<1x1xf32>, %y: tensor<1x1xf32>) -> (tensor<1xf32>, ten
 // CHECK-NEXT:      memref.store %[[TOTAL]], %[[OUT]][%[[GROUP]]] : memref<1xf32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    "gpu.return"() : () -> ()
-// CHECK-NEXT:  }) {sym_name = "main_k1_reduction", accy.kind = "reduction"} : () -> ()
+// CHECK-NEXT:  }) {sym_name = "main_k1_reduction", accy.kind = "reduction", gpu.known_block_size = array<i32: 1, 1, 1>} : () -> ()
 
-// CL-LABEL:  __kernel void main_k1_reduction(
+// CL-LABEL:  __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void main_k1_reduction(
 // CL:          long [[GROUP:v[0-9]+]] = get_group_id(0);
 // CL:          for (long [[IV:i[0-9]+]] =
 // CL:          }

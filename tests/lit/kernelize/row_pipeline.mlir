@@ -43,8 +43,8 @@ func.func @main(%x: tensor<4x100xf32>) -> tensor<4x100xf32> {
 // GPU:        "gpu.launch_func"({{.*}}@kernels::@main_k0_row_pipeline
 // GPU:        memref.alloca() : memref<64xf32, #gpu.address_space<workgroup>>
 // GPU:        memref.alloca() : memref<64xf32, #gpu.address_space<workgroup>>
-// GPU:        "gpu.thread_id"
-// GPU:        "gpu.block_id"
+// GPU-DAG:    "gpu.thread_id"
+// GPU-DAG:    "gpu.block_id"
 // GPU:        scf.for
 // GPU:        gpu.barrier
 // GPU:        math.exp
