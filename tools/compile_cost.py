@@ -164,14 +164,14 @@ def child(case: str, stage: str, path: str) -> dict[str, float]:
 
     import accy
     from accy.backends.opencl.emitter import emit_opencl
-    from accy.dialects.context import shared_context
+    from accy.dialects.context import make_context
     from accy.passes.kernelization.kernelize import KernelizePass
 
     text = Path(path).read_text()
     out: dict[str, float] = {"import_rss_mb": _rss_mb()}
     t0 = time.perf_counter()
     if stage == "parse":
-        Parser(shared_context(), text, path).parse_module()
+        Parser(make_context(), text, path).parse_module()
         out["parse_s"] = time.perf_counter() - t0
     elif stage == "opt":
         module = accy.parse_module(text)

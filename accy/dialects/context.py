@@ -6,8 +6,6 @@ tools) can read IR without loading the runtime or the passes.
 
 from __future__ import annotations
 
-from functools import cache
-
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin
@@ -33,11 +31,3 @@ def make_context() -> Context:
     for dialect in DIALECTS:
         ctx.load_dialect(dialect)
     return ctx
-
-
-@cache
-def shared_context() -> Context:
-    """One `make_context()` per process, for the pattern rewrites that need a
-    context only to build the constants they fold to (canonicalize,
-    `simplify_kernel`); nobody loads dialects into it."""
-    return make_context()

@@ -8,8 +8,8 @@ kernel), `scf.for` / `scf.if` regions and loads/stores through a value's
 `Access` (offset + strides: a view is index math, never a
 copy). A lowering starts from `KernelBuilder.for_kernel` (or
 `anchored_kernel`, for kinds built around one anchor op such as a
-reduction) and ends with `KernelBuilder.lowered`, which checks and tidies
-the kernel (`kernel_checks`).
+reduction) and ends with `KernelBuilder.lowered`, which checks the
+kernel's SSA (`kernel_checks`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from accy.dialects.types import element_bytes, is_row_major
 from accy.passes.analyses.bufferization import Buffer, BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.reads import read_elsewhere
-from accy.passes.kernelization.kernel_checks import check_dominance, simplify_kernel
+from accy.passes.kernelization.kernel_checks import check_dominance
 from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 
 T = TypeVar("T")
@@ -199,16 +199,14 @@ class KernelBuilder:
     def lowered(
         self, grid: tuple[int, int, int], block: tuple[int, int, int], states_block: bool = False
     ) -> LoweredKernel:
-        """The finished kernel (tidied by `simplify_kernel`) with its launch
-        sizes; its SSA dominance is checked as built and once tidied. A
-        kernel whose result depends on its work-group size (local memory,
-        barriers, local ids) `states_block`: `gpu.known_block_size`, which
-        the runtime launches it with."""
+        """The finished kernel with its launch sizes; its SSA dominance is
+        checked as built (the kernelize pass tidies it with
+        `simplify_kernel`). A kernel whose result depends on its work-group
+        size (local memory, barriers, local ids) `states_block`:
+        `gpu.known_block_size`, which the runtime launches it with."""
         if states_block:
             self.func.known_block_size = DenseArrayBase.from_list(i32, block)
         check_dominance(self.func, "as the lowering built it")
-        simplify_kernel(self.func)
-        check_dominance(self.func, "after simplify_kernel")
         return LoweredKernel(self.func, grid, block, self.buffers, self.arg_values)
 
     def scratch_argument(self, scratch: Scratch) -> SSAValue:

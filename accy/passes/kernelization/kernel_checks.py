@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from io import StringIO
 
+from xdsl.context import Context
 from xdsl.dialects import gpu
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
@@ -18,10 +19,8 @@ from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.transforms.loop_invariant_code_motion import LoopInvariantCodeMotion
 
-from accy.dialects.context import shared_context
 
-
-def simplify_kernel(func: gpu.FuncOp) -> None:
+def simplify_kernel(func: gpu.FuncOp, ctx: Context) -> None:
     """Tidies a built kernel in place: xDSL's canonicalization patterns with
     constant folding and dead-op removal (index math of merged dims, loops
     that run once, unused ids), loop-invariant code motion (what a loop body
@@ -29,8 +28,9 @@ def simplify_kernel(func: gpu.FuncOp) -> None:
     common-subexpression elimination (an address or a value the builders
     computed per operand or per output, or that moved out of a loop, is
     computed once). The patterns only produce ops of the kernel IR
-    conventions (`arith.constant`, `arith.xori`, inlined `scf` regions)."""
-    applier = GreedyRewritePatternApplier([CanonicalizationRewritePattern()], ctx=shared_context(), folding_enabled=True)
+    conventions (`arith.constant`, `arith.xori`, inlined `scf` regions);
+    `ctx` is the pass's context, in which the folded constants are built."""
+    applier = GreedyRewritePatternApplier([CanonicalizationRewritePattern()], ctx=ctx, folding_enabled=True)
     PatternRewriteWalker(applier, post_walk_func=region_dce).rewrite_region(func.body)
     PatternRewriteWalker(LoopInvariantCodeMotion(), apply_recursively=False, walk_regions_first=True).rewrite_region(
         func.body

@@ -63,6 +63,7 @@ from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
 from accy.passes.kernelization.flash_attention import lower_flash_attention
 from accy.passes.kernelization.kernel_builder import buffer_type
+from accy.passes.kernelization.kernel_checks import check_dominance, simplify_kernel
 from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 from accy.passes.kernelization.reduction import lower_reduction
 from accy.passes.kernelization.row_pipeline import lower_row_pipeline
@@ -110,7 +111,7 @@ class KernelizePass(AccyPass):
             if f.body.blocks and not f.is_declaration:
                 outlining = am.get(Outlining, f)
                 plan = am.get(BufferPlan, f)
-                _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict).build()
+                _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict, ctx).build()
         module.attributes["gpu.container_module"] = UnitAttr()
         return PreservedAnalyses.none()
 
@@ -154,10 +155,10 @@ class _HostBuilder:
 
     def __init__(
         self, f: func.FuncOp, kernels: list[OutlinedKernel], plan: BufferPlan, profile: TargetProfile,
-        module: gpu.ModuleOp, strict: bool,
+        module: gpu.ModuleOp, strict: bool, ctx: Context,
     ) -> None:
         self.f, self.kernels, self.plan, self.profile = f, kernels, plan, profile
-        self.module, self.strict = module, strict
+        self.module, self.strict, self.ctx = module, strict, ctx
         self.block = Block()
         self.buffers: dict[tuple[int, Attribute], SSAValue] = {}
         self.pinned: set[tuple[int, Attribute]] = set()
@@ -254,6 +255,8 @@ class _HostBuilder:
                     scratch[v] = alloc.results[0]
                     self.scratch_bytes = max(self.scratch_bytes, max(1, v.size) * element_bytes(st))
         for stage in stages:
+            simplify_kernel(stage.func, self.ctx)
+            check_dominance(stage.func, "after simplify_kernel")
             self.module.body.block.add_op(stage.func)
             args = [scratch[v] if isinstance(v, Scratch) else self._buffer(v) for v in stage.values]
             sizes = [self._index(n) for n in (*stage.grid, *stage.block)]
