@@ -135,3 +135,21 @@ def test_row_outputs(device) -> None:
   func.return %s, %sm : {t}, {r}
 }}"""
     check_program(src, normal((6, 21), (6,)), device)
+
+
+@pytest.mark.parametrize("shape,axis", [((5, 17), 0), ((3, 4, 17), 1), ((16, 16), 0), ((7, 3, 5), 0), ((1, 9), 0)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_along_another_axis_is_a_kernel(shape: tuple[int, ...], axis: int, log: bool, device) -> None:
+    """A named softmax or log_softmax along another axis than the last is a
+    row pipeline whose row runs along that axis (no host fallback), with an
+    elementwise epilogue; square shapes included, where the axis is all
+    that tells it from the usual form."""
+    t = ty(list(shape))
+    op = "log_softmax" if log else "softmax"
+    src = (
+        f"func.func @main(%x: {t}, %y: {t}) -> {t} {{\n"
+        f'  %s = "accy.{op}"(%x) <{{axis = {axis} : i64}}> : ({t}) -> {t}\n'
+        f'  %a = "accy.add"(%s, %y) : ({t}, {t}) -> {t}\n'
+        f"  func.return %a : {t}\n}}"
+    )
+    check_program(src, normal(shape, shape), device)

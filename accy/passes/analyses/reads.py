@@ -92,11 +92,16 @@ def reads_of(
     return out
 
 
-def on_own_row(coords: tuple[Coord, ...], rows: tuple[int, ...]) -> bool:
-    """`coords` name the row being computed (its leading coordinates are the
-    row indices; a row dim of size 1 may be read at 0)."""
-    return len(coords) >= len(rows) and all(
-        c == ("row", i) or (rows[i] == 1 and c == ZERO) for i, c in enumerate(coords[: len(rows)])
+def on_own_row(coords: tuple[Coord, ...], rows: tuple[int, ...], axis: int | None = None) -> bool:
+    """`coords` name the row being computed: a row value's coordinates are
+    the row indices, a value on the rows' has the index along the row at
+    `axis` (the last dim when None) and the row indices around it; a row
+    dim of size 1 may be read at 0."""
+    if len(coords) == len(rows) + 1:
+        at = len(rows) if axis is None else axis
+        coords = (*coords[:at], *coords[at + 1 :])
+    return len(coords) == len(rows) and all(
+        c == ("row", i) or (rows[i] == 1 and c == ZERO) for i, c in enumerate(coords)
     )
 
 

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from xdsl.dialects import func
@@ -117,10 +117,13 @@ _FUSING = ("dot_general", "reduction", "scan", "row_pipeline", "flash_attention"
 @dataclass(frozen=True)
 class RowFacts:
     """A row pipeline's rows R and row length N: its values live on [*R, N]
-    and on R (or [*R, 1])."""
+    and on R (or [*R, 1]). `axis` is where the row runs in the values on
+    the rows: None for the last dim (every fused pipeline), another for a
+    named softmax or log_softmax along another axis (an item of its own)."""
 
     rows: tuple[int, ...]
     row_length: int
+    axis: int | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,7 @@ class AttentionFacts(RowFacts):
     """A flash-attention item written with two dots: its rows ([*B, Sq],
     row length Sk) and what the attention matcher found."""
 
-    match: AttentionMatch
+    match: AttentionMatch = field(kw_only=True)
 
 
 @dataclass
@@ -432,6 +435,12 @@ class _Fuser:
             rows = self._row_seed(seed)
             if rows is not None:
                 self._grow_rows(seed, *rows)
+            elif isinstance(seed, SoftmaxOp | LogSoftmaxOp):
+                # Along another axis than the last: a row pipeline of its own
+                # whose row runs along that axis (nothing fuses into its rows).
+                shape = shape_of(seed.x)
+                axis = seed.axis.value.data % len(shape)
+                self.of[seed].facts = RowFacts((*shape[:axis], *shape[axis + 1 :]), shape[axis], axis)
 
     @staticmethod
     def _row_seed(op: Operation) -> tuple[tuple[int, ...], int] | None:
@@ -524,7 +533,7 @@ class _Fuser:
             self._try_flash(grp)
 
     def _try_flash(self, grp: _Group) -> None:
-        if grp.facts is None:  # a named softmax along another axis than the last
+        if grp.facts is None or grp.facts.axis is not None:  # along another axis than the last
             return
         if any(isinstance(op, LogSoftmaxOp | LayerNormOp) for op in grp.ops):
             return  # no softmax between the dots: no attention, the dots stay kernels of their own
@@ -587,7 +596,7 @@ class _Fuser:
             return  # unreachable: pv reads only grp and its own rhs
         self.merge(grp, self.of[pv])
         grp.tag, grp.anchor = "flash_attention", pv
-        grp.facts = AttentionFacts(rows, n, match)
+        grp.facts = AttentionFacts(rows, n, match=match)
 
     # -- rule 3: epilogues -------------------------------------------------
 
@@ -596,7 +605,7 @@ class _Fuser:
             (g for g in self.groups if g.tag in _FUSING and g.anchor is not None),
             key=lambda g: self.g.index[g.anchor],  # type: ignore[index]
         ):
-            row_facts = grp.facts if grp.tag == "row_pipeline" else None
+            row_facts = grp.facts if grp.tag == "row_pipeline" and grp.facts and grp.facts.axis is None else None
             if row_facts is not None:
                 rows, n = row_facts.rows, row_facts.row_length
                 domain = {(*rows, n), rows}

@@ -28,7 +28,7 @@ memory (`work_group_combine`) whose total every work-item reads.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from xdsl.dialects import arith, vector
 from xdsl.dialects.builtin import VectorType
@@ -48,15 +48,16 @@ from accy.passes.kernelization.launch import work_group_per, work_item_per
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
 from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, varying_dims, walk_cone
 
+T = TypeVar("T")
 
 def lower_row_pipeline(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
     """A row-pipeline kernel over the rows the schedule found (`rows`, `row_length`)."""
     if kernel.facts is None:
-        raise Decline("a softmax along another axis than the last has no row form")
-    rows, n = kernel.facts.rows, kernel.facts.row_length
+        raise Decline("the schedule found no rows for this row pipeline")
+    facts = kernel.facts
     kb = KernelBuilder.for_kernel(kernel, plan, profile)
     with expanded(kernel.ops) as (ops, aliases):
-        rp = RowPipeline(kb, ops, aliases, rows, n, kernel.outputs)
+        rp = RowPipeline(kb, ops, aliases, facts.rows, facts.row_length, kernel.outputs, facts.axis)
         return rp.work_group_per_row() if profile.profile == "gpu" else rp.work_item_per_row()
 
 
@@ -71,10 +72,14 @@ class RowPipeline:
 
     def __init__(
         self, kb: KernelBuilder, ops: list[Operation], aliases: dict[SSAValue, SSAValue],
-        rows: tuple[int, ...], n: int, outputs: Sequence[SSAValue],
+        rows: tuple[int, ...], n: int, outputs: Sequence[SSAValue], axis: int | None = None,
     ) -> None:
         self.kb, self.ops, self.aliases, self.rows, self.n = kb, ops, aliases, rows, n
-        self.full = (*rows, n)
+        # The row runs along `axis` of the values on the rows (the last dim, but
+        # for a named softmax or log_softmax along another axis).
+        self.axis = len(rows) if axis is None else axis
+        self.full = tuple(self.at_c(rows, n))
+        self.row_by_one = tuple(self.at_c(rows, 1))
         self.outputs = list(outputs)
         for out in self.outputs:
             self.domain(out)  # declines outputs on other shapes
@@ -85,7 +90,7 @@ class RowPipeline:
         self.reduces = [op for op in ops if isinstance(op, accy.ReduceOp)]
         for red in self.reduces:
             shape = accy.shape_of(red.x)
-            if shape != self.full or red.norm_axes() != (len(shape) - 1,):
+            if shape != self.full or red.norm_axes() != (self.axis,):
                 raise Decline(f"a reduction over {list(shape)} axes {list(red.norm_axes())} is not along the rows")
         self.levels = self._levels()
         self.inputs = broadcast_accesses(kb, ops)
@@ -152,20 +157,20 @@ class RowPipeline:
         (The schedule never fuses such a read; this is the lowering's own
         guard.)"""
         r = len(self.rows)
-        full = (*row_coords(r), COL)
-        at_zero = (*row_coords(r), ZERO)
+        full = tuple(self.at_c(row_coords(r), COL))
+        at_zero = tuple(self.at_c(row_coords(r), ZERO))
         reduced = {red.result for red in self.reduces}
         while True:
             # Per element (reduction operands, full outputs), every row scalar is pinned.
             roots = [(red.x, full) for red in self.reduces]
             roots += [(o, full) for o in self.outputs if accy.shape_of(o) == self.full]
             bad = [v for v, cs in reads_of(roots, self.producer, self.aliases, self.invariant).items()
-                   if not all(on_own_row(c, self.rows) for c in cs)]
+                   if not all(on_own_row(c, self.rows, self.axis) for c in cs)]
             # Row scalars themselves are computed with only the totals pinned.
             scalars = [(v, at_zero if len(accy.shape_of(v)) > r else row_coords(r))
                        for v in [*(self.invariant - reduced), *self.outputs] if self.on_row(v, {})]
             bad += [v for v, cs in reads_of(scalars, self.producer, self.aliases, reduced).items()
-                    if not all(on_own_row(c, self.rows) for c in cs)]
+                    if not all(on_own_row(c, self.rows, self.axis) for c in cs)]
             if not bad:
                 return
             for v in bad:
@@ -177,22 +182,27 @@ class RowPipeline:
         """Whether `v` is one scalar per row: a row value (R or [*R, 1]), or a
         [*R, N] value that does not vary along the row dim."""
         shape = accy.shape_of(v)
-        if shape in (self.rows, (*self.rows, 1)):
+        if shape in (self.rows, self.row_by_one):
             return True
-        return shape == self.full and len(shape) - 1 not in varying_dims(v, self.producer, self.aliases, memo)
+        return shape == self.full and self.axis not in varying_dims(v, self.producer, self.aliases, memo)
 
     def domain(self, v: SSAValue) -> str:
         """"full" for [*R, N], "row" for R or [*R, 1]; declines other shapes."""
         shape = accy.shape_of(v)
         if shape == self.full:
             return "full"
-        if shape in (self.rows, (*self.rows, 1)):
+        if shape in (self.rows, self.row_by_one):
             return "row"
         raise Decline(f"value of shape {list(shape)} is on neither the rows {list(self.rows)} nor [*rows, {self.n}]")
 
     def coords(self, v: SSAValue, row: list[SSAValue], c: SSAValue) -> list[SSAValue]:
         """Coordinates of `v` at row `row`, element `c` (ignored for row values)."""
-        return row if accy.shape_of(v) == self.rows else [*row, c]
+        return list(row) if accy.shape_of(v) == self.rows else self.at_c(row, c)
+
+    def at_c(self, row: Sequence[T], c: T) -> list[T]:
+        """Row indices `row` with `c` put in at the row's axis: coordinates
+        (or sizes) of a value on the rows."""
+        return [*row[: self.axis], c, *row[self.axis :]]
 
     def _cone(self, values: Sequence[SSAValue]) -> tuple[list[SSAValue], bool]:
         """The row scalars that computing `values` per element needs, and
@@ -275,7 +285,7 @@ class RowPipeline:
 
                 def step(c: SSAValue, w: int, acc: list[SSAValue], reds: list[accy.ReduceOp] = reds) -> list[SSAValue]:
                     e = self.expr(w)
-                    return [combine(kb, r.kind.data, a, e.at(r.x, [*row, c])) for r, a in zip(reds, acc, strict=True)]
+                    return [combine(kb, r.kind.data, a, e.at(r.x, self.at_c(row, c))) for r, a in zip(reds, acc, strict=True)]
 
                 ets = [accy.elem_of(r.x) for r in reds]
                 inits = [kb.const(identity(r.kind.data, t), VectorType(t, [width])) for r, t in zip(reds, ets, strict=True)]
@@ -291,7 +301,7 @@ class RowPipeline:
                 self._prepare(row, full, width)
 
                 def write(c: SSAValue, w: int, _: list[SSAValue]) -> list[SSAValue]:
-                    self.expr(w).store(full, [*row, c])
+                    self.expr(w).store(full, self.at_c(row, c))
                     return []
 
                 self._sweep(width, [], [], write)
@@ -302,7 +312,9 @@ class RowPipeline:
     def _width(self, values: Sequence[SSAValue], float_only: bool) -> int:
         w = self.kb.profile.vector_width
         _, ok = self._cone(values)
-        return w if w > 1 and ok and float_only and self.n >= w else 1
+        # W lanes run along the last dim: a row along another axis is walked an element at a time.
+        along_last = self.axis == len(self.rows)
+        return w if w > 1 and ok and float_only and along_last and self.n >= w else 1
 
     def _prepare(self, row: list[SSAValue], values: Sequence[SSAValue], width: int) -> None:
         needed, _ = self._cone(values)
@@ -325,7 +337,7 @@ class RowPipeline:
 
                 def step(c: SSAValue, acc: list[SSAValue], reds: list[accy.ReduceOp] = reds) -> list[SSAValue]:
                     e = self.expr(1)
-                    return [combine(kb, r.kind.data, a, e.at(r.x, [*row, c])) for r, a in zip(reds, acc, strict=True)]
+                    return [combine(kb, r.kind.data, a, e.at(r.x, self.at_c(row, c))) for r, a in zip(reds, acc, strict=True)]
 
                 inits = [kb.const(identity(r.kind.data, accy.elem_of(r.x)), accy.elem_of(r.x)) for r in reds]
                 shares = kb.for_(tid, self.n, size, inits, step)
@@ -336,7 +348,7 @@ class RowPipeline:
                 self._prepare(row, full, 1)
 
                 def write(c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-                    self.expr(1).store(full, [*row, c])
+                    self.expr(1).store(full, self.at_c(row, c))
                     return []
 
                 kb.for_(tid, self.n, size, [], write)
