@@ -275,6 +275,10 @@ class KernelBuilder:
         return self.const(n, IndexType())
 
     # -- index math (folds constants) --------------------------------------
+    # Folded as it is built, not left to `simplify_kernel`: xDSL 0.75's
+    # canonicalization leaves `x % 1`, compares of two constants and selects
+    # on them (tried: kernels grew and lost static loop bounds), and `for_`
+    # needs known trip counts to inline loops that run once.
 
     def add(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
         a, b = self.as_index(a), self.as_index(b)
