@@ -1,4 +1,4 @@
-"""Reductions longer than one accumulator's chunk (`LANE_CHUNK` elements a
+"""Reductions longer than one accumulator's chunk (the profile's `reduce_chunk` elements a
 lane) run in two launches, partials then totals, and keep float32 sums
 within a few ulp of a float64 sum however long they are.
 
