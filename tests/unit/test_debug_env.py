@@ -36,7 +36,8 @@ def test_debug_levels(tmp_path: Path, level: int):
     err = run.stderr
     assert ("1 kernel(s), 0 fallback(s)" in err) == (level >= 1)
     assert ("main_k0_reduction (reduction) global" in err) == (level >= 1)
-    assert ("__kernel void main_k0_reduction" in err) == (level >= 2)
+    # (on a GPU the kernel states its work-group size: __kernel __attribute__((...)) void ...)
+    assert ("void main_k0_reduction(" in err) == (level >= 2)
     assert ("IR after kernelize" in err) == (level >= 3)
 
 
@@ -64,7 +65,7 @@ def test_debug_yes_is_level_one(tmp_path: Path) -> None:
     run = _run(tmp_path, "yes")
     assert run.returncode == 0, run.stderr
     assert "1 kernel(s), 0 fallback(s)" in run.stderr
-    assert "__kernel void" not in run.stderr
+    assert "__kernel " not in run.stderr
 
 
 def test_a_bad_debug_value_is_one_clear_error_when_used(tmp_path: Path) -> None:
