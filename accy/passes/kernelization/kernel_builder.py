@@ -277,8 +277,11 @@ class KernelBuilder:
     # -- index math (folds constants) --------------------------------------
     # Folded as it is built, not left to `simplify_kernel`: xDSL 0.75's
     # canonicalization leaves `x % 1`, compares of two constants and selects
-    # on them (tried: kernels grew and lost static loop bounds), and `for_`
-    # needs known trip counts to inline loops that run once.
+    # on them; `for_` needs known trip counts to inline loops that run once;
+    # and the load cache and `address`'s delinearize shortcut know an index
+    # by its SSA identity, which only folded index math keeps (tried without
+    # the folder, with the missing patterns added and index ops hash-consed:
+    # kernels still lost static addresses and reloaded vectors).
 
     def add(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
         a, b = self.as_index(a), self.as_index(b)
