@@ -35,6 +35,7 @@ from accy.passes.pass_manager import PassFailure, PassManager, pass_spec
 
 TOOL = "accy-opt"
 OPENCL_TARGET = "accy.backends.opencl.target"
+LLVM_TARGET = "accy.backends.llvm.target"
 
 
 def _names(text: str | None) -> list[str]:
@@ -69,6 +70,7 @@ class AccyOptMain(xDSLOptMain):
         self.available_targets["mlir"] = get_all_targets()["mlir"]
         # Loaded only when asked for, as xDSL's own targets are.
         self.available_targets["opencl"] = lambda: import_module(OPENCL_TARGET).OpenCLTarget
+        self.available_targets["llvm"] = lambda: import_module(LLVM_TARGET).LLVMTarget
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)

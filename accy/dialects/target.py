@@ -187,6 +187,34 @@ def _defaults(kind: str) -> TargetProfile:
     return DEFAULTS[kind]
 
 
+def _check_combination(profile: TargetProfile) -> TargetProfile:
+    """Refuses fields that are valid one by one but not together in a
+    module's target: `format = "llvm-ir"` runs a work-group's work-items one
+    after the other, so it cannot take the GPU profile's kernels (barriers,
+    local memory). (A device's `filled_by` is not checked here: the device
+    refuses a format it does not run itself.)"""
+    if profile.format == "llvm-ir" and profile.profile == "gpu":
+        raise ValueError(
+            "target format 'llvm-ir' needs profile 'cpu': the LLVM backend runs a work-group's work-items one after "
+            "the other, so it cannot run the GPU profile's kernels (barriers, local memory); "
+            "use set-target{profile=cpu format=llvm-ir}"
+        )
+    return profile
+
+
+def format_mismatch(module: ModuleOp, backend_format: str, artifact: str) -> str | None:
+    """Why a backend printing `backend_format` (an `artifact`, e.g. "OpenCL C")
+    refuses `module`, or None when the module's target asks for that format.
+    Every backend refuses the same way (its error class, its prefix)."""
+    wanted = TargetProfile.of_module(module).format
+    if wanted == backend_format:
+        return None
+    return (
+        f"the module's target asks for format '{wanted}', but this backend prints '{backend_format}' "
+        f"(set-target{{format={backend_format}}} to print {artifact})"
+    )
+
+
 def target_fields(module: ModuleOp) -> dict[str, Any]:
     """The fields the module's `accy.target` sets (empty when it has none)."""
     attr = module.attributes.get(TARGET_KEY)
@@ -213,7 +241,7 @@ class TargetAttr(ParametrizedAttribute):
         """The attribute setting `fields` (validated; ValueError naming the problem)."""
         for name in fields:
             _check_known(name)
-        _defaults(fields.get("profile", "cpu")).replace(**fields)
+        _check_combination(_defaults(fields.get("profile", "cpu")).replace(**fields))
         entries: dict[str, Attribute] = {
             name: StringAttr(value) if name in _STR_FIELDS else IntAttr(int(value))
             for name, value in sorted(fields.items(), key=lambda item: FIELDS.index(item[0]))
@@ -234,7 +262,7 @@ class TargetAttr(ParametrizedAttribute):
     def profile_value(self) -> TargetProfile:
         """The complete profile: set fields over the named profile's defaults."""
         fields = self.fields()
-        return _defaults(fields.get("profile", "cpu")).replace(**fields)
+        return _check_combination(_defaults(fields.get("profile", "cpu")).replace(**fields))
 
     def verify(self) -> None:
         for name, value in self.entries.data.items():

@@ -62,7 +62,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from accy.dialects.host import KERNELS_MODULE, AddressSpace, AddressSpaceAttr
 from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp
-from accy.dialects.target import TargetProfile
+from accy.dialects.target import TargetProfile, format_mismatch
 
 
 class OpenCLEmitError(ValueError):
@@ -828,12 +828,9 @@ FORMAT = "opencl-c"
 
 def check_format(module: ModuleOp) -> None:
     """Refuses a module whose target asks for an artifact other than OpenCL C."""
-    wanted = TargetProfile.of_module(module).format
-    if wanted != FORMAT:
-        raise OpenCLEmitError(
-            f"opencl: the module's target asks for format '{wanted}', but this backend prints '{FORMAT}' "
-            f"(set-target{{format={FORMAT}}} to print OpenCL C)"
-        )
+    problem = format_mismatch(module, FORMAT, "OpenCL C")
+    if problem is not None:
+        raise OpenCLEmitError(f"opencl: {problem}")
 
 
 def emit_opencl(module: ModuleOp) -> str:

@@ -1,0 +1,937 @@
+"""LLVM IR from kernel IR: one function per `gpu.func` of `gpu.module @kernels`.
+
+Why llvmlite's IR builder, straight from kernel IR: xDSL 0.75 has an `llvm`
+dialect and `xdsl.backend.llvm.convert_module` (llvm dialect -> llvmlite), but
+no arith/scf/memref/vector/gpu -> llvm conversions. Writing those lowerings
+would be a second, MLIR-shaped pipeline whose input is the same kernel IR;
+emitting from kernel IR, as the OpenCL C emitter does (a handler per op
+class), keeps one set of conventions (docs/kernel-ir.md) that both backends
+read, and the LLVM IR comes out of llvmlite's builder, which types it as it
+goes. The text is what `llvmlite.binding.parse_assembly` parses.
+
+Kernel ABI (also in docs/kernel-ir.md). Each kernel `K` becomes
+
+    define void @K(ptr %buffers, i64 %group_lo, i64 %group_hi, i64 %block)
+
+- `%buffers` points to an array of buffer base pointers, one per `gpu.func`
+  argument, in order (a flat buffer of the argument's element type; i1
+  buffers hold one byte per element, 0 or 1);
+- the function runs the work-groups `group_lo .. group_hi-1` of the x
+  dimension, each of `block` work-items, one work-item after the other:
+  `gpu.global_id x = group * block + thread`, `gpu.thread_id x = thread`,
+  `gpu.block_id x = group`, `gpu.block_dim x = block`; the y and z ids are 0
+  and the y/z block and grid sizes 1. `gpu.grid_dim x` is not known to a
+  range of groups and is declined. A caller splits a launch's groups into
+  ranges (one per core) and calls the function once per range.
+- A work-group's work-items run in sequence, so a kernel that synchronises
+  them (`gpu.barrier`) or shares memory between them (a `memref.alloca` in
+  `#gpu.address_space<workgroup>`) cannot run this way: it is declined with
+  `LLVMEmitError` naming the kernel. The CPU profile never makes such kernels
+  (and `set-target` refuses `profile=gpu` with `format=llvm-ir`).
+
+The mapping:
+
+- index -> i64; iN -> iN; f16/f32/f64 -> half/float/double; `vector<WxT>` ->
+  `<W x T>` (masks `<W x i1>`), loaded and stored with the elements'
+  alignment; memory of i1 elements holds i8 (0/1): loads truncate, stores
+  zero-extend;
+- `memref.load/store` -> GEP on the flat buffer (indices linearised
+  row-major over the memref's static shape) + load/store; a private
+  `memref.alloca` is an `alloca [N x T]` in the entry block;
+- `scf.for` -> a loop of basic blocks whose iter_args are phi nodes; `scf.if`
+  with results -> branches meeting in phis;
+- `arith` ops -> the LLVM instructions of the same meaning; `maximumf` /
+  `minimumf` -> `llvm.maximum` / `llvm.minimum` (NaN-propagating, as the
+  reference), `maxnumf`/`minnumf` -> `llvm.maxnum`/`llvm.minnum`; integer
+  division and shifts are LLVM's (the lowering guards division by zero and
+  INT_MIN/-1, as docs/kernel-ir.md says); float->int casts are `fptosi`
+  (the lowering replaces NaN and out-of-range inputs first);
+- `accy_kernel.vcmp/vselect/vcast` -> `fcmp`/`icmp`, `select` and casts on
+  vectors;
+- `vector.broadcast` -> insertelement + shufflevector; `vector.reduction`:
+  float add/mul in the OpenCL helper's tree order (halves added pairwise, by
+  shufflevector), maximumf/minimumf -> `llvm.vector.reduce.fmaximum/fminimum`
+  (NaN-propagating), the others -> `llvm.vector.reduce.*`;
+- math ops go through `emit_math` (the hook the vectorised math library
+  replaces): LLVM intrinsics for exp, log, sqrt, sin, cos, floor, ceil,
+  fabs, pow, fma, ...; rsqrt is 1/sqrt; tanh, erf and the other functions
+  LLVM has no intrinsic for are calls of libm's `tanhf`, `erff`, ... (`tanh`,
+  `erf` for f64; lane by lane for vectors), declared as external functions:
+  the device that JIT-compiles this IR must make them resolvable (llvmlite's
+  MCJIT finds them in the process, which links libm).
+
+The module's triple and data layout are the host's (`host_target()`, from
+llvmlite.binding), and so are each function's "target-cpu" and
+"target-features"; a caller passes another `CodegenTarget` to `emit_llvm` to
+cross-compile. An op outside the conventions is declined with `LLVMEmitError`
+naming it, and so is a module whose target asks for another artifact format
+than `llvm-ir`. This module reads IR only; it never imports the runtime.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+from llvmlite import ir
+from xdsl.dialects import arith, gpu, memref, scf, vector
+from xdsl.dialects import math as math_dialect
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    VectorType,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from accy.dialects.host import KERNELS_MODULE, AddressSpace, AddressSpaceAttr
+from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp
+from accy.dialects.target import TargetProfile, format_mismatch
+
+#: The artifact format (`accy.target`'s `format`) this backend prints.
+FORMAT = "llvm-ir"
+
+
+class LLVMEmitError(ValueError):
+    """The kernel IR holds something the LLVM backend does not emit."""
+
+
+# --------------------------------------------------------------------------
+# The host target
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodegenTarget:
+    """What the emitted module is compiled for."""
+
+    triple: str
+    data_layout: str
+    cpu: str = ""
+    features: str = ""
+
+
+@functools.cache
+def host_target() -> CodegenTarget:
+    """The machine this process runs on, as llvmlite.binding sees it."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    triple = llvm.get_process_triple()
+    machine = llvm.Target.from_triple(triple).create_target_machine()
+    try:
+        features = llvm.get_host_cpu_features().flatten()
+    except RuntimeError:  # not every host reports its features
+        features = ""
+    return CodegenTarget(triple, str(machine.target_data), llvm.get_host_cpu_name(), features)
+
+
+# --------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+PTR = ir.PointerType()
+
+
+def scalar_type(t: Attribute) -> ir.Type:
+    if isinstance(t, IndexType):
+        return I64
+    if isinstance(t, IntegerType):
+        return ir.IntType(t.width.data)
+    if isinstance(t, Float32Type):
+        return ir.FloatType()
+    if isinstance(t, Float64Type):
+        return ir.DoubleType()
+    if isinstance(t, Float16Type):
+        return ir.HalfType()
+    raise LLVMEmitError(f"llvm: no LLVM type for {t}")
+
+
+def llvm_type(t: Attribute) -> ir.Type:
+    """The LLVM type of a scalar or `vector<WxT>` value."""
+    if isinstance(t, VectorType):
+        shape = t.get_shape()
+        if len(shape) != 1 or shape[0] < 1:
+            raise LLVMEmitError(f"llvm: vector type {t} is not 1-D")
+        return ir.VectorType(scalar_type(t.element_type), shape[0])
+    return scalar_type(t)
+
+
+def storage_type(t: Attribute) -> ir.Type:
+    """The type of one element of a buffer of element type `t` (i1 -> i8)."""
+    return I8 if _is_bool(t) else scalar_type(t)
+
+
+def _is_bool(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
+def _elem(t: ir.Type) -> ir.Type:
+    return t.element if isinstance(t, ir.VectorType) else t
+
+
+def _is_float(t: ir.Type) -> bool:
+    return isinstance(_elem(t), ir.HalfType | ir.FloatType | ir.DoubleType)
+
+
+def _byte_size(t: ir.Type) -> int:
+    e = _elem(t)
+    if isinstance(e, ir.IntType):
+        return max(1, e.width // 8)
+    return {ir.HalfType: 2, ir.FloatType: 4, ir.DoubleType: 8}[type(e)]
+
+
+def mangle(t: ir.Type) -> str:
+    """The suffix of an overloaded intrinsic's name (`v16f32`, `f64`, `i32`)."""
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{mangle(t.element)}"
+    if isinstance(t, ir.IntType):
+        return f"i{t.width}"
+    return {ir.HalfType: "f16", ir.FloatType: "f32", ir.DoubleType: "f64"}[type(t)]
+
+
+def _declare(module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
+    """The module's function `name` (declared on first use)."""
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ret, list(args)), name=name)
+    assert isinstance(fn, ir.Function)
+    return fn
+
+
+def intrinsic(builder: ir.IRBuilder, name: str, args: Sequence[ir.Value], ret: ir.Type | None = None) -> ir.Value:
+    """A call of the overloaded intrinsic `llvm.<name>` on the type of `args[0]`."""
+    ty = args[0].type
+    fn = _declare(builder.module, f"llvm.{name}.{mangle(ty)}", ret or ty, [a.type for a in args])
+    return builder.call(fn, list(args))
+
+
+def splat(builder: ir.IRBuilder, x: ir.Value, width: int) -> ir.Value:
+    """`<width x T>` with every lane `x` (insertelement + shufflevector)."""
+    vt = ir.VectorType(x.type, width)
+    if isinstance(x, ir.Constant):
+        return ir.Constant(vt, [x] * width)
+    one = builder.insert_element(ir.Constant(vt, None), x, ir.Constant(I32, 0))
+    return builder.shuffle_vector(one, ir.Constant(vt, None), ir.Constant(ir.VectorType(I32, width), [0] * width))
+
+
+def _constant_like(t: ir.Type, value: float | int) -> ir.Constant:
+    if isinstance(t, ir.VectorType):
+        return ir.Constant(t, [ir.Constant(t.element, value)] * t.count)
+    return ir.Constant(t, value)
+
+
+# --------------------------------------------------------------------------
+# Math: the hook of the vectorised math library
+# --------------------------------------------------------------------------
+
+#: Math functions LLVM has an intrinsic for: op name -> intrinsic name.
+MATH_INTRINSICS = {
+    "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10", "sqrt": "sqrt",
+    "sin": "sin", "cos": "cos", "tan": "tan", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "round": "round", "roundeven": "roundeven", "fabs": "fabs", "pow": "pow", "fma": "fma",
+    "copysign": "copysign",
+}  # fmt: skip
+#: Math functions that are libm calls (C name for double; `f` appended for float).
+LIBM_FUNCTIONS = frozenset({
+    "tanh", "erf", "expm1", "log1p", "cbrt", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh",
+    "atanh", "atan2",
+})  # fmt: skip
+MATH_FUNCTIONS = frozenset(MATH_INTRINSICS) | LIBM_FUNCTIONS | {"rsqrt"}
+
+
+def emit_math(builder: ir.IRBuilder, op_name: str, value: ir.Value, tier: str, *more: ir.Value) -> ir.Value:
+    """`op_name(value, *more)` (a name of `MATH_FUNCTIONS`; `more` holds the
+    other operands of pow, atan2, copysign and fma) on a scalar or a vector,
+    under the math tier `tier` ("exact" or "fast").
+
+    THE HOOK of the vectorised math library (accy/backends/llvm/vector_math.py,
+    written separately): for now both tiers call LLVM's intrinsics, which the
+    code generator turns into scalar libm calls per lane where the CPU has no
+    instruction, and libm for the functions LLVM has no intrinsic for."""
+    args = [value, *more]
+    if op_name in MATH_INTRINSICS:
+        return intrinsic(builder, MATH_INTRINSICS[op_name], args)
+    if op_name == "rsqrt":
+        root = intrinsic(builder, "sqrt", [value])
+        return builder.fdiv(_constant_like(value.type, 1.0), root)
+    if op_name in LIBM_FUNCTIONS:
+        return libm_call(builder, op_name, args)
+    raise LLVMEmitError(f"llvm: no math function '{op_name}' (known: {', '.join(sorted(MATH_FUNCTIONS))})")
+
+
+def libm_call(builder: ir.IRBuilder, name: str, args: Sequence[ir.Value]) -> ir.Value:
+    """libm's `name` (double) / `namef` (float) on scalars, lane by lane on
+    vectors; half is computed in float."""
+    ty = args[0].type
+    if isinstance(ty, ir.VectorType):
+        out: ir.Value = ir.Constant(ty, None)
+        for lane in range(ty.count):
+            idx = ir.Constant(I32, lane)
+            r = libm_call(builder, name, [builder.extract_element(a, idx) for a in args])
+            out = builder.insert_element(out, r, idx)
+        return out
+    if isinstance(ty, ir.HalfType):
+        wide = [builder.fpext(a, ir.FloatType()) for a in args]
+        return builder.fptrunc(libm_call(builder, name, wide), ty)
+    c_name = name if isinstance(ty, ir.DoubleType) else name + "f"
+    fn = _declare(builder.module, c_name, ty, [a.type for a in args])
+    return builder.call(fn, list(args))
+
+
+# --------------------------------------------------------------------------
+# Op tables
+# --------------------------------------------------------------------------
+
+# (int instruction, float instruction) of binary ops.
+_BINARY: dict[type[Operation], str] = {
+    arith.AddiOp: "add", arith.AddfOp: "fadd", arith.SubiOp: "sub", arith.SubfOp: "fsub",
+    arith.MuliOp: "mul", arith.MulfOp: "fmul", arith.DivfOp: "fdiv", arith.DivSIOp: "sdiv",
+    arith.RemSIOp: "srem", arith.DivUIOp: "udiv", arith.RemUIOp: "urem", arith.AndIOp: "and_",
+    arith.OrIOp: "or_", arith.XOrIOp: "xor", arith.ShLIOp: "shl", arith.ShRSIOp: "ashr",
+    arith.ShRUIOp: "lshr",
+}  # fmt: skip
+# Binary ops that are a combining function (reductions use them too).
+_BINARY_COMBINE: dict[type[Operation], str] = {
+    arith.MaximumfOp: "maximumf", arith.MinimumfOp: "minimumf", arith.MaxnumfOp: "maxnumf",
+    arith.MinnumfOp: "minnumf", arith.MaxSIOp: "maxsi", arith.MinSIOp: "minsi",
+}  # fmt: skip
+_COMBINE_INTRINSIC = {
+    "maximumf": "maximum", "minimumf": "minimum", "maxnumf": "maxnum", "minnumf": "minnum",
+    "maxsi": "smax", "minsi": "smin",
+}  # fmt: skip
+# vector.reduction kind -> llvm.vector.reduce.<name> (float add/mul are a tree, see reduction).
+_REDUCE_INTRINSIC = {
+    "add": "add", "mul": "mul", "and": "and", "or": "or", "xor": "xor", "maxsi": "smax", "minsi": "smin",
+    "maxui": "umax", "minui": "umin", "maximumf": "fmaximum", "minimumf": "fminimum", "maxnumf": "fmax",
+    "minnumf": "fmin",
+}  # fmt: skip
+_MATH_OPS: dict[type[Operation], str] = {
+    math_dialect.ExpOp: "exp", math_dialect.Exp2Op: "exp2", math_dialect.ExpM1Op: "expm1",
+    math_dialect.LogOp: "log", math_dialect.Log2Op: "log2", math_dialect.Log10Op: "log10",
+    math_dialect.Log1pOp: "log1p", math_dialect.SqrtOp: "sqrt", math_dialect.RsqrtOp: "rsqrt",
+    math_dialect.CbrtOp: "cbrt", math_dialect.TanhOp: "tanh", math_dialect.SinOp: "sin",
+    math_dialect.CosOp: "cos", math_dialect.TanOp: "tan", math_dialect.SinhOp: "sinh",
+    math_dialect.CoshOp: "cosh", math_dialect.AsinOp: "asin", math_dialect.AcosOp: "acos",
+    math_dialect.AtanOp: "atan", math_dialect.AsinhOp: "asinh", math_dialect.AcoshOp: "acosh",
+    math_dialect.AtanhOp: "atanh", math_dialect.ErfOp: "erf", math_dialect.FloorOp: "floor",
+    math_dialect.CeilOp: "ceil", math_dialect.TruncOp: "trunc", math_dialect.RoundOp: "round",
+    math_dialect.RoundEvenOp: "roundeven", math_dialect.AbsFOp: "fabs", math_dialect.PowFOp: "pow",
+    math_dialect.Atan2Op: "atan2", math_dialect.CopySignOp: "copysign", math_dialect.FmaOp: "fma",
+    vector.FMAOp: "fma",
+}  # fmt: skip
+# arith.cmpf predicate -> (ordered?, llvmlite operator); false/true are constants.
+_CMPF = {
+    "oeq": (True, "=="), "ogt": (True, ">"), "oge": (True, ">="), "olt": (True, "<"), "ole": (True, "<="),
+    "one": (True, "!="), "ord": (True, "ord"), "ueq": (False, "=="), "ugt": (False, ">"),
+    "uge": (False, ">="), "ult": (False, "<"), "ule": (False, "<="), "une": (False, "!="),
+    "uno": (False, "uno"),
+}  # fmt: skip
+_CONSTANT_PREDICATES = {"false": 0, "true": 1}
+# arith.cmpi predicate -> (signed?, llvmlite operator).
+_CMPI = {
+    "eq": (True, "=="), "ne": (True, "!="), "slt": (True, "<"), "sle": (True, "<="), "sgt": (True, ">"),
+    "sge": (True, ">="), "ult": (False, "<"), "ule": (False, "<="), "ugt": (False, ">"), "uge": (False, ">="),
+}  # fmt: skip
+_IDS = (gpu.GlobalIdOp, gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)
+_CASTS = (
+    arith.IndexCastOp, arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.ExtFOp,
+    arith.TruncFOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.BitcastOp,
+)  # fmt: skip
+# accy_kernel.vcast kind -> the scalar arith op it applies lane-wise.
+_VCAST = {"fptosi": arith.FPToSIOp, "sitofp": arith.SIToFPOp, "extsi": arith.ExtSIOp, "trunci": arith.TruncIOp}
+
+
+@dataclass
+class _Memory:
+    """A memref value: its base pointer and type."""
+
+    base: ir.Value
+    type: MemRefType
+
+
+class _FunctionAttributes(ir.values.FunctionAttributes):
+    """llvmlite's function attributes, also taking string attributes
+    (`"target-cpu"="znver5"`), which it has no API for."""
+
+    def add(self, name: str) -> None:
+        if name.startswith('"'):
+            set.add(self, name)
+        else:
+            super().add(name)
+
+
+# --------------------------------------------------------------------------
+# The kernel emitter
+# --------------------------------------------------------------------------
+
+
+class _KernelEmitter:
+    """Emits one `gpu.func` kernel as an LLVM function of the kernel ABI."""
+
+    def __init__(self, func: gpu.FuncOp, module: ir.Module, tier: str, target: CodegenTarget) -> None:
+        self.func = func
+        self.kernel = func.sym_name.data
+        self.module = module
+        self.tier = tier
+        self.target = target
+        self.values: dict[SSAValue, ir.Value] = {}
+        self.memories: dict[SSAValue, _Memory] = {}
+
+    # -- helpers -------------------------------------------------------
+
+    def fail(self, op: Operation, why: str = "not part of the kernel IR conventions (docs/kernel-ir.md)") -> LLVMEmitError:
+        return LLVMEmitError(f"llvm: kernel @{self.kernel}: cannot emit '{op.name}': {why}")
+
+    def get(self, v: SSAValue) -> ir.Value:
+        return self.values[v]
+
+    def set(self, op: Operation, value: ir.Value) -> None:
+        self.values[op.results[0]] = value
+
+    # -- structure -----------------------------------------------------
+
+    def check(self) -> None:
+        func = self.func
+        if func.kernel is None:
+            raise LLVMEmitError(f"llvm: gpu.func @{self.kernel} is not a kernel (helper functions are not supported)")
+        if len(func.body.blocks) != 1:
+            raise LLVMEmitError(f"llvm: kernel @{self.kernel} has {len(func.body.blocks)} blocks; kernels are structured (one block)")
+        for op in func.walk():
+            workgroup = isinstance(op, memref.AllocaOp) and isinstance(op.results[0].type, MemRefType) and (
+                isinstance(space := op.results[0].type.memory_space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP
+            )
+            if isinstance(op, gpu.BarrierOp) or workgroup:
+                what = "gpu.barrier" if isinstance(op, gpu.BarrierOp) else "workgroup memory (memref.alloca in #gpu.address_space<workgroup>)"
+                raise LLVMEmitError(
+                    f"llvm: kernel @{self.kernel} uses {what}: the LLVM backend runs a work-group's work-items one "
+                    "after the other, so they cannot synchronise or share memory; kernelize for the CPU profile "
+                    "(set-target{profile=cpu format=llvm-ir})"
+                )
+
+    def emit(self) -> ir.Function:
+        self.check()
+        block = self.func.body.block
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64, I64]), name=self.kernel)
+        attrs = _FunctionAttributes()
+        attrs.add("nounwind")
+        if self.target.cpu:
+            attrs.add(f'"target-cpu"="{self.target.cpu}"')
+        if self.target.features:
+            attrs.add(f'"target-features"="{self.target.features}"')
+        fn.attributes = attrs
+        buffers, lo, hi, self.block_size = fn.args
+        for arg, name in zip(fn.args, ("buffers", "group_lo", "group_hi", "block"), strict=True):
+            arg.name = name
+        entry = fn.append_basic_block("entry")
+        self.allocas = ir.IRBuilder(entry)  # private arrays, at the top of the entry block
+        b = self.builder = ir.IRBuilder(entry)
+        for i, arg in enumerate(block.args):
+            t = arg.type
+            if not isinstance(t, MemRefType) or len(t.get_shape()) != 1:
+                raise LLVMEmitError(f"llvm: kernel @{self.kernel} argument {i} has type {t}; kernel arguments are flat 1-D memrefs")
+            slot = b.gep(buffers, [ir.Constant(I64, i)], inbounds=True, source_etype=PTR, name=f"b{i}.slot")
+            self.memories[arg] = _Memory(b.load(slot, typ=PTR, align=8, name=f"b{i}"), t)
+        # for group in [lo, hi): for thread in [0, block): body
+        g_head, t_head, body, t_latch, g_latch, done = (
+            fn.append_basic_block(n) for n in ("group", "item", "body", "item.next", "group.next", "done")
+        )
+        b.branch(g_head)
+        b.position_at_end(g_head)
+        self.group = b.phi(I64, name="group")
+        self.group.add_incoming(lo, entry)
+        b.cbranch(b.icmp_signed("<", self.group, hi), t_head, done)
+        b.position_at_end(t_head)
+        self.thread = b.phi(I64, name="thread")
+        self.thread.add_incoming(ir.Constant(I64, 0), g_head)
+        b.cbranch(b.icmp_signed("<", self.thread, self.block_size), body, g_latch)
+        b.position_at_end(body)
+        self.emit_block(block, top=True)
+        b.branch(t_latch)
+        b.position_at_end(t_latch)
+        self.thread.add_incoming(b.add(self.thread, ir.Constant(I64, 1), name="thread.next"), t_latch)
+        b.branch(t_head)
+        b.position_at_end(g_latch)
+        self.group.add_incoming(b.add(self.group, ir.Constant(I64, 1), name="group.next"), g_latch)
+        b.branch(g_head)
+        b.position_at_end(done)
+        b.ret_void()
+        self.allocas.position_at_start(entry)
+        return fn
+
+    def emit_block(self, block: Block, top: bool = False) -> list[ir.Value]:
+        """Emits the block's ops; the values its `scf.yield` yields."""
+        for op in block.ops:
+            if isinstance(op, scf.YieldOp):
+                if top or op is not block.last_op:
+                    raise self.fail(op, "scf.yield outside scf.for / scf.if")
+                return [self.get(v) for v in op.operands]
+            if isinstance(op, gpu.ReturnOp):
+                if not top or op is not block.last_op:
+                    raise self.fail(op, "a return before the end of the kernel (kernels are structured)")
+                continue
+            handler = _HANDLERS.get(type(op))
+            if handler is None:
+                raise self.fail(op)
+            handler(self, op)
+        return []
+
+    # -- arith ---------------------------------------------------------
+
+    def constant(self, op: Operation) -> None:
+        value = op.properties.get("value", op.attributes.get("value"))
+        t = op.results[0].type
+        ty = llvm_type(t)
+        if isinstance(value, IntegerAttr):
+            v = value.value.data
+            self.set(op, ir.Constant(ty, v & 1 if ty == I1 else v))
+        elif isinstance(value, FloatAttr):
+            self.set(op, ir.Constant(ty, float(value.value.data)))
+        elif isinstance(value, DenseIntOrFPElementsAttr) and isinstance(ty, ir.VectorType):
+            values = list(value.get_values())
+            if len(values) == 1:
+                values = values * ty.count
+            if ty.element == I1:
+                values = [int(v) & 1 for v in values]
+            self.set(op, ir.Constant(ty, [ir.Constant(ty.element, v) for v in values]))
+        else:
+            raise self.fail(op, f"constant {value} of type {t} is not a scalar or a vector")
+
+    def binary(self, op: Operation, inst: str) -> None:
+        a, b = (self.get(v) for v in op.operands)
+        self.set(op, getattr(self.builder, inst)(a, b))
+
+    def combine(self, kind: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        """A combining function of binary ops and reductions."""
+        if kind in _COMBINE_INTRINSIC:
+            return intrinsic(self.builder, _COMBINE_INTRINSIC[kind], [a, b])
+        if kind == "add":
+            return self.builder.fadd(a, b) if _is_float(a.type) else self.builder.add(a, b)
+        if kind == "mul":
+            return self.builder.fmul(a, b) if _is_float(a.type) else self.builder.mul(a, b)
+        return getattr(self.builder, {"and": "and_", "or": "or_", "xor": "xor"}[kind])(a, b)
+
+    def combine_op(self, op: Operation, kind: str) -> None:
+        self.set(op, self.combine(kind, *(self.get(v) for v in op.operands)))
+
+    def negf(self, op: Operation) -> None:
+        self.set(op, self.builder.fneg(self.get(op.operands[0])))
+
+    def cmpi(self, op: Operation, pred: str | None = None) -> None:
+        if pred is None:
+            assert isinstance(op, arith.CmpiOp)
+            pred = INT_PREDICATES[op.predicate.value.data]
+        signed, cmp = _CMPI[pred]
+        a, b = (self.get(v) for v in op.operands)
+        self.set(op, (self.builder.icmp_signed if signed else self.builder.icmp_unsigned)(cmp, a, b))
+
+    def cmpf(self, op: Operation, pred: str | None = None) -> None:
+        if pred is None:
+            assert isinstance(op, arith.CmpfOp)
+            pred = FLOAT_PREDICATES[op.predicate.value.data]
+        if pred in _CONSTANT_PREDICATES:
+            self.set(op, _constant_like(llvm_type(op.results[0].type), _CONSTANT_PREDICATES[pred]))
+            return
+        ordered, cmp = _CMPF[pred]
+        a, b = (self.get(v) for v in op.operands)
+        self.set(op, (self.builder.fcmp_ordered if ordered else self.builder.fcmp_unordered)(cmp, a, b))
+
+    def vcmp(self, op: Operation) -> None:
+        assert isinstance(op, VCmpOp)
+        (self.cmpf if op.is_float else self.cmpi)(op, op.predicate.data)
+
+    def select(self, op: Operation) -> None:
+        c, a, b = (self.get(v) for v in op.operands)
+        if isinstance(a.type, ir.VectorType) and not isinstance(c.type, ir.VectorType):
+            c = splat(self.builder, c, a.type.count)
+        self.set(op, self.builder.select(c, a, b))
+
+    def vcast(self, op: Operation) -> None:
+        assert isinstance(op, VCastOp)
+        self.set(op, self.convert(_VCAST[op.kind.data], op, self.get(op.operands[0]), llvm_type(op.results[0].type)))
+
+    def cast(self, op: Operation) -> None:
+        self.set(op, self.convert(type(op), op, self.get(op.operands[0]), llvm_type(op.results[0].type)))
+
+    def convert(self, kind: type[Operation], op: Operation, x: ir.Value, dst: ir.Type) -> ir.Value:
+        """`x` converted to `dst` as the arith op class `kind` does."""
+        b = self.builder
+        src = x.type
+        if src == dst:
+            return x
+        if kind in (arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp):
+            sw, dw = _elem(src).width, _elem(dst).width
+            if dw < sw:
+                return b.trunc(x, dst)
+            # index_cast sign-extends, except an i1 (0/1, as the OpenCL backend's scalar bool).
+            zero = kind is arith.ExtUIOp or (kind is arith.IndexCastOp and sw == 1)
+            return b.zext(x, dst) if zero else b.sext(x, dst)
+        simple = {
+            arith.SIToFPOp: b.sitofp, arith.UIToFPOp: b.uitofp, arith.FPToSIOp: b.fptosi,
+            arith.FPToUIOp: b.fptoui, arith.BitcastOp: b.bitcast,
+        }  # fmt: skip
+        if kind in simple:
+            return simple[kind](x, dst)
+        if kind in (arith.ExtFOp, arith.TruncFOp):
+            wider = _byte_size(dst) > _byte_size(src)
+            return b.fpext(x, dst) if wider else b.fptrunc(x, dst)
+        raise self.fail(op)
+
+    # -- math ----------------------------------------------------------
+
+    def math(self, op: Operation, name: str) -> None:
+        args = [self.get(v) for v in op.operands]
+        self.set(op, emit_math(self.builder, name, args[0], self.tier, *args[1:]))
+
+    def absi(self, op: Operation) -> None:
+        x = self.get(op.operands[0])
+        # abs(INT_MIN) wraps, as in MLIR (is_int_min_poison = false).
+        fn = _declare(self.module, f"llvm.abs.{mangle(x.type)}", x.type, [x.type, I1])
+        self.set(op, self.builder.call(fn, [x, ir.Constant(I1, 0)]))
+
+    # -- gpu -----------------------------------------------------------
+
+    def work_item_id(self, op: Operation) -> None:
+        dim = op.properties["dimension"].data.value  # type: ignore[union-attr]
+        b = self.builder
+        if dim != "x":
+            value = ir.Constant(I64, 1 if isinstance(op, gpu.BlockDimOp | gpu.GridDimOp) else 0)
+        elif isinstance(op, gpu.GlobalIdOp):
+            value = b.add(b.mul(self.group, self.block_size), self.thread, name="gid")
+        elif isinstance(op, gpu.ThreadIdOp):
+            value = self.thread
+        elif isinstance(op, gpu.BlockIdOp):
+            value = self.group
+        elif isinstance(op, gpu.BlockDimOp):
+            value = self.block_size
+        else:
+            raise self.fail(op, "the number of work-groups (x) is not passed to an LLVM kernel (its ABI runs a range of groups)")
+        self.set(op, value)
+
+    # -- memory --------------------------------------------------------
+
+    def alloca(self, op: Operation) -> None:
+        t = op.results[0].type
+        assert isinstance(t, MemRefType)
+        if any(d < 0 for d in t.get_shape()) or op.operands:
+            raise self.fail(op, f"{t} is not statically shaped")
+        space = t.memory_space
+        if not (isinstance(space, NoneAttr) or isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.PRIVATE):
+            raise self.fail(op, f"memory space {space} cannot be allocated in an LLVM kernel (only private arrays)")
+        size = max(1, math.prod(t.get_shape()))
+        elem = storage_type(t.element_type)
+        ptr = self.allocas.alloca(ir.ArrayType(elem, size), name="private")
+        ptr.align = max(16, _byte_size(elem))
+        self.memories[op.results[0]] = _Memory(ptr, t)
+
+    def address(self, op: Operation, ref: SSAValue, indices: Sequence[SSAValue]) -> tuple[ir.Value, MemRefType]:
+        """The element pointer `base + linear index` (row-major over the static shape)."""
+        if ref not in self.memories:
+            raise self.fail(op, "its memref is neither a kernel argument nor a memref.alloca")
+        mem = self.memories[ref]
+        shape = mem.type.get_shape()
+        if any(d < 0 for d in shape):
+            raise self.fail(op, f"memref {mem.type} has a dynamic shape")
+        b = self.builder
+        linear: ir.Value | None = None
+        for d, idx in enumerate(indices):
+            stride = math.prod(shape[d + 1 :])
+            term = self.get(idx)
+            if term.type != I64:
+                term = b.sext(term, I64)
+            if stride != 1:
+                term = b.mul(term, ir.Constant(I64, stride))
+            linear = term if linear is None else b.add(linear, term)
+        if linear is None:
+            linear = ir.Constant(I64, 0)
+        elem = storage_type(mem.type.element_type)
+        return b.gep(mem.base, [linear], inbounds=True, source_etype=elem), mem.type
+
+    def load(self, op: Operation) -> None:
+        ref, *indices = op.operands
+        ptr, t = self.address(op, ref, indices)
+        elem = storage_type(t.element_type)
+        value = self.builder.load(ptr, typ=elem, align=_byte_size(elem))
+        self.set(op, self.builder.trunc(value, I1) if _is_bool(t.element_type) else value)
+
+    def store(self, op: Operation) -> None:
+        value, ref, *indices = op.operands
+        ptr, t = self.address(op, ref, indices)
+        x = self.get(value)
+        if _is_bool(t.element_type):
+            x = self.builder.zext(x, I8)
+        self.builder.store(x, ptr, align=_byte_size(x.type))
+
+    def vector_load(self, op: Operation) -> None:
+        ref, *indices = op.operands
+        ptr, t = self.address(op, ref, indices)
+        vt = llvm_type(op.results[0].type)
+        assert isinstance(vt, ir.VectorType)
+        stored = ir.VectorType(I8, vt.count) if _is_bool(t.element_type) else vt
+        value = self.builder.load(ptr, typ=stored, align=_byte_size(stored))
+        self.set(op, self.builder.trunc(value, vt) if stored != vt else value)
+
+    def vector_store(self, op: Operation) -> None:
+        value, ref, *indices = op.operands
+        ptr, t = self.address(op, ref, indices)
+        x = self.get(value)
+        if _is_bool(t.element_type):
+            x = self.builder.zext(x, ir.VectorType(I8, x.type.count))
+        self.builder.store(x, ptr, align=_byte_size(x.type))
+
+    # -- vector --------------------------------------------------------
+
+    def broadcast(self, op: Operation) -> None:
+        src, t = op.operands[0], op.results[0].type
+        if isinstance(src.type, VectorType):
+            if src.type != t:
+                raise self.fail(op, f"only scalar -> vector broadcasts are supported, got {src.type} -> {t}")
+            self.set(op, self.get(src))
+            return
+        vt = llvm_type(t)
+        assert isinstance(vt, ir.VectorType)
+        self.set(op, splat(self.builder, self.get(src), vt.count))
+
+    def reduction(self, op: Operation) -> None:
+        kind = op.properties["kind"].data.value  # type: ignore[union-attr]
+        v = self.get(op.operands[0])
+        vt = v.type
+        assert isinstance(vt, ir.VectorType)
+        b = self.builder
+        if kind in ("add", "mul") and _is_float(vt):
+            r = self.tree_reduce(kind, v)
+        elif kind in _REDUCE_INTRINSIC:
+            r = intrinsic(b, f"vector.reduce.{_REDUCE_INTRINSIC[kind]}", [v], ret=vt.element)
+        else:
+            raise self.fail(op, f"reduction kind '{kind}' is not supported")
+        if len(op.operands) > 1:
+            r = self.combine(kind if kind not in ("maxui", "minui") else kind, self.get(op.operands[1]), r)
+        self.set(op, r)
+
+    def tree_reduce(self, kind: str, v: ir.Value) -> ir.Value:
+        """Lanes combined in the OpenCL helper's order: halves pairwise
+        (`lo + hi`) down to one lane; a 3-wide vector left to right."""
+        b = self.builder
+        w = v.type.count
+
+        def lane(x: ir.Value, i: int) -> ir.Value:
+            return b.extract_element(x, ir.Constant(I32, i))
+
+        if w & (w - 1):  # not a power of two
+            r = lane(v, 0)
+            for i in range(1, w):
+                r = self.combine(kind, r, lane(v, i))
+            return r
+        while w > 1:
+            h = w // 2
+            if h == 1:
+                return self.combine(kind, lane(v, 0), lane(v, 1))
+            mask_lo = ir.Constant(ir.VectorType(I32, h), list(range(h)))
+            mask_hi = ir.Constant(ir.VectorType(I32, h), list(range(h, w)))
+            v = self.combine(kind, b.shuffle_vector(v, v, mask_lo), b.shuffle_vector(v, v, mask_hi))
+            w = h
+        return lane(v, 0)
+
+    def _static_lane(self, op: Operation) -> ir.Constant:
+        positions = op.properties["static_position"].get_values()  # type: ignore[union-attr]
+        if len(positions) != 1 or positions[0] < 0 or len(op.operands) > (1 if isinstance(op, vector.ExtractOp) else 2):
+            raise self.fail(op, "only a single constant lane position is supported")
+        return ir.Constant(I32, positions[0])
+
+    def extract(self, op: Operation) -> None:
+        self.set(op, self.builder.extract_element(self.get(op.operands[0]), self._static_lane(op)))
+
+    def insert(self, op: Operation) -> None:
+        lane = self._static_lane(op)
+        self.set(op, self.builder.insert_element(self.get(op.operands[1]), self.get(op.operands[0]), lane))
+
+    # -- scf -----------------------------------------------------------
+
+    def for_(self, op: Operation) -> None:
+        lb, ub, step, *inits = (self.get(v) for v in op.operands)
+        body = op.regions[0].block
+        b = self.builder
+        fn = b.function
+        pre = b.block
+        head, loop, done = (fn.append_basic_block(n) for n in ("for", "for.body", "for.end"))
+        b.branch(head)
+        b.position_at_end(head)
+        iv = b.phi(lb.type, name="i")
+        iv.add_incoming(lb, pre)
+        carried = []
+        for init, result in zip(inits, op.results, strict=True):
+            phi = b.phi(llvm_type(result.type))
+            phi.add_incoming(init, pre)
+            carried.append(phi)
+        b.cbranch(b.icmp_signed("<", iv, ub), loop, done)
+        b.position_at_end(loop)
+        self.values[body.args[0]] = iv
+        for arg, phi in zip(body.args[1:], carried, strict=True):
+            self.values[arg] = phi
+        yielded = self.emit_block(body)
+        latch = b.block
+        iv.add_incoming(b.add(iv, step, name="i.next"), latch)
+        for phi, value in zip(carried, yielded, strict=True):
+            phi.add_incoming(value, latch)
+        b.branch(head)
+        b.position_at_end(done)
+        for result, phi in zip(op.results, carried, strict=True):
+            self.values[result] = phi
+
+    def if_(self, op: Operation) -> None:
+        b = self.builder
+        fn = b.function
+        then, other, done = (fn.append_basic_block(n) for n in ("then", "else", "endif"))
+        b.cbranch(self.get(op.operands[0]), then, other)
+        arms = []
+        for region, bb in ((op.regions[0], then), (op.regions[1], other)):
+            b.position_at_end(bb)
+            values = self.emit_block(region.block) if region.blocks else []
+            arms.append((values, b.block))
+            b.branch(done)
+        b.position_at_end(done)
+        for i, result in enumerate(op.results):
+            phi = b.phi(llvm_type(result.type))
+            for values, end in arms:
+                phi.add_incoming(values[i], end)
+            self.values[result] = phi
+
+
+# The emitter of each op class (as xDSL's own printers dispatch); an op of
+# any other class is declined.
+_HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Operation], None]] = {
+    arith.ConstantOp: _KernelEmitter.constant,
+    arith.CmpiOp: _KernelEmitter.cmpi,
+    arith.CmpfOp: _KernelEmitter.cmpf,
+    arith.SelectOp: _KernelEmitter.select,
+    VCmpOp: _KernelEmitter.vcmp,
+    VSelectOp: _KernelEmitter.select,
+    VCastOp: _KernelEmitter.vcast,
+    arith.NegfOp: _KernelEmitter.negf,
+    **{op: partial(_KernelEmitter.binary, inst=inst) for op, inst in _BINARY.items()},
+    **{op: partial(_KernelEmitter.combine_op, kind=kind) for op, kind in _BINARY_COMBINE.items()},
+    **{op: partial(_KernelEmitter.math, name=name) for op, name in _MATH_OPS.items()},
+    **{op: _KernelEmitter.work_item_id for op in _IDS},
+    **{op: _KernelEmitter.cast for op in _CASTS},
+    math_dialect.AbsIOp: _KernelEmitter.absi,
+    memref.AllocaOp: _KernelEmitter.alloca,
+    memref.LoadOp: _KernelEmitter.load,
+    memref.StoreOp: _KernelEmitter.store,
+    vector.LoadOp: _KernelEmitter.vector_load,
+    vector.StoreOp: _KernelEmitter.vector_store,
+    vector.BroadcastOp: _KernelEmitter.broadcast,
+    vector.ReductionOp: _KernelEmitter.reduction,
+    vector.ExtractOp: _KernelEmitter.extract,
+    vector.InsertOp: _KernelEmitter.insert,
+    scf.ForOp: _KernelEmitter.for_,
+    scf.IfOp: _KernelEmitter.if_,
+}
+
+
+# --------------------------------------------------------------------------
+# Module level
+# --------------------------------------------------------------------------
+
+
+def _symbol(attr: Attribute) -> str:
+    return attr.data if isinstance(attr, StringAttr) else attr.string_value()  # type: ignore[attr-defined]
+
+
+def kernel_funcs(module: ModuleOp) -> list[gpu.FuncOp]:
+    """The `gpu.func`s of the module's `gpu.module @kernels`, in order."""
+    found = [op for op in module.body.block.ops if isinstance(op, gpu.ModuleOp)]
+    named = [op for op in found if _symbol(op.sym_name) == KERNELS_MODULE]
+    if not named and len(found) != 1:
+        raise LLVMEmitError(
+            "llvm: the module holds no gpu.module @kernels (run the kernelize pass first: "
+            "accy-opt -p 'set-target{format=llvm-ir},kernelize' -t llvm)"
+        )
+    funcs = []
+    for op in (named or found)[0].body.block.ops:
+        if not isinstance(op, gpu.FuncOp):
+            raise LLVMEmitError(f"llvm: gpu.module @kernels holds '{op.name}'; only gpu.func kernels are supported")
+        funcs.append(op)
+    return funcs
+
+
+@dataclass(frozen=True)
+class BufferArg:
+    """One kernel argument: a flat buffer (`%buffers[i]` of the kernel ABI)."""
+
+    element: str  # the memref's element type as MLIR prints it ("f32", "i1", ...)
+    dtype: np.dtype  # the numpy type of the buffer's elements (i1 -> uint8, 0/1)
+    size: int  # elements
+    written: bool  # whether the kernel stores to it
+
+
+_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.uint8, "i8": np.int8,
+           "i16": np.int16, "i32": np.int32, "i64": np.int64}  # fmt: skip
+
+
+def kernel_arguments(module: ModuleOp) -> dict[str, list[BufferArg]]:
+    """Per kernel (by name, in order), its arguments' buffers: what the caller
+    puts in `%buffers`."""
+    out = {}
+    for func in kernel_funcs(module):
+        args = list(func.body.block.args)
+        written = {
+            args.index(op.operands[1])
+            for op in func.walk()
+            if isinstance(op, memref.StoreOp | vector.StoreOp) and op.operands[1] in args
+        }
+        bufs = []
+        for i, arg in enumerate(args):
+            t = arg.type
+            if not isinstance(t, MemRefType) or len(t.get_shape()) != 1:
+                raise LLVMEmitError(f"llvm: kernel @{func.sym_name.data} argument {i} has type {t}; kernel arguments are flat 1-D memrefs")
+            name = str(t.element_type)
+            if name not in _DTYPES:
+                raise LLVMEmitError(f"llvm: kernel @{func.sym_name.data} argument {i}: no buffer of element type {name}")
+            bufs.append(BufferArg(name, np.dtype(_DTYPES[name]), t.get_shape()[0], i in written))
+        out[func.sym_name.data] = bufs
+    return out
+
+
+def check_format(module: ModuleOp) -> None:
+    """Refuses a module whose target asks for an artifact other than LLVM IR."""
+    problem = format_mismatch(module, FORMAT, "LLVM IR")
+    if problem is not None:
+        raise LLVMEmitError(f"llvm: {problem}")
+
+
+def emit_llvm_module(module: ModuleOp, target: CodegenTarget | None = None) -> ir.Module:
+    """The llvmlite module of every kernel of `module` (see the module docstring)."""
+    check_format(module)
+    target = target or host_target()
+    out = ir.Module(name="kernels")
+    out.triple = target.triple
+    out.data_layout = target.data_layout
+    tier = TargetProfile.of_module(module).math
+    for func in kernel_funcs(module):
+        _KernelEmitter(func, out, tier, target).emit()
+    return out
+
+
+def emit_llvm(module: ModuleOp, target: CodegenTarget | None = None) -> str:
+    """The LLVM IR text of every kernel of `module`, for `target` (the host's
+    when None); `LLVMEmitError` when the module's target format is not
+    `llvm-ir` or a kernel holds what the LLVM backend does not emit."""
+    return str(emit_llvm_module(module, target))
