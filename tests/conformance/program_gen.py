@@ -633,12 +633,12 @@ class _Builder:
         that the schedule must not fuse as the usual one."""
         rank = len(shape)
         usual = list(range(rank - 1))
-        others = []
-        for new_dim in range(rank - 1):
-            dims = [d for d in range(rank) if d != new_dim]
-            if [shape[d] for d in dims] == list(r.shape):
-                others.append(dims)
-        permuted = bool(others) and self.integer(0, 2) == 0 and self.allowed("broadcast_rows_permuted")
+        candidates = [[d for d in range(rank) if d != new_dim] for new_dim in range(rank)]
+        fits = [dims for dims in candidates if [shape[d] for d in dims] == list(r.shape)]
+        others = [dims for dims in fits if dims != usual]
+        # The usual dims fit unless r was reduced along another dim than the last.
+        wanted = self.integer(0, 2) == 0 and self.allowed("broadcast_rows_permuted")
+        permuted = bool(others) and (usual not in fits or wanted)
         dims = self.choice(others) if permuted else usual
         op = A.BroadcastOp(r.ssa, dims, shape)
         return self.emit(op, r.mag, r.exact, r.lo, feature="broadcast_rows_permuted" if permuted else "broadcast_rows").ssa
