@@ -37,7 +37,7 @@ The mapping:
   zero-extend;
 - `memref.load/store` -> GEP on the flat buffer (indices linearised
   row-major over the memref's static shape) + load/store; a private
-  `memref.alloca` is an `alloca [N x T]` in the entry block;
+  `memref.alloca` is an `alloca T, i64 N` in the entry block;
 - `scf.for` -> a loop of basic blocks whose iter_args are phi nodes; `scf.if`
   with results -> branches meeting in phis;
 - `arith` ops -> the LLVM instructions of the same meaning; `maximumf` /
@@ -638,7 +638,8 @@ class _KernelEmitter:
             raise self.fail(op, f"memory space {space} cannot be allocated in an LLVM kernel (only private arrays)")
         size = max(1, math.prod(t.get_shape()))
         elem = storage_type(t.element_type)
-        ptr = self.allocas.alloca(ir.ArrayType(elem, size), name="private")
+        # `alloca T, i64 N` (not `[N x T]`): llvmlite types an alloca's pointer, and GEPs index T.
+        ptr = self.allocas.alloca(elem, size=ir.Constant(I64, size), name="private")
         ptr.align = max(16, _byte_size(elem))
         self.memories[op.results[0]] = _Memory(ptr, t)
 
