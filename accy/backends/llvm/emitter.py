@@ -316,7 +316,7 @@ _BINARY_COMBINE: dict[type[Operation], str] = {
 }  # fmt: skip
 _COMBINE_INTRINSIC = {
     "maximumf": "maximum", "minimumf": "minimum", "maxnumf": "maxnum", "minnumf": "minnum",
-    "maxsi": "smax", "minsi": "smin",
+    "maxsi": "smax", "minsi": "smin", "maxui": "umax", "minui": "umin",
 }  # fmt: skip
 # vector.reduction kind -> llvm.vector.reduce.<name> (float add/mul are a tree, see reduction).
 _REDUCE_INTRINSIC = {
@@ -724,7 +724,7 @@ class _KernelEmitter:
         else:
             raise self.fail(op, f"reduction kind '{kind}' is not supported")
         if len(op.operands) > 1:
-            r = self.combine(kind if kind not in ("maxui", "minui") else kind, self.get(op.operands[1]), r)
+            r = self.combine(kind, self.get(op.operands[1]), r)
         self.set(op, r)
 
     def tree_reduce(self, kind: str, v: ir.Value) -> ir.Value:
