@@ -344,7 +344,8 @@ func.func @main(%x: tensor<45xf32>) -> (tensor<45xf32>, tensor<45xf32>, tensor<4
     for tier in ("exact", "fast"):
         module = check_against_reference(text, rtol=1e-5, atol=1e-6, math=tier)
         ir_text = emit_llvm(module)
-        assert '@"tanhf"' in ir_text and '@"erff"' in ir_text  # libm, lane by lane
+        # float32 tanh and erf are vector_math's inlined polynomials, not libm calls lane by lane.
+        assert '@"tanhf"' not in ir_text and '@"erff"' not in ir_text
 
 
 @pytest.mark.parametrize("ty", ["float", "<4 x float>", "double", "half", "<3 x double>"])

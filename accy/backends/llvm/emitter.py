@@ -97,6 +97,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from accy.backends.llvm import vector_math
 from accy.dialects.host import KERNELS_MODULE, AddressSpace, AddressSpaceAttr
 from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp
 from accy.dialects.target import TargetProfile, format_mismatch
@@ -263,11 +264,16 @@ def emit_math(builder: ir.IRBuilder, op_name: str, value: ir.Value, tier: str, *
     other operands of pow, atan2, copysign and fma) on a scalar or a vector,
     under the math tier `tier` ("exact" or "fast").
 
-    THE HOOK of the vectorised math library (accy/backends/llvm/vector_math.py,
-    written separately): for now both tiers call LLVM's intrinsics, which the
-    code generator turns into scalar libm calls per lane where the CPU has no
-    instruction, and libm for the functions LLVM has no intrinsic for."""
+    float32 exp, log, tanh, erf, sin and cos, scalar or vector, are
+    `vector_math`'s inlined polynomials (vectorised; the tier picks the
+    accuracy, `vector_math.ERROR_BOUNDS`). Other types and functions call
+    LLVM's intrinsics, which the code generator turns into scalar libm calls
+    per lane where the CPU has no instruction, and libm for the functions
+    LLVM has no intrinsic for."""
     args = [value, *more]
+    element = value.type.element if isinstance(value.type, ir.VectorType) else value.type
+    if op_name in vector_math.FUNCTIONS and isinstance(element, ir.FloatType) and not more:
+        return vector_math.emit(builder, op_name, value, tier)
     if op_name in MATH_INTRINSICS:
         return intrinsic(builder, MATH_INTRINSICS[op_name], args)
     if op_name == "rsqrt":
