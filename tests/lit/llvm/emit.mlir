@@ -27,6 +27,8 @@ builtin.module {
 // CHECK:      for:
 // CHECK-NEXT:   %"i" = phi  i64 [0, %"body"], [%"i.next", %"for.body"]
 // CHECK-NEXT:   %{{.+}} = phi  float [0xfff0000000000000, %"body"], [%{{.+}}, %"for.body"]
-// CHECK:        call float @"llvm.exp.f32"
+// exp is inlined (vector_math): its polynomial, fused multiply-adds, no libm call.
+// CHECK:        call float @"llvm.fma.f32"
+// CHECK-NOT:    @"expf"
 
 // VERIFIED: verified
