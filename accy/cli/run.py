@@ -170,6 +170,10 @@ def _run(args: argparse.Namespace) -> int:
         "run_s": round(exe.run_s, 6),
         "fallbacks": exe.stats.fallbacks,
     }
+    jit_s = getattr(exe.program, "jit_s", None)
+    if jit_s is not None:  # a JIT device (llvm): its JIT time, and whether the object code came from the disk cache
+        stats["jit_s"] = round(jit_s, 6)
+        stats["jit_cached"] = bool(getattr(exe.program, "jit_cached", False))
     if args.check:
         comparisons = exe.compare_with_reference(inputs, outputs)
         for i, c in enumerate(comparisons):

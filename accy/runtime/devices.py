@@ -1,5 +1,5 @@
 """Devices by name: `reference`, `opencl` / `opencl:N` (the N-th OpenCL
-device). A new device is one entry of `DEVICES`.
+device), `llvm` (the host CPU through llvmlite's JIT). A new device is one entry of `DEVICES`.
 
 Device modules are imported only when asked for, so a machine without OpenCL
 still compiles for the reference device; a device that cannot load says why.
@@ -17,6 +17,7 @@ from accy.runtime.device import Device
 DEVICES: dict[str, str] = {
     "reference": "accy.runtime.reference_device:ReferenceDevice",
     "opencl": "accy.runtime.opencl:OpenCLDevice",
+    "llvm": "accy.runtime.llvm:LLVMDevice",
 }
 
 _instances: dict[str, Device] = {}

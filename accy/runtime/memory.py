@@ -19,35 +19,15 @@ from several threads.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 
 import pyopencl as cl
 
-POOL_MAX_BYTES_ENV = "ACCY_POOL_MAX_BYTES"
-
-
-@dataclass
-class PoolStats:
-    """Buffers created (driver allocations), requests served from the free
-    lists, and free buffers dropped to stay within the bounds."""
-
-    created: int = 0
-    reused: int = 0
-    bytes_created: int = 0
-    evicted: int = 0
-
-
-def pool_max_bytes_from_env(default: int) -> int:
-    """`$ACCY_POOL_MAX_BYTES` (a byte count; 0 keeps nothing), else `default`."""
-    text = os.environ.get(POOL_MAX_BYTES_ENV, "").strip()
-    if not text:
-        return default
-    if not text.isdigit():
-        raise ValueError(f"{POOL_MAX_BYTES_ENV}={text!r}: expected a number of bytes")
-    return int(text)
+# Shared with the host pool (and re-exported: callers import them from here).
+from accy.runtime.host_memory import POOL_MAX_BYTES_ENV as POOL_MAX_BYTES_ENV
+from accy.runtime.host_memory import PoolStats as PoolStats
+from accy.runtime.host_memory import pool_max_bytes_from_env as pool_max_bytes_from_env
 
 
 class MemoryPool:

@@ -58,27 +58,42 @@ pool's previous call.
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects import arith, func, gpu, memref
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import func, gpu, memref
+from xdsl.dialects.builtin import ModuleOp
 
 from accy.backends.opencl.emitter import FORMAT, build_options, emit_opencl, kernel_funcs, written_arguments
 from accy.debug import debug, debug_level
-from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, AddressSpace, AddressSpaceAttr, FallbackOp
-from accy.dialects.host import ConstantOp as HostConstantOp
+from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.target import DEFAULTS, TargetProfile, target_fields
-from accy.reference.constants import dense_to_numpy, numpy_dtype
-from accy.reference.interpreter import evaluate_op
+from accy.reference.constants import numpy_dtype
 from accy.runtime.device import Device, LaunchProfile, Program, RunStats
 from accy.runtime.memory import MemoryPool, pool_max_bytes_from_env
 from accy.runtime.program_cache import BuiltProgram, ProgramCache, isolate_pocl_cache, pocl_environment
+from accy.runtime.schedule import POISON_BYTE as POISON_BYTE  # re-exported: tests and tools read them here
+from accy.runtime.schedule import POISON_ENV as POISON_ENV
+from accy.runtime.schedule import Alloc as _Alloc
+from accy.runtime.schedule import Constant as _Constant
+from accy.runtime.schedule import Fallback as _Fallback
+from accy.runtime.schedule import Free as _Free
+from accy.runtime.schedule import (
+    HostScheduleError,
+    Launch,
+    evaluate_fallback,
+    fallback_input_types,
+    has_kernels,
+    host_function,
+    poison_from_env,
+    poison_pattern,
+    translate,
+)
+from accy.runtime.schedule import Schedule as _Schedule
+from accy.runtime.schedule import storage_dtype as _storage_dtype
 
 if TYPE_CHECKING:  # pyopencl is imported when a device is made, not with this module
     import pyopencl as cl
@@ -87,10 +102,6 @@ INSTALL_HINT = (
     "no OpenCL platform found: install one (on Debian/Ubuntu, `sudo apt-get install pocl-opencl-icd` "
     "gives OpenCL on the CPU), or use device='reference'"
 )
-
-#: The byte integer buffers are filled with under `poison` (see the module docstring).
-POISON_BYTE = 0x5A
-POISON_ENV = "ACCY_POISON"
 
 #: Results this large are written in place into the returned array on
 #: host-unified devices (see the module docstring). Reading a 4096x4096 float
@@ -106,23 +117,6 @@ _HARD_LIMITS = ("max_work_group_size", "local_mem_bytes")
 
 class TargetMismatch(ValueError):
     """The module's target asks for what the device cannot give."""
-
-
-def _storage_dtype(t: Any) -> np.dtype:
-    """The numpy dtype of a buffer's elements (i1 tensors are stored as int8)."""
-    dtype = numpy_dtype(t)
-    return np.dtype(np.int8) if dtype == np.bool_ else dtype
-
-
-def poison_pattern(dtype: np.dtype) -> np.ndarray:
-    """One element of the poison value of a buffer of `dtype` (NaN or POISON_BYTE bytes)."""
-    if dtype.kind == "f":
-        return np.full(1, np.nan, dtype)
-    return np.full(dtype.itemsize, POISON_BYTE, np.uint8).view(dtype)
-
-
-def _memref_nbytes(t: MemRefType) -> int:
-    return math.prod(t.get_shape()) * _storage_dtype(t.element_type).itemsize
 
 
 #: The fewest float lanes a GPU work-item loads at once: GPUs report a
@@ -216,163 +210,27 @@ class _Launch:
     local_size: tuple[int, ...] | None
 
 
-@dataclass
-class _Fallback:
-    op: FallbackOp
-    inputs: list[int]
-    outputs: list[int]
-
-
-@dataclass
-class _Alloc:
-    slot: int
-    nbytes: int
-    dtype: np.dtype
-    # The function returns this buffer as a whole (same bytes and dtype, not a
-    # larger buffer that a result shares with other values).
-    result: bool = False
-
-
-@dataclass
-class _Free:
-    slot: int
-
-
-@dataclass
-class _Constant:
-    slot: int
-    data: np.ndarray  # flat, storage dtype
-    nbytes: int
-    rewritten: bool  # some step writes the buffer: refill on every call
-
-
-@dataclass
-class _Schedule:
-    """The host function as steps over numbered buffer slots."""
-
-    num_slots: int
-    arg_slots: list[int]
-    arg_nbytes: list[int]
-    arg_written: list[bool]
-    steps: list[Any]
-    result_slots: list[int]
-    result_types: list[TensorType]
-    peak_bytes: int
-    fallbacks: int
-    launches: int = field(default=0)
-
-
-class HostScheduleError(ValueError):
-    """The host function holds an op the OpenCL runtime does not run."""
-
-
 def _translate(host: func.FuncOp, built: BuiltProgram | None, gfuncs: dict[str, gpu.FuncOp]) -> _Schedule:
     kernels = built.kernels if built is not None else {}
-    slots: dict[SSAValue, int] = {}
-    ints: dict[SSAValue, int] = {}
-    steps: list[Any] = []
-    written: set[int] = set()
 
-    def slot(v: SSAValue) -> int:
-        if v not in slots:
-            slots[v] = len(slots)
-        return slots[v]
+    def make_launch(launch: Launch) -> _Launch:
+        if launch.name not in kernels:
+            raise HostScheduleError(f"opencl runtime: launch of unknown kernel @{launch.name}")
+        local = list(launch.block)
+        global_size = [g * b for g, b in zip(launch.grid, local, strict=True)]
+        group = launch_work_group(launch.func, tuple(local))
+        dims = max([1] + [i + 1 for i in range(3) if global_size[i] != 1 or local[i] != 1])
+        return _Launch(
+            launch.name,
+            launch.kind,
+            kernels[launch.name],
+            built.launch_lock,  # type: ignore[union-attr]
+            launch.args,
+            tuple(global_size[:dims]),
+            group[:dims] if group is not None else None,
+        )
 
-    def buffer(v: SSAValue, user: Operation) -> int:
-        if v not in slots:
-            raise HostScheduleError(f"opencl runtime: '{user.name}' uses {v} which is not a buffer of the schedule")
-        return slots[v]
-
-    block = host.body.block
-    arg_slots = [slot(a) for a in block.args]
-    for a in block.args:
-        if not isinstance(a.type, MemRefType):
-            raise HostScheduleError(f"opencl runtime: @{host.sym_name.data} takes {a.type}; expected flat memref buffers")
-    result_slots: list[int] = []
-    fallbacks = 0
-    for op in block.ops:
-        if isinstance(op, arith.ConstantOp):
-            value = op.value
-            if isinstance(value, IntegerAttr):
-                ints[op.result] = value.value.data
-                continue
-            raise HostScheduleError(f"opencl runtime: host constant {value} is not an index")
-        if isinstance(op, memref.AllocOp):
-            t = op.memref.type
-            steps.append(_Alloc(slot(op.memref), _memref_nbytes(t), _storage_dtype(t.element_type)))
-        elif isinstance(op, memref.DeallocOp):
-            steps.append(_Free(buffer(op.memref, op)))
-        elif isinstance(op, HostConstantOp):
-            data = dense_to_numpy(op.value).reshape(-1)
-            data = np.ascontiguousarray(data.astype(_storage_dtype(op.result.type.element_type)))
-            steps.append(_Constant(slot(op.result), data, _memref_nbytes(op.result.type), False))
-        elif isinstance(op, gpu.LaunchFuncOp):
-            ref = op.kernel
-            name = (ref.nested_references.data[-1] if ref.nested_references.data else ref.root_reference).data
-            if name not in kernels:
-                raise HostScheduleError(f"opencl runtime: launch of unknown kernel @{name}")
-            args = [buffer(v, op) for v in op.kernelOperands]
-            if len(set(args)) != len(args):
-                raise HostScheduleError(f"opencl runtime: launch of @{name} passes one buffer to two arguments")
-            gfunc = gfuncs[name]
-            written |= {args[i] for i in written_arguments(gfunc)}
-            sizes = []
-            for v in (op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ):
-                if v not in ints:
-                    raise HostScheduleError(f"opencl runtime: launch of @{name} has a size that is not a constant")
-                sizes.append(ints[v])
-            grid, local = sizes[:3], sizes[3:]
-            global_size = [g * b for g, b in zip(grid, local, strict=True)]
-            group = launch_work_group(gfunc, tuple(local))
-            dims = max([1] + [i + 1 for i in range(3) if global_size[i] != 1 or local[i] != 1])
-            kind = gfunc.attributes.get("accy.kind")
-            steps.append(
-                _Launch(
-                    name,
-                    kind.data if kind is not None else "kernel",  # type: ignore[union-attr]
-                    kernels[name],
-                    built.launch_lock,  # type: ignore[union-attr]
-                    args,
-                    tuple(global_size[:dims]),
-                    group[:dims] if group is not None else None,
-                )
-            )
-        elif isinstance(op, FallbackOp):
-            ins = [buffer(v, op) for v in op.inputs]
-            outs = [buffer(v, op) for v in op.outputs]
-            written |= set(outs)
-            steps.append(_Fallback(op, ins, outs))
-            fallbacks += 1
-        elif isinstance(op, func.ReturnOp):
-            result_slots = [buffer(v, op) for v in op.arguments]
-        else:
-            raise HostScheduleError(f"opencl runtime: cannot run host op '{op.name}' in @{host.sym_name.data}")
-    signature = host.attributes.get(SIGNATURE_ATTR)
-    if signature is None:
-        raise HostScheduleError(f"opencl runtime: @{host.sym_name.data} was not kernelized (no {SIGNATURE_ATTR})")
-    result_types = list(signature.outputs.data)  # type: ignore[attr-defined]
-    whole_results = {
-        (slot, _memref_nbytes(MemRefType(t.element_type, t.get_shape())), _storage_dtype(t.element_type))
-        for slot, t in zip(result_slots, result_types, strict=True)
-    }
-    for s in steps:
-        if isinstance(s, _Constant):
-            s.rewritten = s.slot in written
-        elif isinstance(s, _Alloc):
-            s.result = (s.slot, s.nbytes, s.dtype) in whole_results
-    peak = host.attributes.get(PEAK_BYTES_ATTR)
-    return _Schedule(
-        num_slots=len(slots),
-        arg_slots=arg_slots,
-        arg_nbytes=[_memref_nbytes(a.type) for a in block.args],  # type: ignore[arg-type]
-        arg_written=[s in written for s in arg_slots],
-        steps=steps,
-        result_slots=result_slots,
-        result_types=result_types,
-        peak_bytes=peak.value.data if isinstance(peak, IntegerAttr) else 0,
-        fallbacks=fallbacks,
-        launches=sum(isinstance(s, _Launch) for s in steps),
-    )
+    return translate(host, gfuncs, make_launch, written_arguments, "opencl runtime")
 
 
 # --------------------------------------------------------------------------
@@ -538,30 +396,14 @@ class OpenCLProgram(Program):
     def _fallback(self, step: _Fallback, bufs: list[Any], queue: Any) -> None:
         import pyopencl as cl
 
-        op = step.op
-        block = op.body.block
         arrays = []
-        for slot, arg in zip(step.inputs, block.args, strict=True):
-            t = arg.type
-            assert isinstance(t, TensorType)
+        for slot, t in zip(step.inputs, fallback_input_types(step), strict=True):
             host = np.empty(math.prod(t.get_shape()), _storage_dtype(t.element_type))
             if host.nbytes:
                 cl.enqueue_copy(queue, host, bufs[slot], is_blocking=False)
-            arrays.append((host, t))
+            arrays.append(host)
         queue.finish()
-        env: dict[SSAValue, np.ndarray] = {
-            arg: _as_tensor(host, t) for arg, (host, t) in zip(block.args, arrays, strict=True)
-        }
-        yielded = op.yield_op
-        for inner in block.ops:
-            if inner is yielded:
-                break
-            results = evaluate_op(inner, [env[v] for v in inner.operands], env)
-            env.update(zip(inner.results, results, strict=True))
-        for slot, v in zip(step.outputs, yielded.values, strict=True):
-            value = np.ascontiguousarray(env[v]).reshape(-1)
-            if value.dtype == np.bool_:
-                value = value.view(np.int8)
+        for slot, value in zip(step.outputs, evaluate_fallback(step, arrays), strict=True):
             if value.nbytes:
                 cl.enqueue_copy(queue, bufs[slot], value, is_blocking=True)
 
@@ -603,13 +445,6 @@ class OpenCLProgram(Program):
         return [host.view(np.bool_) if numpy_dtype(t.element_type) == np.bool_ else host for host, t in outputs]
 
 
-def _as_tensor(host: np.ndarray, t: TensorType) -> np.ndarray:
-    array = host.reshape(tuple(t.get_shape()))
-    if numpy_dtype(t.element_type) == np.bool_:
-        return array.view(np.bool_)
-    return array
-
-
 # --------------------------------------------------------------------------
 # The device
 # --------------------------------------------------------------------------
@@ -648,7 +483,7 @@ class OpenCLDevice(Device):
             listing = "; ".join(f"opencl:{n} = {d.name.strip()}" for n, d in enumerate(devices))
             raise ValueError(f"no OpenCL device {i}: there are {len(devices)} ({listing})")
         self.cl_device = devices[i]
-        self.poison = os.environ.get(POISON_ENV, "") not in ("", "0") if poison is None else poison
+        self.poison = poison_from_env(poison)
         self.index = i
         self.name = "opencl" if index is None else f"opencl:{i}"
         self.description = f"{self.cl_device.platform.name.strip()}: {self.cl_device.name.strip()}"
@@ -712,12 +547,8 @@ class OpenCLDevice(Device):
 
     def load(self, module: ModuleOp, fn: str) -> OpenCLProgram:
         """A program for function `fn` of an already kernelized module."""
-        host = next(
-            (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == fn), None
-        )
-        if host is None:
-            raise ValueError(f"the module has no function @{fn}")
-        gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)} if _has_kernels(module) else {}
+        host = host_function(module, fn)
+        gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)} if has_kernels(module) else {}
         source = emit_opencl(module) if gfuncs else ""
         built = self.programs.get(source, build_options(module)) if gfuncs else None
         return OpenCLProgram(self, _translate(host, built, gfuncs), source, built)
@@ -726,6 +557,3 @@ class OpenCLDevice(Device):
 def debug_out(text: str) -> None:
     debug(3, text)
 
-
-def _has_kernels(module: ModuleOp) -> bool:
-    return any(isinstance(op, gpu.ModuleOp) and op.body.block.first_op is not None for op in module.ops)

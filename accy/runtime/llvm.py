@@ -1,0 +1,552 @@
+"""The LLVM CPU device: kernels as LLVM IR, JIT-compiled by llvmlite, run on
+every core of this machine. It needs nothing but llvmlite (a pip package).
+
+`LLVMDevice()` (`device="llvm"`). `prepare(module, fn, strict)`:
+
+1. completes the module's target profile: the fields the module sets are
+   kept, the device supplies the rest (`llvm_profile`: the CPU profile,
+   format `llvm-ir`, vector width 16 on a host with AVX-512, 8 with AVX2, 4
+   otherwise, fp16 and fp64). A module asking for another format, or for
+   the GPU profile (barriers, local memory: the LLVM kernel ABI runs a
+   work-group's work-items one after the other), is refused with a
+   `TargetMismatch`;
+2. runs `kernelize` (strict: a declined work item is an error);
+3. emits the kernels as LLVM IR once (accy/backends/llvm) and JIT-compiles
+   them with llvmlite's MCJIT for the host CPU: the O3 pipeline (loop and
+   SLP vectorisation on), then code generation at O3. One engine per IR
+   text, shared by every program of the same kernels (`JitCache`). The
+   object code is kept in accy's disk cache (namespace `llvm-objects`,
+   keyed by the IR text, the CPU name and features and the llvmlite
+   version) through MCJIT's object cache, so a second process skips both
+   the optimisation and the code generation (`JitStats.loaded`);
+4. translates the host function into steps once (accy/runtime/schedule.py,
+   shared with the OpenCL device).
+
+`LLVMProgram.run` executes the steps on numpy buffers: allocations come from
+a `HostMemoryPool` (64-byte aligned), except results returned whole, which
+are fresh arrays the kernels write and the call returns as they are; inputs
+that are C-contiguous, aligned and never written are used in place; a
+launch's work-groups are split into contiguous ranges, one per thread of a
+pool of `os.cpu_count()` threads (the calling thread runs the first), each
+range a call of the kernel's function through ctypes, which releases the GIL;
+a fallback evaluates its tensor ops with the reference interpreter on the
+buffers. `profile=True` records each launch's wall time. `poison`
+(`ACCY_POISON=1`) fills allocated buffers with NaN / 0x5A bytes before the
+launches of each call, as on OpenCL.
+
+Threads: a program may be called from any number of threads at once; each
+call keeps its buffers to itself, the compiled functions are re-entrant, the
+pool and the caches take their own locks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+import os
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func, gpu
+from xdsl.dialects.builtin import ModuleOp
+
+from accy.backends.llvm import emit_llvm, host_target, kernel_arguments, kernel_funcs
+from accy.backends.llvm.emitter import FORMAT
+from accy.debug import debug, debug_level
+from accy.dialects.target import CPU_PROFILE, TargetProfile, target_fields
+from accy.reference.constants import numpy_dtype
+from accy.runtime.device import Device, LaunchProfile, Program, RunStats
+from accy.runtime.disk_cache import DiskCache
+from accy.runtime.host_memory import HostMemoryPool, aligned_empty, pool_max_bytes_from_env
+from accy.runtime.schedule import (
+    Alloc,
+    Constant,
+    Fallback,
+    Free,
+    HostScheduleError,
+    Launch,
+    Schedule,
+    evaluate_fallback,
+    fallback_input_types,
+    has_kernels,
+    host_function,
+    poison_from_env,
+    poison_pattern,
+    storage_dtype,
+    translate,
+)
+
+INSTALL_HINT = "the LLVM device needs llvmlite: `pip install llvmlite`"
+#: The disk cache namespace of compiled object code.
+OBJECT_CACHE_NAMESPACE = "llvm-objects"
+#: The optimisation level of the module pipeline and of code generation.
+OPT_LEVEL = 3
+#: Launches with fewer work-items than this run on the calling thread alone
+#: (handing a range to the pool costs more than running it).
+MIN_PARALLEL_ITEMS = 4096
+#: Compiled programs kept in memory (by IR text).
+JIT_CACHE_SIZE = 128
+
+KernelFn = Any  # a ctypes CFUNCTYPE(None, c_void_p, c_int64, c_int64, c_int64) instance
+_KERNEL_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+
+
+class TargetMismatch(ValueError):
+    """The module's target asks for what the LLVM device cannot give."""
+
+
+def host_vector_width(features: str) -> int:
+    """Floats per vector on a host with these LLVM features (`+avx512f,...`)."""
+    enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
+    if "avx512f" in enabled:
+        return 16
+    if "avx2" in enabled:
+        return 8
+    return 4
+
+
+def llvm_profile(math_tier: str = "exact") -> TargetProfile:
+    """The LLVM device's profile on this host (module docstring, step 1)."""
+    return CPU_PROFILE.replace(
+        format=FORMAT,
+        math=math_tier,
+        vector_width=host_vector_width(host_target().features),
+        fp16=True,
+        fp64=True,
+    )
+
+
+# --------------------------------------------------------------------------
+# The JIT
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class JitStats:
+    """Per device: modules compiled here (optimised and code-generated),
+    modules whose object code came from the disk cache, engines reused from
+    memory, and the seconds spent in the JIT."""
+
+    compiled: int = 0
+    loaded: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class JitProgram:
+    """One MCJIT engine and its kernels' entry points."""
+
+    engine: Any  # llvmlite.binding.ExecutionEngine (owns the code: keep it alive)
+    functions: dict[str, KernelFn]
+    seconds: float  # JIT time: parse, optimise, generate or load object code
+    loaded: bool  # object code from the disk cache
+
+
+_llvm_lock = threading.Lock()
+_llvm_ready = False
+
+
+def _init_llvm() -> Any:
+    """llvmlite.binding, initialised for the host, with libm resolvable."""
+    global _llvm_ready
+    try:
+        import llvmlite.binding as llvm
+    except ImportError as e:
+        raise RuntimeError(INSTALL_HINT) from e
+    with _llvm_lock:
+        if not _llvm_ready:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            # The IR may declare libm functions (tanhf, erff, ...): make them
+            # resolvable by name in the JIT's symbol lookup.
+            libm = ctypes.util.find_library("m")
+            if libm:
+                try:
+                    llvm.load_library_permanently(libm)
+                except RuntimeError:
+                    pass  # libm is linked into the Python process on most systems anyway
+            _llvm_ready = True
+    return llvm
+
+
+def object_key(ir_text: str) -> str:
+    """The disk cache key of the object code of `ir_text` on this host."""
+    import llvmlite
+
+    target = host_target()
+    h = hashlib.sha256()
+    for part in (ir_text, target.triple, target.cpu, target.features, llvmlite.__version__, f"O{OPT_LEVEL}"):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+class JitCache:
+    """Compiled programs by IR text, in memory (bounded) and on disk."""
+
+    def __init__(self, disk: DiskCache | None = None, max_entries: int = JIT_CACHE_SIZE) -> None:
+        self.disk = disk if disk is not None else DiskCache(OBJECT_CACHE_NAMESPACE)
+        self.max_entries = max_entries
+        self.stats = JitStats()
+        self._entries: OrderedDict[str, JitProgram] = OrderedDict()
+        self._lock = threading.Lock()  # llvmlite's compilation is not thread-safe: one at a time
+
+    def get(self, ir_text: str, names: list[str]) -> JitProgram:
+        key = object_key(ir_text)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                self.stats.reused += 1
+                return entry
+            entry = self._compile(ir_text, names, key)
+            self._entries[key] = entry
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+            return entry
+
+    def _compile(self, ir_text: str, names: list[str], key: str) -> JitProgram:
+        llvm = _init_llvm()
+        start = time.perf_counter()
+        cached = self.disk.get(key)
+        mod = llvm.parse_assembly(ir_text)
+        if cached is None:
+            mod.verify()
+            tm = _target_machine(llvm)
+            pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
+            pto.loop_vectorization = True
+            pto.slp_vectorization = True
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+        produced: list[bytes] = []
+
+        def notify(_module: Any, buffer: bytes) -> None:
+            produced.append(bytes(buffer))
+
+        def getbuffer(_module: Any) -> bytes | None:
+            return cached
+
+        # create_mcjit_compiler takes ownership of its target machine: a fresh one per engine.
+        engine = llvm.create_mcjit_compiler(mod, _target_machine(llvm))
+        engine.set_object_cache(notify, getbuffer)
+        engine.finalize_object()
+        functions = {}
+        for name in names:
+            address = engine.get_function_address(name)
+            if not address:
+                raise RuntimeError(f"llvm device: the JIT has no function @{name}")
+            functions[name] = _KERNEL_PROTO(address)
+        if cached is None:
+            self.stats.compiled += 1
+            if produced:
+                self.disk.put(key, produced[0])
+        else:
+            self.stats.loaded += 1
+        seconds = time.perf_counter() - start
+        self.stats.seconds += seconds
+        debug(1, f"accy: llvm JIT {'loaded' if cached is not None else 'compiled'} {len(names)} kernel(s) in {seconds * 1e3:.1f} ms")
+        return JitProgram(engine, functions, seconds, cached is not None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _target_machine(llvm: Any) -> Any:
+    target = host_target()
+    return llvm.Target.from_triple(target.triple).create_target_machine(
+        cpu=target.cpu, features=target.features, opt=OPT_LEVEL
+    )
+
+
+# --------------------------------------------------------------------------
+# The host schedule's launches
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class _Launch:
+    name: str
+    kind: str
+    fn: KernelFn
+    args: list[int]
+    groups: int
+    block: int
+
+
+def _make_launch(functions: dict[str, KernelFn]) -> Any:
+    def make(launch: Launch) -> _Launch:
+        if launch.grid[1:] != (1, 1) or launch.block[1:] != (1, 1):
+            raise HostScheduleError(
+                f"llvm device: @{launch.name} is launched over a {'x'.join(map(str, launch.grid))} grid of "
+                f"{'x'.join(map(str, launch.block))} blocks; the LLVM kernel ABI runs x-dimension launches only"
+            )
+        return _Launch(launch.name, launch.kind, functions[launch.name], launch.args, launch.grid[0], launch.block[0])
+
+    return make
+
+
+def _byte_view(array: np.ndarray) -> np.ndarray:
+    return array.reshape(-1).view(np.uint8)
+
+
+class LLVMProgram(Program):
+    """A kernelized function on the LLVM device."""
+
+    def __init__(self, device: LLVMDevice, schedule: Schedule, source: str, jit: JitProgram | None) -> None:
+        self.device = device
+        self.schedule = schedule
+        #: The LLVM IR of the kernels ("" when the function has none).
+        self.source = source
+        self.jit = jit
+        #: JIT seconds of this program's kernels (0 when it reused an engine of the same IR is not told apart).
+        self.jit_s = jit.seconds if jit is not None else 0.0
+        #: Whether the object code came from the disk cache.
+        self.jit_cached = jit.loaded if jit is not None else False
+        self.stats = RunStats(peak_bytes=schedule.peak_bytes, fallbacks=schedule.fallbacks)
+        #: Inputs of the last call that ran in place (no copy), by argument index.
+        self.in_place: list[bool] = []
+
+    def describe(self) -> str:
+        s = self.schedule
+        lines = [f"{s.launches} kernel(s), {s.fallbacks} fallback(s), peak {s.peak_bytes} bytes"]
+        for step in s.steps:
+            if isinstance(step, _Launch):
+                lines.append(f"  {step.name} ({step.kind}) {step.groups} group(s) of {step.block}")
+            elif isinstance(step, Fallback):
+                lines.append(f"  {step.op.kernel.data} on the host reference path")
+        return "\n".join(lines)
+
+    def run(self, inputs: list[np.ndarray], profile: bool = False) -> list[np.ndarray]:
+        s = self.schedule
+        device = self.device
+        pool = device.pool
+        bufs: list[np.ndarray | None] = [None] * s.num_slots
+        owned: dict[int, np.ndarray] = {}  # slot -> pool buffer this call holds
+        fresh: set[int] = set()  # result slots allocated as fresh arrays
+        records: list[LaunchProfile] = []
+        in_place: list[bool] = []
+        try:
+            for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
+                flat = array.reshape(-1)
+                if flat.dtype == np.bool_:
+                    flat = flat.view(np.int8)
+                ok = (
+                    not s.arg_written[i]
+                    and flat.nbytes == s.arg_nbytes[i]
+                    and flat.flags.c_contiguous
+                    and flat.flags.aligned
+                )
+                in_place.append(ok)
+                if ok:
+                    bufs[slot] = _byte_view(flat)
+                else:
+                    buf = pool.acquire(s.arg_nbytes[i])
+                    owned[slot] = buf
+                    n = min(flat.nbytes, s.arg_nbytes[i])
+                    buf[:n] = _byte_view(np.ascontiguousarray(flat))[:n]
+                    bufs[slot] = buf
+            for step in s.steps:
+                if isinstance(step, _Launch):
+                    start = time.perf_counter() if profile else 0.0
+                    device.launch(step.fn, [bufs[a] for a in step.args], step.groups, step.block)  # type: ignore[misc]
+                    if profile:
+                        seconds = time.perf_counter() - start
+                        records.append(
+                            LaunchProfile(step.name, step.kind, (step.groups * step.block,), (step.block,), seconds)
+                        )
+                elif isinstance(step, Alloc):
+                    if step.result and step.slot not in fresh:
+                        buf = aligned_empty(step.nbytes)
+                        fresh.add(step.slot)
+                    else:
+                        buf = pool.acquire(step.nbytes)
+                        owned[step.slot] = buf
+                    if device.poison and step.nbytes:
+                        pattern = poison_pattern(step.dtype)
+                        buf[: step.nbytes].view(step.dtype)[:] = pattern[0]
+                    bufs[step.slot] = buf
+                elif isinstance(step, Free):
+                    buf = owned.pop(step.slot, None)
+                    if buf is not None:
+                        pool.release(buf)
+                elif isinstance(step, Constant):
+                    if step.rewritten:
+                        buf = pool.acquire(step.nbytes)
+                        owned[step.slot] = buf
+                        buf[: step.data.nbytes] = _byte_view(step.data)
+                        bufs[step.slot] = buf
+                    else:
+                        # Read-only: the step's own array (element-aligned, contiguous).
+                        bufs[step.slot] = _byte_view(step.data) if step.data.nbytes else aligned_empty(1)
+                else:
+                    start = time.perf_counter()
+                    self._fallback(step, bufs)  # type: ignore[arg-type]
+                    if profile:
+                        records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
+            outputs = self._results(bufs, fresh)  # type: ignore[arg-type]
+        finally:
+            for buf in owned.values():
+                pool.release(buf)
+        self.stats = RunStats(
+            kernels=s.launches, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks, profile=records if profile else []
+        )
+        self.in_place = in_place
+        return outputs
+
+    @staticmethod
+    def _fallback(step: Fallback, bufs: list[np.ndarray]) -> None:
+        arrays = []
+        for slot, t in zip(step.inputs, fallback_input_types(step), strict=True):
+            dtype = storage_dtype(t.element_type)
+            n = int(np.prod(t.get_shape())) * dtype.itemsize
+            arrays.append(bufs[slot][:n].view(dtype))
+        for slot, value in zip(step.outputs, evaluate_fallback(step, arrays), strict=True):
+            if value.nbytes:
+                bufs[slot][: value.nbytes] = value.view(np.uint8)
+
+    def _results(self, bufs: list[np.ndarray], fresh: set[int]) -> list[np.ndarray]:
+        s = self.schedule
+        outputs = []
+        returned: set[int] = set()
+        for slot, t in zip(s.result_slots, s.result_types, strict=True):
+            shape = tuple(t.get_shape())
+            dtype = storage_dtype(t.element_type)
+            nbytes = int(np.prod(shape)) * dtype.itemsize
+            view = bufs[slot][:nbytes].view(dtype).reshape(shape)
+            if slot in fresh and slot not in returned:  # a slot returned twice gets a copy the second time
+                returned.add(slot)
+                host = view
+            else:
+                host = view.copy()
+            outputs.append(host.view(np.bool_) if numpy_dtype(t.element_type) == np.bool_ else host)
+        return outputs
+
+
+# --------------------------------------------------------------------------
+# The device
+# --------------------------------------------------------------------------
+
+
+class LLVMDevice(Device):
+    """The host CPU through llvmlite's JIT; see the module docstring.
+    `threads` is the size of the launch thread pool (default os.cpu_count());
+    `poison` fills allocated buffers with NaN / a sentinel before each call's
+    launches (default: `$ACCY_POISON`); `pool_max_bytes` bounds the idle
+    buffers of the memory pool (default `$ACCY_POOL_MAX_BYTES`, else 1 GiB);
+    `object_cache` is the disk cache of object code (default the
+    `llvm-objects` namespace of accy's cache root)."""
+
+    def __init__(
+        self,
+        index: int | None = None,
+        poison: bool | None = None,
+        threads: int | None = None,
+        pool_max_bytes: int | None = None,
+        object_cache: DiskCache | None = None,
+    ) -> None:
+        if index not in (None, 0):
+            raise ValueError(f"there is one LLVM device (the host CPU), not llvm:{index}")
+        llvm = _init_llvm()
+        self.name = "llvm"
+        target = host_target()
+        self.description = f"LLVM {'.'.join(map(str, llvm.llvm_version_info))} JIT on {target.cpu} ({target.triple})"
+        self.poison = poison_from_env(poison)
+        self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+        self.pool = HostMemoryPool(max_free_bytes=pool_max_bytes_from_env(1 << 30) if pool_max_bytes is None else pool_max_bytes)
+        self.jit = JitCache(object_cache)
+
+    def target_profile(self, math_tier: str = "exact") -> TargetProfile:
+        """The device's own profile (what it fills in of a module's target)."""
+        return llvm_profile(math_tier)
+
+    def profile_for(self, module: ModuleOp) -> TargetProfile:
+        """The complete profile `module` compiles with here (module docstring, step 1)."""
+        profile = self.target_profile().filled_by(target_fields(module))
+        if profile.format != FORMAT:
+            raise TargetMismatch(
+                f"the module's target asks for format '{profile.format}', but device '{self.name}' runs "
+                f"LLVM IR ('{FORMAT}'): drop the format or set it to {FORMAT}"
+            )
+        if profile.profile != "cpu":
+            raise TargetMismatch(
+                f"the module's target asks for profile '{profile.profile}', but device '{self.name}' runs a "
+                "work-group's work-items one after the other (no barriers or local memory): drop the profile "
+                "or set it to cpu"
+            )
+        return profile
+
+    def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
+        from accy.passes.kernelization.kernelize import KernelizePass
+        from accy.passes.pass_manager import PassManager
+
+        self.profile_for(module).attach(module)
+        pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if debug_level() >= 3 else (), out=_debug_out)
+        pm.run(module)
+        program = self.load(module, fn)
+        debug(1, f"accy: @{fn} on {self.name}: {program.describe()}")
+        debug(2, program.source)
+        return program
+
+    def load(self, module: ModuleOp, fn: str) -> LLVMProgram:
+        """A program for function `fn` of an already kernelized module."""
+        host = host_function(module, fn)
+        if not has_kernels(module):
+            return LLVMProgram(self, _translate(host, {}, {}, {}), "", None)
+        gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)}
+        written = {name: {i for i, a in enumerate(args) if a.written} for name, args in kernel_arguments(module).items()}
+        source = emit_llvm(module)
+        jit = self.jit.get(source, list(gfuncs))
+        return LLVMProgram(self, _translate(host, gfuncs, jit.functions, written), source, jit)
+
+    # -- launches ----------------------------------------------------------
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="accy-llvm")
+            return self._executor
+
+    def launch(self, fn: KernelFn, buffers: list[np.ndarray], groups: int, block: int) -> None:
+        """Runs kernel `fn` over work-groups 0..groups-1 of `block` work-items,
+        split into contiguous ranges over the thread pool."""
+        if groups <= 0:
+            return
+        ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*(b.ctypes.data for b in buffers))
+        address = ctypes.addressof(ptrs)
+        parts = min(self.threads, groups)
+        if parts <= 1 or groups * block < MIN_PARALLEL_ITEMS:
+            fn(address, 0, groups, block)
+            return
+        bounds = [groups * i // parts for i in range(parts + 1)]
+        futures: list[Future[None]] = [
+            self.executor.submit(fn, address, bounds[i], bounds[i + 1], block) for i in range(1, parts)
+        ]
+        try:
+            fn(address, bounds[0], bounds[1], block)
+        finally:
+            for f in futures:
+                f.result()
+        del ptrs  # kept alive until every range has run
+
+
+def _translate(
+    host: func.FuncOp,
+    gfuncs: dict[str, gpu.FuncOp],
+    functions: dict[str, KernelFn],
+    written: dict[str, set[int]],
+) -> Schedule:
+    return translate(host, gfuncs, _make_launch(functions), lambda f: written[f.sym_name.data], "llvm device")
+
+
+def _debug_out(text: str) -> None:
+    debug(3, text)

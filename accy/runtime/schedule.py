@@ -1,0 +1,290 @@
+"""The host schedule as steps: what every device that runs kernels shares.
+
+A kernelized function (`func.func` with `accy.signature`) is a straight-line
+list of host ops over flat memref buffers. `translate` walks it once into a
+`Schedule`: numbered buffer slots and one step per op (`Alloc`, `Free`,
+`Constant`, a device-made launch step, `Fallback`); index constants become
+launch sizes. A device passes `make_launch`, which turns the device-neutral
+`Launch` into its own step (an OpenCL kernel and its NDRange, an LLVM
+function and its work-group ranges) or raises `HostScheduleError`.
+
+Also here: the storage type of a buffer (i1 is stored as int8), the poison
+value of allocated buffers (`ACCY_POISON`), and a fallback's evaluation by
+the reference interpreter on flat host arrays.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, func, gpu, memref
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, FallbackOp
+from accy.dialects.host import ConstantOp as HostConstantOp
+from accy.reference.constants import dense_to_numpy, numpy_dtype
+from accy.reference.interpreter import evaluate_op
+
+#: The byte integer buffers are filled with under `poison` (see opencl.py's docstring).
+POISON_BYTE = 0x5A
+POISON_ENV = "ACCY_POISON"
+
+
+class HostScheduleError(ValueError):
+    """The host function holds an op the runtime does not run."""
+
+
+def poison_from_env(poison: bool | None) -> bool:
+    """`poison` when given, else whether `$ACCY_POISON` is set (and not 0)."""
+    return os.environ.get(POISON_ENV, "") not in ("", "0") if poison is None else poison
+
+
+def storage_dtype(t: Any) -> np.dtype:
+    """The numpy dtype of a buffer's elements (i1 tensors are stored as int8)."""
+    dtype = numpy_dtype(t)
+    return np.dtype(np.int8) if dtype == np.bool_ else dtype
+
+
+def poison_pattern(dtype: np.dtype) -> np.ndarray:
+    """One element of the poison value of a buffer of `dtype` (NaN or POISON_BYTE bytes)."""
+    if dtype.kind == "f":
+        return np.full(1, np.nan, dtype)
+    return np.full(dtype.itemsize, POISON_BYTE, np.uint8).view(dtype)
+
+
+def memref_nbytes(t: MemRefType) -> int:
+    return math.prod(t.get_shape()) * storage_dtype(t.element_type).itemsize
+
+
+def as_tensor(host: np.ndarray, t: TensorType) -> np.ndarray:
+    """A flat storage array viewed with `t`'s shape (and as bool for i1)."""
+    array = host.reshape(tuple(t.get_shape()))
+    if numpy_dtype(t.element_type) == np.bool_:
+        return array.view(np.bool_)
+    return array
+
+
+def host_function(module: ModuleOp, fn: str) -> func.FuncOp:
+    host = next((op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == fn), None)
+    if host is None:
+        raise ValueError(f"the module has no function @{fn}")
+    return host
+
+
+def has_kernels(module: ModuleOp) -> bool:
+    return any(isinstance(op, gpu.ModuleOp) and op.body.block.first_op is not None for op in module.ops)
+
+
+# --------------------------------------------------------------------------
+# Steps
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Launch:
+    """A `gpu.launch_func`, before a device makes its step of it."""
+
+    name: str
+    kind: str  # the kernel's accy.kind ("kernel" when unset)
+    func: gpu.FuncOp
+    args: list[int]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+@dataclass
+class Fallback:
+    op: FallbackOp
+    inputs: list[int]
+    outputs: list[int]
+
+
+@dataclass
+class Alloc:
+    slot: int
+    nbytes: int
+    dtype: np.dtype
+    # The function returns this buffer as a whole (same bytes and dtype, not a
+    # larger buffer that a result shares with other values).
+    result: bool = False
+
+
+@dataclass
+class Free:
+    slot: int
+
+
+@dataclass
+class Constant:
+    slot: int
+    data: np.ndarray  # flat, storage dtype
+    nbytes: int
+    rewritten: bool  # some step writes the buffer: refill on every call
+
+
+@dataclass
+class Schedule:
+    """The host function as steps over numbered buffer slots."""
+
+    num_slots: int
+    arg_slots: list[int]
+    arg_nbytes: list[int]
+    arg_written: list[bool]
+    steps: list[Any]
+    result_slots: list[int]
+    result_types: list[TensorType]
+    peak_bytes: int
+    fallbacks: int
+    launches: int = field(default=0)
+
+
+def translate(
+    host: func.FuncOp,
+    gfuncs: dict[str, gpu.FuncOp],
+    make_launch: Callable[[Launch], Any],
+    written_arguments: Callable[[gpu.FuncOp], set[int]],
+    who: str,
+) -> Schedule:
+    """The steps of `host` (see the module docstring). `gfuncs` are the
+    kernels by name, `written_arguments` the argument indices a kernel
+    stores to, `who` the prefix of error messages ("opencl runtime")."""
+    slots: dict[SSAValue, int] = {}
+    ints: dict[SSAValue, int] = {}
+    steps: list[Any] = []
+    written: set[int] = set()
+
+    def slot(v: SSAValue) -> int:
+        if v not in slots:
+            slots[v] = len(slots)
+        return slots[v]
+
+    def buffer(v: SSAValue, user: Operation) -> int:
+        if v not in slots:
+            raise HostScheduleError(f"{who}: '{user.name}' uses {v} which is not a buffer of the schedule")
+        return slots[v]
+
+    block = host.body.block
+    arg_slots = [slot(a) for a in block.args]
+    for a in block.args:
+        if not isinstance(a.type, MemRefType):
+            raise HostScheduleError(f"{who}: @{host.sym_name.data} takes {a.type}; expected flat memref buffers")
+    result_slots: list[int] = []
+    fallbacks = 0
+    launches = 0
+    for op in block.ops:
+        if isinstance(op, arith.ConstantOp):
+            value = op.value
+            if isinstance(value, IntegerAttr):
+                ints[op.result] = value.value.data
+                continue
+            raise HostScheduleError(f"{who}: host constant {value} is not an index")
+        if isinstance(op, memref.AllocOp):
+            t = op.memref.type
+            steps.append(Alloc(slot(op.memref), memref_nbytes(t), storage_dtype(t.element_type)))
+        elif isinstance(op, memref.DeallocOp):
+            steps.append(Free(buffer(op.memref, op)))
+        elif isinstance(op, HostConstantOp):
+            data = dense_to_numpy(op.value).reshape(-1)
+            data = np.ascontiguousarray(data.astype(storage_dtype(op.result.type.element_type)))
+            steps.append(Constant(slot(op.result), data, memref_nbytes(op.result.type), False))
+        elif isinstance(op, gpu.LaunchFuncOp):
+            ref = op.kernel
+            name = (ref.nested_references.data[-1] if ref.nested_references.data else ref.root_reference).data
+            if name not in gfuncs:
+                raise HostScheduleError(f"{who}: launch of unknown kernel @{name}")
+            args = [buffer(v, op) for v in op.kernelOperands]
+            if len(set(args)) != len(args):
+                raise HostScheduleError(f"{who}: launch of @{name} passes one buffer to two arguments")
+            gfunc = gfuncs[name]
+            written |= {args[i] for i in written_arguments(gfunc)}
+            sizes = []
+            for v in (op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ):
+                if v not in ints:
+                    raise HostScheduleError(f"{who}: launch of @{name} has a size that is not a constant")
+                sizes.append(ints[v])
+            kind = gfunc.attributes.get("accy.kind")
+            launch = Launch(
+                name,
+                kind.data if kind is not None else "kernel",  # type: ignore[union-attr]
+                gfunc,
+                args,
+                (sizes[0], sizes[1], sizes[2]),
+                (sizes[3], sizes[4], sizes[5]),
+            )
+            steps.append(make_launch(launch))
+            launches += 1
+        elif isinstance(op, FallbackOp):
+            ins = [buffer(v, op) for v in op.inputs]
+            outs = [buffer(v, op) for v in op.outputs]
+            written |= set(outs)
+            steps.append(Fallback(op, ins, outs))
+            fallbacks += 1
+        elif isinstance(op, func.ReturnOp):
+            result_slots = [buffer(v, op) for v in op.arguments]
+        else:
+            raise HostScheduleError(f"{who}: cannot run host op '{op.name}' in @{host.sym_name.data}")
+    signature = host.attributes.get(SIGNATURE_ATTR)
+    if signature is None:
+        raise HostScheduleError(f"{who}: @{host.sym_name.data} was not kernelized (no {SIGNATURE_ATTR})")
+    result_types = list(signature.outputs.data)  # type: ignore[attr-defined]
+    whole_results = {
+        (slot, memref_nbytes(MemRefType(t.element_type, t.get_shape())), storage_dtype(t.element_type))
+        for slot, t in zip(result_slots, result_types, strict=True)
+    }
+    for s in steps:
+        if isinstance(s, Constant):
+            s.rewritten = s.slot in written
+        elif isinstance(s, Alloc):
+            s.result = (s.slot, s.nbytes, s.dtype) in whole_results
+    peak = host.attributes.get(PEAK_BYTES_ATTR)
+    return Schedule(
+        num_slots=len(slots),
+        arg_slots=arg_slots,
+        arg_nbytes=[memref_nbytes(a.type) for a in block.args],  # type: ignore[arg-type]
+        arg_written=[s in written for s in arg_slots],
+        steps=steps,
+        result_slots=result_slots,
+        result_types=result_types,
+        peak_bytes=peak.value.data if isinstance(peak, IntegerAttr) else 0,
+        fallbacks=fallbacks,
+        launches=launches,
+    )
+
+
+def fallback_input_types(step: Fallback) -> list[TensorType]:
+    """The tensor types of a fallback's inputs (its body's arguments)."""
+    types = []
+    for arg in step.op.body.block.args:
+        assert isinstance(arg.type, TensorType)
+        types.append(arg.type)
+    return types
+
+
+def evaluate_fallback(step: Fallback, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Runs a fallback's tensor ops with the reference interpreter on flat
+    storage arrays (one per input); its outputs as flat, contiguous storage
+    arrays (bool as int8)."""
+    op = step.op
+    block = op.body.block
+    env: dict[SSAValue, np.ndarray] = {
+        arg: as_tensor(host, t) for arg, host, t in zip(block.args, inputs, fallback_input_types(step), strict=True)
+    }
+    yielded = op.yield_op
+    for inner in block.ops:
+        if inner is yielded:
+            break
+        results = evaluate_op(inner, [env[v] for v in inner.operands], env)
+        env.update(zip(inner.results, results, strict=True))
+    outputs = []
+    for v in yielded.values:
+        value = np.ascontiguousarray(env[v]).reshape(-1)
+        if value.dtype == np.bool_:
+            value = value.view(np.int8)
+        outputs.append(value)
+    return outputs
