@@ -4,7 +4,10 @@ under both target profiles, with poisoned buffers.
 `device` is an `OpenCLDevice(poison=True)` that kernelizes for the CPU
 profile or for the GPU profile (work-group kernels with local memory and
 barriers, which PoCL runs too), so every test runs each program through
-`accy.compile(..., device=device)` as a user would, twice over."""
+`accy.compile(..., device=device)` as a user would, twice over. In the files
+of `LLVM_FILES`, and in every test marked slow, it is also the LLVM device
+(`LLVMDevice(poison=True)`, param `llvm`): a third run where it costs little
+(the LLVM JIT compiles each new program, ~30-100 ms cold)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from accy.dialects.target import CPU_PROFILE, GPU_PROFILE, TargetProfile  # noqa: E402
+from accy.runtime.device import Device  # noqa: E402
 from accy.runtime.opencl import OpenCLDevice, opencl_devices  # noqa: E402
 
 PROFILES = {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE}
@@ -46,9 +50,38 @@ def all_devices() -> list[ProfiledDevice]:
     return [profiled_device(name) for name in sorted(PROFILES)]
 
 
-@pytest.fixture(params=sorted(PROFILES))
-def device(request: pytest.FixtureRequest) -> ProfiledDevice:
-    """Each test runs with the CPU profile and with the GPU profile."""
+#: The files whose `device` tests also run on the LLVM device (fast ones);
+#: tests marked slow run on it in every file.
+LLVM_FILES = frozenset({"test_kernels.py", "test_row_pipeline.py", "test_dims_not_sizes.py", "test_long_reductions.py"})
+
+
+@cache
+def llvm_device() -> Device:
+    """The LLVM device, poisoning, for the whole session."""
+    pytest.importorskip("llvmlite.binding")
+    from accy.runtime.llvm import LLVMDevice
+
+    return LLVMDevice(poison=True)
+
+
+def device_params(metafunc: pytest.Metafunc) -> list[str]:
+    names = sorted(PROFILES)
+    if Path(str(metafunc.definition.path)).name in LLVM_FILES or metafunc.definition.get_closest_marker("slow"):
+        names.append("llvm")
+    return names
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", device_params(metafunc), indirect=True)
+
+
+@pytest.fixture
+def device(request: pytest.FixtureRequest) -> Device:
+    """Each test runs with the CPU profile and with the GPU profile (and on
+    the LLVM device where `device_params` says so)."""
+    if request.param == "llvm":
+        return llvm_device()
     if not opencl_devices():
         pytest.skip("no OpenCL device")
     return profiled_device(request.param)
