@@ -305,7 +305,7 @@ class LLVMProgram(Program):
         #: The LLVM IR of the kernels ("" when the function has none).
         self.source = source
         self.jit = jit
-        #: JIT seconds of this program's kernels (0 when it reused an engine of the same IR is not told apart).
+        #: JIT seconds of this program's kernels (those of the first compile when the engine is shared).
         self.jit_s = jit.seconds if jit is not None else 0.0
         #: Whether the object code came from the disk cache.
         self.jit_cached = jit.loaded if jit is not None else False
