@@ -1,6 +1,6 @@
 """accy in one screen: parse a small MLP + softmax program (examples/demo.mlir),
-compile it for the best device here (OpenCL when there is one, else the numpy
-reference device), run it on random inputs and set the result beside the
+compile it for the best device here (an OpenCL GPU when one works, else the
+CPU through LLVM, else the numpy reference device), run it on random inputs and set the result beside the
 reference interpreter's.
 
     make demo        (or: python examples/demo.py)

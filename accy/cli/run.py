@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from accy.cli.diagnostics import ToolError, run_tool, wants_traceback
-from accy.runtime.devices import get_device, known_devices
+from accy.runtime.devices import AUTO, get_device, known_devices
 from accy.runtime.executable import Executable, compile
 
 TOOL = "accy-run"
@@ -41,7 +41,10 @@ def _parser() -> argparse.ArgumentParser:
         help="random arguments: standard normal floats, 0/1 for i1, integers in [-5, 5] (default: seed 0)",
     )
     p.add_argument("--out", metavar="FILE.npz", help="write the results as out0, out1, ... instead of printing them")
-    p.add_argument("--device", default="reference", help=f"where to run ({', '.join(known_devices())}; default: reference)")
+    p.add_argument(
+        "--device", default="auto",
+        help=f"where to run ({', '.join(known_devices())}; default: auto, an OpenCL GPU when one works, else llvm)",
+    )
     p.add_argument("--check", action="store_true", help="compare with the reference interpreter; exit 2 past tolerance")
     p.add_argument("--stats", action="store_true", help="print one JSON line: device, kernels, peak_bytes, compile_s, run_s, fallbacks")
     p.add_argument("--profile", action="store_true", help="print each kernel launch: name, kind, sizes, device time")
@@ -162,7 +165,8 @@ def _run(args: argparse.Namespace) -> int:
 
     status = 0
     stats: dict[str, object] = {
-        "device": args.device,
+        # The device that ran it ("llvm" for the default `auto` on a machine without an OpenCL GPU).
+        "device": args.device if args.device.strip().lower() != AUTO else exe.device.name,
         "fn": exe.fn,
         "kernels": exe.stats.kernels,
         "peak_bytes": exe.stats.peak_bytes,

@@ -1,5 +1,7 @@
 """Devices by name: `reference`, `opencl` / `opencl:N` (the N-th OpenCL
-device), `llvm` (the host CPU through llvmlite's JIT). A new device is one entry of `DEVICES`.
+device), `llvm` (the host CPU through llvmlite's JIT), and `auto`, the
+default: an OpenCL GPU when one works, else `llvm`. A new device is one
+entry of `DEVICES`.
 
 Device modules are imported only when asked for, so a machine without OpenCL
 still compiles for the reference device; a device that cannot load says why.
@@ -29,14 +31,21 @@ class DeviceUnavailable(ValueError):
     """The named device exists in accy but cannot run here."""
 
 
+#: The name that picks the best device here (`best_device`).
+AUTO = "auto"
+
+
 def known_devices() -> list[str]:
-    return [*DEVICES, "opencl:N"]
+    return [AUTO, *DEVICES, "opencl:N"]
 
 
 def get_device(name: str) -> Device:
     """The device called `name`, created once per process (devices own
-    contexts, queues and program caches worth keeping)."""
+    contexts, queues and program caches worth keeping); `auto` is
+    `best_device()`'s choice."""
     key = name.strip().lower()
+    if key == AUTO:
+        return best_device()[0]
     with _instances_lock:
         if key not in _instances:
             _instances[key] = _create(name, key)
@@ -63,9 +72,26 @@ def _create(name: str, key: str) -> Device:
 
 
 def best_device() -> tuple[Device, str | None]:
-    """The fastest device that works here (OpenCL, else the reference), and
-    why OpenCL was skipped."""
+    """The device a program runs on when none is named (`auto`): an OpenCL
+    GPU when one works, else the LLVM device (the host CPU, which needs
+    nothing but pip), else the reference; and why the first choices were
+    skipped (None when the best one was taken)."""
+    notes: list[str] = []
     try:
-        return get_device("opencl"), None
+        from accy.runtime.opencl import opencl_devices
+
+        gpus = [i for i, d in enumerate(opencl_devices()) if d.type & _CL_DEVICE_TYPE_GPU]
+        if gpus:
+            return get_device(f"opencl:{gpus[0]}"), None
+        notes.append("no OpenCL GPU")
+    except Exception as e:  # no pyopencl, no ICD loader
+        notes.append(f"no OpenCL GPU ({str(e) or type(e).__name__})")
+    try:
+        return get_device("llvm"), None
     except DeviceUnavailable as e:
-        return get_device("reference"), str(e)
+        notes.append(str(e))
+    return get_device("reference"), "; ".join(notes)
+
+
+#: CL_DEVICE_TYPE_GPU (pyopencl's cl.device_type.GPU), without importing pyopencl here.
+_CL_DEVICE_TYPE_GPU = 1 << 2

@@ -199,13 +199,14 @@ def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
 
 def compile(
     module_or_path: ModuleOp | str | os.PathLike[str],
-    device: str | Device = "reference",
+    device: str | Device = "auto",
     fn: str = "main",
     strict: bool = False,
 ) -> Executable:
     """Compiles function `fn` of a module (a `ModuleOp`, `.mlir` text or a
-    path) for `device` (a name such as "reference", "opencl", "opencl:1", or a
-    `Device`). The caller's module is not modified. `strict` makes a work item
+    path) for `device` (a name such as "reference", "opencl", "opencl:1",
+    "llvm", or a `Device`; by default `auto`: an OpenCL GPU when one works,
+    else the LLVM device). The caller's module is not modified. `strict` makes a work item
     that would run on the host reference path instead of a kernel an error.
     """
     if isinstance(module_or_path, ModuleOp):

@@ -38,7 +38,7 @@ def test_compile_any_source_and_run(source: str, tmp_path: Path) -> None:
     path = tmp_path / "mlp.mlir"
     path.write_text(MLP)
     given = {"text": MLP, "path": str(path), "pathlike": path, "module": accy.parse_module(MLP)}[source]
-    exe = accy.compile(given)
+    exe = accy.compile(given, device="reference")
     x, w = inputs(1)
     r, s = exe(x, w)
     want_r, want_s = expected(x, w)
@@ -119,7 +119,7 @@ def test_function_selection_and_missing_function() -> None:
 
 
 def test_unknown_device_lists_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"unknown device 'tpu' \(known: reference, opencl"):
+    with pytest.raises(ValueError, match=r"unknown device 'tpu' \(known: auto, reference, opencl, llvm"):
         accy.compile(MLP, device="tpu")
     with pytest.raises(ValueError, match=r"bad device index"):
         accy.get_device("opencl:x")
@@ -186,14 +186,36 @@ def test_comparison_tolerances() -> None:
     assert not Comparison.of(np.zeros(3, np.float32), np.zeros(4, np.float32)).ok
 
 
-def test_best_device_falls_back_to_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_best_device_is_an_opencl_gpu_else_llvm_else_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     from accy.runtime import devices
+    from accy.runtime.opencl import opencl_devices
 
-    monkeypatch.setitem(devices.DEVICES, "opencl", "accy.runtime.no_such_module:Nothing")
-    monkeypatch.setattr(devices, "_instances", {})
+    has_gpu = any(d.type & devices._CL_DEVICE_TYPE_GPU for d in opencl_devices())
     device, note = devices.best_device()
-    assert device.name == "reference"
-    assert note is not None and note.startswith("device 'opencl' is not available: No module named")
+    assert device.name == ("opencl" if has_gpu else "llvm") and note is None
+    assert devices.get_device("auto") is device
+    # Without a working LLVM device either: the reference, saying why.
+    monkeypatch.setitem(devices.DEVICES, "llvm", "accy.runtime.no_such_module:Nothing")
+    monkeypatch.setattr(devices, "_instances", {})
+    if not has_gpu:
+        device, note = devices.best_device()
+        assert device.name == "reference"
+        assert note is not None and "no OpenCL GPU" in note and "device 'llvm' is not available" in note
+
+
+def test_compile_without_a_device_runs_on_the_best_one() -> None:
+    from accy.runtime.devices import best_device
+
+    src = """func.func @main(%x: tensor<3x5xf32>) -> tensor<3xf32> {
+  %e = "accy.exp"(%x) : (tensor<3x5xf32>) -> tensor<3x5xf32>
+  %s = "accy.reduce"(%e) <{kind = "sum", axes = array<i64: 1>}> : (tensor<3x5xf32>) -> tensor<3xf32>
+  func.return %s : tensor<3xf32>
+}"""
+    exe = accy.compile(src)
+    assert exe.device is best_device()[0] and exe.device.name != "reference"
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    (got,) = exe(x)
+    np.testing.assert_allclose(got, np.exp(x).sum(axis=1), rtol=1e-5)
 
 
 def test_demo_runs_and_matches_reference() -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from accy.cli.run import main
+from accy.runtime.devices import get_device
 
 # Odd sizes on purpose: 3 rows of 17.
 SOFTMAX_SUM = """\
@@ -92,7 +93,7 @@ def test_random_integers_and_masks(prog: Path, tmp_path: Path, capsys: pytest.Ca
 
 
 def test_stats_is_one_json_line(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, str(prog), "--stats", "--check")
+    code, out, _ = run(capsys, str(prog), "--stats", "--check", "--device", "reference")
     assert code == 0
     stats = json.loads(out.strip().splitlines()[-1])
     for key in ("device", "kernels", "peak_bytes", "compile_s", "run_s", "fallbacks"):
@@ -105,7 +106,7 @@ def test_stats_is_one_json_line(prog: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_profile(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, str(prog), "--profile")
+    code, out, _ = run(capsys, str(prog), "--profile", "--device", "reference")
     assert code == 0
     assert "profile: 0 launch(es)" in out  # the reference device launches no kernels
 
@@ -230,14 +231,14 @@ def test_out_directory_is_an_error(prog: Path, tmp_path: Path, capsys: pytest.Ca
 
 def test_unknown_and_unavailable_devices(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
     err = error_of(capsys, str(prog), "--device", "tpu")
-    assert err.startswith("accy-run: error: unknown device 'tpu' (known: reference, opencl")
+    assert err.startswith("accy-run: error: unknown device 'tpu' (known: auto, reference, opencl, llvm")
 
 
 def test_console_script(prog: Path) -> None:
     exe = str(Path(sys.executable).parent / "accy-run")
     done = subprocess.run([exe, str(prog), "--stats"], capture_output=True, text=True, check=False)
     assert done.returncode == 0
-    assert json.loads(done.stdout.strip().splitlines()[-1])["device"] == "reference"
+    assert json.loads(done.stdout.strip().splitlines()[-1])["device"] == get_device("auto").name
     failed = subprocess.run([exe, str(prog), "--fn", "absent"], capture_output=True, text=True, check=False)
     assert failed.returncode == 1 and failed.stderr.startswith("accy-run: error: the module has no function @absent")
 
