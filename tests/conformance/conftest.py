@@ -4,10 +4,9 @@ under both target profiles, with poisoned buffers.
 `device` is an `OpenCLDevice(poison=True)` that kernelizes for the CPU
 profile or for the GPU profile (work-group kernels with local memory and
 barriers, which PoCL runs too), so every test runs each program through
-`accy.compile(..., device=device)` as a user would, twice over. In the files
-of `LLVM_FILES`, and in every test marked slow, it is also the LLVM device
-(`LLVMDevice(poison=True)`, param `llvm`): a third run where it costs little
-(the LLVM JIT compiles each new program, ~30-100 ms cold)."""
+`accy.compile(..., device=device)` as a user would, and each also runs on
+the LLVM device (`LLVMDevice(poison=True)`, param `llvm`): three runs of
+every program, all against the reference interpreter."""
 
 from __future__ import annotations
 
@@ -46,29 +45,22 @@ def profiled_device(name: str) -> ProfiledDevice:
     return ProfiledDevice(PROFILES[name])
 
 
-def all_devices() -> list[ProfiledDevice]:
-    return [profiled_device(name) for name in sorted(PROFILES)]
-
-
-#: The files whose `device` tests also run on the LLVM device (fast ones);
-#: tests marked slow run on it in every file.
-LLVM_FILES = frozenset({"test_kernels.py", "test_row_pipeline.py", "test_dims_not_sizes.py", "test_long_reductions.py"})
+def all_devices() -> list[Device]:
+    """Both OpenCL profiles and the LLVM device."""
+    return [*(profiled_device(name) for name in sorted(PROFILES)), llvm_device()]
 
 
 @cache
 def llvm_device() -> Device:
     """The LLVM device, poisoning, for the whole session."""
-    pytest.importorskip("llvmlite.binding")
     from accy.runtime.llvm import LLVMDevice
 
     return LLVMDevice(poison=True)
 
 
 def device_params(metafunc: pytest.Metafunc) -> list[str]:
-    names = sorted(PROFILES)
-    if Path(str(metafunc.definition.path)).name in LLVM_FILES or metafunc.definition.get_closest_marker("slow"):
-        names.append("llvm")
-    return names
+    """Every `device` test runs on both OpenCL profiles and on the LLVM device."""
+    return [*sorted(PROFILES), "llvm"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -79,7 +71,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def device(request: pytest.FixtureRequest) -> Device:
     """Each test runs with the CPU profile and with the GPU profile (and on
-    the LLVM device where `device_params` says so)."""
+    the LLVM device)."""
     if request.param == "llvm":
         return llvm_device()
     if not opencl_devices():
