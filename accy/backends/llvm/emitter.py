@@ -92,13 +92,13 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     NoneAttr,
-    StringAttr,
     VectorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from accy.backends import kernels as backend_kernels
 from accy.backends.llvm import vector_math
-from accy.dialects.host import KERNELS_MODULE, AddressSpace, AddressSpaceAttr
+from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp
 from accy.dialects.target import TargetProfile, format_mismatch
 
@@ -858,25 +858,12 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Operation], None]] = 
 # --------------------------------------------------------------------------
 
 
-def _symbol(attr: Attribute) -> str:
-    return attr.data if isinstance(attr, StringAttr) else attr.string_value()  # type: ignore[attr-defined]
-
-
 def kernel_funcs(module: ModuleOp) -> list[gpu.FuncOp]:
     """The `gpu.func`s of the module's `gpu.module @kernels`, in order."""
-    found = [op for op in module.body.block.ops if isinstance(op, gpu.ModuleOp)]
-    named = [op for op in found if _symbol(op.sym_name) == KERNELS_MODULE]
-    if not named and len(found) != 1:
-        raise LLVMEmitError(
-            "llvm: the module holds no gpu.module @kernels (run the kernelize pass first: "
-            "accy-opt -p 'set-target{format=llvm-ir},kernelize' -t llvm)"
-        )
-    funcs = []
-    for op in (named or found)[0].body.block.ops:
-        if not isinstance(op, gpu.FuncOp):
-            raise LLVMEmitError(f"llvm: gpu.module @kernels holds '{op.name}'; only gpu.func kernels are supported")
-        funcs.append(op)
-    return funcs
+    try:
+        return backend_kernels.kernel_funcs(module, "accy-opt -p 'set-target{format=llvm-ir},kernelize' -t llvm")
+    except backend_kernels.KernelModuleError as e:
+        raise LLVMEmitError(f"llvm: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -899,11 +886,7 @@ def kernel_arguments(module: ModuleOp) -> dict[str, list[BufferArg]]:
     out = {}
     for func in kernel_funcs(module):
         args = list(func.body.block.args)
-        written = {
-            args.index(op.operands[1])
-            for op in func.walk()
-            if isinstance(op, memref.StoreOp | vector.StoreOp) and op.operands[1] in args
-        }
+        written = backend_kernels.written_arguments(func)
         bufs = []
         for i, arg in enumerate(args):
             t = arg.type

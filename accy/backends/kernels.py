@@ -1,0 +1,54 @@
+"""What every backend reads of a kernelized module: its `gpu.module
+@kernels`, the `gpu.func` kernels in it, and which of a kernel's buffer
+arguments it writes (docs/kernel-ir.md)."""
+
+from __future__ import annotations
+
+from xdsl.dialects import gpu, memref, vector
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Attribute
+
+from accy.dialects.host import KERNELS_MODULE
+
+
+class KernelModuleError(ValueError):
+    """The module holds no kernels a backend can read (not kernelized, or
+    something other than `gpu.func` kernels in `gpu.module @kernels`)."""
+
+
+def symbol(attr: Attribute) -> str:
+    """A symbol name held as a StringAttr or a SymbolRefAttr (`@kernels`)."""
+    return attr.data if isinstance(attr, StringAttr) else attr.string_value()  # type: ignore[attr-defined]
+
+
+def kernel_module(module: ModuleOp, hint: str) -> gpu.ModuleOp:
+    """The module's `gpu.module @kernels` (the only gpu.module, if none is
+    called so); `hint` says how to make one in the error."""
+    found = [op for op in module.body.block.ops if isinstance(op, gpu.ModuleOp)]
+    for op in found:
+        if symbol(op.sym_name) == KERNELS_MODULE:
+            return op
+    if len(found) == 1:
+        return found[0]
+    raise KernelModuleError(f"the module holds no gpu.module @kernels (run the kernelize pass first: {hint})")
+
+
+def kernel_funcs(module: ModuleOp, hint: str) -> list[gpu.FuncOp]:
+    """The `gpu.func`s of the module's kernels, in order."""
+    funcs = []
+    for op in kernel_module(module, hint).body.block.ops:
+        if not isinstance(op, gpu.FuncOp):
+            raise KernelModuleError(f"gpu.module @kernels holds '{op.name}'; only gpu.func kernels are supported")
+        funcs.append(op)
+    return funcs
+
+
+def written_arguments(func: gpu.FuncOp) -> set[int]:
+    """Indices of the kernel arguments (buffers) that `func` stores to: the
+    others are read-only, and a runtime may pass them in place."""
+    args = list(func.body.block.args)
+    return {
+        args.index(op.operands[1])
+        for op in func.walk()
+        if isinstance(op, memref.StoreOp | vector.StoreOp) and op.operands[1] in args
+    }
