@@ -3,7 +3,8 @@ module into a `Program`, which runs numpy arrays to numpy arrays.
 
 `accy.compile` checks the caller's arrays against the function's signature
 before a `Program` sees them, so programs may assume shapes and dtypes match.
-Devices are looked up by name (`reference`, `opencl`, `opencl:N`) in
+A `KernelDevice` (OpenCL, LLVM) compiles through the kernelize pass.
+Devices are looked up by name (`reference`, `opencl`, `opencl:N`, `llvm`) in
 `accy.runtime.devices.get_device`.
 """
 
@@ -11,9 +12,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+
+from accy.debug import debug, debug_level
+from accy.dialects.target import TargetProfile
 
 
 @dataclass
@@ -43,6 +48,12 @@ class Program(ABC):
     """A compiled function, ready to run."""
 
     stats: RunStats
+    #: The kernels' source as the device builds it ("" when it has none).
+    source: str = ""
+
+    def describe(self) -> str:
+        """What `ACCY_DEBUG=1` prints of the program."""
+        return ""
 
     @abstractmethod
     def run(self, inputs: list[np.ndarray], profile: bool = False) -> list[np.ndarray]:
@@ -57,3 +68,49 @@ class Device(ABC):
     @abstractmethod
     def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
         """Compiles function `fn` of `module` (which it may transform)."""
+
+
+class TargetMismatch(ValueError):
+    """The module's target asks for what the device cannot give."""
+
+
+class KernelDevice(Device):
+    """A device that runs kernelized modules: `prepare` attaches the complete
+    profile the module compiles with here (`profile_for`), runs the
+    kernelize pass and `load`s the result. `FORMAT` and `ARTIFACT` name the
+    kernels' format it builds ("opencl-c", "OpenCL C")."""
+
+    FORMAT: ClassVar[str]
+    ARTIFACT: ClassVar[str]
+
+    @abstractmethod
+    def profile_for(self, module: ModuleOp) -> TargetProfile:
+        """The complete profile `module` compiles with on this device."""
+
+    @abstractmethod
+    def load(self, module: ModuleOp, fn: str) -> Program:
+        """A program for function `fn` of an already kernelized module."""
+
+    def check_format(self, profile: TargetProfile) -> None:
+        """Refuses a profile whose artifact format this device does not build."""
+        if profile.format != self.FORMAT:
+            raise TargetMismatch(
+                f"the module's target asks for format '{profile.format}', but device '{self.name}' runs "
+                f"{self.ARTIFACT} ('{self.FORMAT}'): drop the format or set it to {self.FORMAT}"
+            )
+
+    def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
+        from accy.passes.kernelization.kernelize import KernelizePass
+        from accy.passes.pass_manager import PassManager
+
+        self.profile_for(module).attach(module)
+        pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
+        pm.run(module)
+        program = self.load(module, fn)
+        debug(1, f"accy: @{fn} on {self.name}: {program.describe()}")
+        debug(2, program.source)
+        return program
+
+
+def _ir_out(text: str) -> None:
+    debug(3, text)

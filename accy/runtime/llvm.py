@@ -58,10 +58,10 @@ from xdsl.dialects.builtin import ModuleOp
 
 from accy.backends.llvm import emit_llvm, host_target, kernel_arguments, kernel_funcs
 from accy.backends.llvm.emitter import FORMAT
-from accy.debug import debug, debug_level
+from accy.debug import debug
 from accy.dialects.target import CPU_PROFILE, TargetProfile, target_fields
 from accy.reference.constants import numpy_dtype
-from accy.runtime.device import Device, LaunchProfile, Program, RunStats
+from accy.runtime.device import KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
 from accy.runtime.disk_cache import DiskCache
 from accy.runtime.host_memory import HostMemoryPool, aligned_empty, pool_max_bytes_from_env
 from accy.runtime.schedule import (
@@ -96,9 +96,6 @@ JIT_CACHE_SIZE = 128
 KernelFn = Any  # a ctypes CFUNCTYPE(None, c_void_p, c_int64, c_int64, c_int64) instance
 _KERNEL_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 
-
-class TargetMismatch(ValueError):
-    """The module's target asks for what the LLVM device cannot give."""
 
 
 def host_vector_width(features: str) -> int:
@@ -434,7 +431,7 @@ class LLVMProgram(Program):
 # --------------------------------------------------------------------------
 
 
-class LLVMDevice(Device):
+class LLVMDevice(KernelDevice):
     """The host CPU through llvmlite's JIT; see the module docstring.
     `threads` is the size of the launch thread pool (default os.cpu_count());
     `poison` fills allocated buffers with NaN / a sentinel before each call's
@@ -442,6 +439,9 @@ class LLVMDevice(Device):
     buffers of the memory pool (default `$ACCY_POOL_MAX_BYTES`, else 1 GiB);
     `object_cache` is the disk cache of object code (default the
     `llvm-objects` namespace of accy's cache root)."""
+
+    FORMAT = FORMAT
+    ARTIFACT = "LLVM IR"
 
     def __init__(
         self,
@@ -471,11 +471,7 @@ class LLVMDevice(Device):
     def profile_for(self, module: ModuleOp) -> TargetProfile:
         """The complete profile `module` compiles with here (module docstring, step 1)."""
         profile = self.target_profile().filled_by(target_fields(module))
-        if profile.format != FORMAT:
-            raise TargetMismatch(
-                f"the module's target asks for format '{profile.format}', but device '{self.name}' runs "
-                f"LLVM IR ('{FORMAT}'): drop the format or set it to {FORMAT}"
-            )
+        self.check_format(profile)
         if profile.profile != "cpu":
             raise TargetMismatch(
                 f"the module's target asks for profile '{profile.profile}', but device '{self.name}' runs a "
@@ -483,18 +479,6 @@ class LLVMDevice(Device):
                 "or set it to cpu"
             )
         return profile
-
-    def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
-        from accy.passes.kernelization.kernelize import KernelizePass
-        from accy.passes.pass_manager import PassManager
-
-        self.profile_for(module).attach(module)
-        pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if debug_level() >= 3 else (), out=_debug_out)
-        pm.run(module)
-        program = self.load(module, fn)
-        debug(1, f"accy: @{fn} on {self.name}: {program.describe()}")
-        debug(2, program.source)
-        return program
 
     def load(self, module: ModuleOp, fn: str) -> LLVMProgram:
         """A program for function `fn` of an already kernelized module."""
@@ -547,6 +531,3 @@ def _translate(
 ) -> Schedule:
     return translate(host, gfuncs, _make_launch(functions), lambda f: written[f.sym_name.data], "llvm device")
 
-
-def _debug_out(text: str) -> None:
-    debug(3, text)

@@ -68,11 +68,10 @@ from xdsl.dialects import func, gpu, memref
 from xdsl.dialects.builtin import ModuleOp
 
 from accy.backends.opencl.emitter import FORMAT, build_options, emit_opencl, kernel_funcs, written_arguments
-from accy.debug import debug, debug_level
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.target import DEFAULTS, TargetProfile, target_fields
 from accy.reference.constants import numpy_dtype
-from accy.runtime.device import Device, LaunchProfile, Program, RunStats
+from accy.runtime.device import KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
 from accy.runtime.memory import MemoryPool, pool_max_bytes_from_env
 from accy.runtime.program_cache import BuiltProgram, ProgramCache, isolate_pocl_cache, pocl_environment
 from accy.runtime.schedule import POISON_BYTE as POISON_BYTE  # re-exported: tests and tools read them here
@@ -114,9 +113,6 @@ _GROUP_OPS = (gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp, gpu.
 #: Device limits a module's target may not exceed (its kernels would not launch).
 _HARD_LIMITS = ("max_work_group_size", "local_mem_bytes")
 
-
-class TargetMismatch(ValueError):
-    """The module's target asks for what the device cannot give."""
 
 
 #: The fewest float lanes a GPU work-item loads at once: GPUs report a
@@ -450,7 +446,7 @@ class OpenCLProgram(Program):
 # --------------------------------------------------------------------------
 
 
-class OpenCLDevice(Device):
+class OpenCLDevice(KernelDevice):
     """The index-th OpenCL device (the first when None); see the module
     docstring. `poison` fills allocated buffers with NaN / a sentinel before
     each call's launches (default: the environment variable ACCY_POISON=1).
@@ -458,6 +454,9 @@ class OpenCLDevice(Device):
     `$ACCY_POOL_MAX_BYTES`, else a quarter of the device's global memory);
     `program_cache_size` the programs kept in memory (default
     `$ACCY_PROGRAM_CACHE_SIZE`, else 128)."""
+
+    FORMAT = FORMAT
+    ARTIFACT = "OpenCL C"
 
     def __init__(
         self,
@@ -520,11 +519,7 @@ class OpenCLDevice(Device):
         device = self.target_profile()
         fields = target_fields(module)
         profile = device.filled_by(fields)
-        if profile.format != FORMAT:
-            raise TargetMismatch(
-                f"the module's target asks for format '{profile.format}', but device '{self.name}' runs "
-                f"OpenCL C ('{FORMAT}'): drop the format or set it to {FORMAT}"
-            )
+        self.check_format(profile)
         for name in _HARD_LIMITS:
             if getattr(profile, name) > getattr(device, name):
                 raise TargetMismatch(
@@ -532,18 +527,6 @@ class OpenCLDevice(Device):
                     f"'{self.name}' ({self.description}) has: {getattr(device, name)}"
                 )
         return profile
-
-    def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
-        from accy.passes.kernelization.kernelize import KernelizePass
-        from accy.passes.pass_manager import PassManager
-
-        self.profile_for(module).attach(module)
-        pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if debug_level() >= 3 else (), out=debug_out)
-        pm.run(module)
-        program = self.load(module, fn)
-        debug(1, f"accy: @{fn} on {self.name}: {program.describe()}")
-        debug(2, program.source)
-        return program
 
     def load(self, module: ModuleOp, fn: str) -> OpenCLProgram:
         """A program for function `fn` of an already kernelized module."""
@@ -553,7 +536,4 @@ class OpenCLDevice(Device):
         built = self.programs.get(source, build_options(module)) if gfuncs else None
         return OpenCLProgram(self, _translate(host, built, gfuncs), source, built)
 
-
-def debug_out(text: str) -> None:
-    debug(3, text)
 
