@@ -19,6 +19,8 @@ import pytest
 
 pytest.importorskip("llvmlite.binding")
 
+from templates import EXP_MUL_SUM  # noqa: E402
+
 import accy  # noqa: E402
 from accy.runtime import llvm as llvm_runtime  # noqa: E402
 from accy.runtime.devices import get_device  # noqa: E402
@@ -51,14 +53,6 @@ def test_corpus_program_matches_reference(device: LLVMDevice, path: Path) -> Non
     assert exe.stats.kernels + exe.stats.fallbacks > 0
 
 
-EXP_MUL_SUM = """
-func.func @main(%x: tensor<{r}x{c}xf32>, %y: tensor<{r}x{c}xf32>) -> (tensor<{r}xf32>, tensor<{r}x{c}xf32>) {{
-  %e = "accy.exp"(%x) : (tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
-  %m = "accy.mul"(%e, %y) : (tensor<{r}x{c}xf32>, tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
-  %s = "accy.reduce"(%m) <{{kind = "sum", axes = array<i64: 1>}}> : (tensor<{r}x{c}xf32>) -> tensor<{r}xf32>
-  func.return %s, %m : tensor<{r}xf32>, tensor<{r}x{c}xf32>
-}}
-"""
 SOFTMAX = """
 func.func @main(%x: tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32> {{
   %0 = "accy.softmax"(%x) <{{axis = -1 : i64}}> : (tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>

@@ -9,18 +9,11 @@ import pytest
 
 pytest.importorskip("pyopencl")
 
+from templates import EXP_MUL_SUM  # noqa: E402
+
 from accy.backends.opencl.emitter import kernel_funcs  # noqa: E402
 from accy.runtime import opencl as ocl  # noqa: E402
 from accy.runtime.executable import compile as accy_compile  # noqa: E402
-
-EXP_MUL_SUM = """
-func.func @main(%x: tensor<{r}x{c}xf32>, %y: tensor<{r}x{c}xf32>) -> (tensor<{r}xf32>, tensor<{r}x{c}xf32>) {{
-  %e = "accy.exp"(%x) : (tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
-  %m = "accy.mul"(%e, %y) : (tensor<{r}x{c}xf32>, tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
-  %s = "accy.reduce"(%m) <{{kind = "sum", axes = array<i64: 1>}}> : (tensor<{r}x{c}xf32>) -> tensor<{r}xf32>
-  func.return %s, %m : tensor<{r}xf32>, tensor<{r}x{c}xf32>
-}}
-"""
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("pyopencl")
 
+from templates import EXP_MUL_SUM  # noqa: E402
+
 from accy.runtime import opencl as ocl  # noqa: E402
 from accy.runtime.executable import compile as accy_compile  # noqa: E402
 from accy.runtime.memory import MemoryPool  # noqa: E402
@@ -23,14 +25,6 @@ pytestmark = pytest.mark.skipif(not ocl.opencl_devices(), reason="no OpenCL devi
 
 PROGRAMS = Path(__file__).parent.parent / "programs"
 
-EXP_MUL_SUM = """
-func.func @main(%x: tensor<{r}x{c}xf32>, %y: tensor<{r}x{c}xf32>) -> (tensor<{r}xf32>, tensor<{r}x{c}xf32>) {{
-  %e = "accy.exp"(%x) : (tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
-  %m = "accy.mul"(%e, %y) : (tensor<{r}x{c}xf32>, tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32>
-  %s = "accy.reduce"(%m) <{{kind = "sum", axes = array<i64: 1>}}> : (tensor<{r}x{c}xf32>) -> tensor<{r}xf32>
-  func.return %s, %m : tensor<{r}xf32>, tensor<{r}x{c}xf32>
-}}
-"""
 
 # Eight threads call executables at a 1 us switch interval: one executable
 # shared by all (the program on stdin), and two executables of one source
