@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 from llvmlite import ir
 
@@ -524,22 +525,17 @@ def emit(builder: ir.IRBuilder, name: str, x: ir.Value, tier: str) -> ir.Value:
     """
     if tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}; expected one of {TIERS}")
-    m = _M(builder, x.type)
-    if name == "exp":
-        return _exp(m, x, tier)
-    if name == "log":
-        return _log(m, x, tier)
-    if name == "tanh":
-        return _tanh(m, x, tier)
-    if name == "sigmoid":
-        return _sigmoid(m, x, tier)
-    if name == "erf":
-        return _erf(m, x, tier)
-    if name == "gelu":
-        return _gelu(m, x, tier)
-    if name in ("sin", "cos"):
-        return _sincos(m, x, tier, cos=name == "cos")
-    raise ValueError(f"unknown function {name!r}; expected one of {FUNCTIONS}")
+    emit_one = _EMITTERS.get(name)
+    if emit_one is None:
+        raise ValueError(f"unknown function {name!r}; expected one of {FUNCTIONS}")
+    return emit_one(_M(builder, x.type), x, tier)
+
+
+#: The emitter of each function of `FUNCTIONS`.
+_EMITTERS = {
+    "exp": _exp, "log": _log, "tanh": _tanh, "sigmoid": _sigmoid, "erf": _erf, "gelu": _gelu,
+    "sin": partial(_sincos, cos=False), "cos": partial(_sincos, cos=True),
+}  # fmt: skip
 
 
 def emit_map_function(module: ir.Module, fname: str, name: str, tier: str, width: int = 16) -> ir.Function:
