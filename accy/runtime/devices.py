@@ -44,11 +44,10 @@ def get_device(name: str) -> Device:
     contexts, queues and program caches worth keeping); `auto` is
     `best_device()`'s choice."""
     key = name.strip().lower()
-    if key == AUTO:
-        return best_device()[0]
     with _instances_lock:
         if key not in _instances:
-            _instances[key] = _create(name, key)
+            # `auto` is chosen once per process (it enumerates OpenCL platforms).
+            _instances[key] = best_device()[0] if key == AUTO else _create(name, key)
         return _instances[key]
 
 
