@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"where to run ({', '.join(known_devices())}; default: auto, an OpenCL GPU when one works, else llvm)",
     )
     p.add_argument("--check", action="store_true", help="compare with the reference interpreter; exit 2 past tolerance")
-    p.add_argument("--stats", action="store_true", help="print one JSON line: device, kernels, peak_bytes, compile_s, run_s, fallbacks")
+    p.add_argument("--stats", action="store_true", help="print one JSON line: device, kernels, peak_bytes, compile_s, run_s, fallbacks, compile_cached (and jit_s, jit_kernels, jit_cached on llvm)")
     p.add_argument("--profile", action="store_true", help="print each kernel launch: name, kind, sizes, device time")
     p.add_argument("--strict", action="store_true", help="fail instead of running a work item on the host reference path")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
@@ -173,10 +173,14 @@ def _run(args: argparse.Namespace) -> int:
         "compile_s": round(exe.compile_s, 6),
         "run_s": round(exe.run_s, 6),
         "fallbacks": exe.stats.fallbacks,
+        # The program came from the compile cache (accy/runtime/compile_cache.py): no kernelize, no backend.
+        "compile_cached": exe.program.compile_cached,
     }
-    jit_s = getattr(exe.program, "jit_s", None)
-    if jit_s is not None:  # a JIT device (llvm): its JIT time, and whether the object code came from the disk cache
-        stats["jit_s"] = round(jit_s, 6)
+    jit_kernels = getattr(exe.program, "jit_kernels", None)
+    if jit_kernels is not None:
+        # A JIT device (llvm): seconds per kernel and in all, and whether all object code came from the disk cache.
+        stats["jit_s"] = round(exe.program.jit_s, 6)  # type: ignore[attr-defined]
+        stats["jit_kernels"] = {name: round(seconds, 6) for name, seconds in jit_kernels.items()}
         stats["jit_cached"] = bool(getattr(exe.program, "jit_cached", False))
     if args.check:
         comparisons = exe.compare_with_reference(inputs, outputs)

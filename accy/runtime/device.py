@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from accy.debug import debug, debug_level
 from accy.dialects.target import TargetProfile
+from accy.runtime.disk_cache import DiskCache
 
 
 @dataclass
@@ -50,6 +51,8 @@ class Program(ABC):
     stats: RunStats
     #: The kernels' source as the device builds it ("" when it has none).
     source: str = ""
+    #: Whether the program came from the compile cache (compile_cache.py).
+    compile_cached: bool = False
 
     def describe(self) -> str:
         """What `ACCY_DEBUG=1` prints of the program."""
@@ -99,17 +102,63 @@ class KernelDevice(Device):
                 f"{self.ARTIFACT} ('{self.FORMAT}'): drop the format or set it to {self.FORMAT}"
             )
 
+    def cache_identity(self) -> str | None:
+        """What besides the module its compiled programs depend on (for the
+        compile cache, compile_cache.py); None: this device keeps none."""
+        return None
+
+    def freeze(self, program: Program) -> bytes | None:
+        """`program` as bytes for the compile cache; None when it cannot be kept."""
+        return None
+
+    def thaw(self, payload: bytes) -> Program | None:
+        """The program `freeze` wrote; None when `payload` does not make one."""
+        return None
+
     def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
+        """Attaches the profile, then takes the program from the compile
+        cache, or kernelizes and loads it (and keeps it there). At
+        `ACCY_DEBUG=3`, which prints the IR after kernelize, it always kernelizes."""
+        self.profile_for(module).attach(module)
+        identity = self.cache_identity()
+        key = None
+        if identity is not None and debug_level() < 3:
+            from accy.runtime.compile_cache import compile_key
+
+            key = compile_key(f"{type(self).__name__}:{identity}", module, fn, strict)
+            payload = self.compiled.get(key)
+            program = self.thaw(payload) if payload is not None else None
+            if program is not None:
+                program.compile_cached = True
+                self._debug(fn, program)
+                return program
         from accy.passes.kernelization.kernelize import KernelizePass
         from accy.passes.pass_manager import PassManager
 
-        self.profile_for(module).attach(module)
         pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
         pm.run(module)
         program = self.load(module, fn)
-        debug(1, f"accy: @{fn} on {self.name}: {program.describe()}")
-        debug(2, program.source)
+        if key is not None:
+            payload = self.freeze(program)
+            if payload is not None:
+                self.compiled.put(key, payload)
+        self._debug(fn, program)
         return program
+
+    @property
+    def compiled(self) -> DiskCache:
+        """The compile cache's disk store (compile_cache.py), found when first used."""
+        store = self.__dict__.get("_compiled")
+        if store is None:
+            from accy.runtime.compile_cache import compiled_cache
+
+            store = self.__dict__.setdefault("_compiled", compiled_cache())
+        return store
+
+    def _debug(self, fn: str, program: Program) -> None:
+        cached = " (from the compile cache)" if program.compile_cached else ""
+        debug(1, f"accy: @{fn} on {self.name}{cached}: {program.describe()}")
+        debug(2, program.source)
 
 
 def _ir_out(text: str) -> None:

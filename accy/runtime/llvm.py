@@ -28,7 +28,8 @@ are fresh arrays the kernels write and the call returns as they are; inputs
 that are C-contiguous, aligned and never written are used in place; a
 launch's work-groups are split into contiguous ranges, one per thread of a
 pool of `os.cpu_count()` threads (the calling thread runs the first), each
-range a call of the kernel's function through ctypes, which releases the GIL;
+range a call of the kernel's function through ctypes, which releases the GIL
+(`ACCY_THREADS` sets the pool's size);
 a fallback evaluates its tensor ops with the reference interpreter on the
 buffers. `profile=True` records each launch's wall time. `poison`
 (`ACCY_POISON=1`) fills allocated buffers with NaN / 0x5A bytes before the
@@ -45,18 +46,19 @@ import ctypes
 import ctypes.util
 import hashlib
 import os
+import pickle
 import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from xdsl.dialects import func, gpu
 from xdsl.dialects.builtin import ModuleOp
 
-from accy.backends.llvm import emit_llvm, host_target, kernel_arguments, kernel_funcs
+from accy.backends.llvm import emit_llvm_kernels, host_target, kernel_arguments, kernel_funcs
 from accy.backends.llvm.emitter import FORMAT
 from accy.debug import debug
 from accy.dialects.target import CPU_PROFILE, TargetProfile, target_fields
@@ -87,15 +89,29 @@ INSTALL_HINT = "the LLVM device needs llvmlite: `pip install llvmlite`"
 OBJECT_CACHE_NAMESPACE = "llvm-objects"
 #: The optimisation level of the module pipeline and of code generation.
 OPT_LEVEL = 3
-#: Launches with fewer work-items than this run on the calling thread alone
-#: (handing a range to the pool costs more than running it).
-MIN_PARALLEL_ITEMS = 4096
+#: Launches whose buffers hold fewer bytes than this run on the calling
+#: thread alone: handing a range to the pool costs ~10-20 us, more than such
+#: a launch's work. Bytes, not work-items: a row kernel's work-item walks a
+#: whole row, so 1024 of them can be a millisecond of work.
+MIN_PARALLEL_BYTES = 128 << 10
+#: The environment variable that sets the launch thread count (as POCL_MAX_PTHREAD_COUNT does PoCL's).
+THREADS_ENV = "ACCY_THREADS"
 #: Compiled programs kept in memory (by IR text).
 JIT_CACHE_SIZE = 128
 
 KernelFn = Any  # a ctypes CFUNCTYPE(None, c_void_p, c_int64, c_int64, c_int64) instance
 _KERNEL_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 
+
+
+def threads_from_env() -> int:
+    """`$ACCY_THREADS` (a positive integer) when set, else the CPU count."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if not value:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{THREADS_ENV}={value!r}: expected a positive number of threads")
+    return int(value)
 
 
 def host_vector_width(features: str) -> int:
@@ -296,16 +312,22 @@ def _byte_view(array: np.ndarray) -> np.ndarray:
 class LLVMProgram(Program):
     """A kernelized function on the LLVM device."""
 
-    def __init__(self, device: LLVMDevice, schedule: Schedule, source: str, jit: JitProgram | None) -> None:
+    def __init__(
+        self, device: LLVMDevice, schedule: Schedule, sources: dict[str, str], jits: dict[str, JitProgram]
+    ) -> None:
         self.device = device
         self.schedule = schedule
-        #: The LLVM IR of the kernels ("" when the function has none).
-        self.source = source
-        self.jit = jit
-        #: JIT seconds of this program's kernels (those of the first compile when the engine is shared).
-        self.jit_s = jit.seconds if jit is not None else 0.0
-        #: Whether the object code came from the disk cache.
-        self.jit_cached = jit.loaded if jit is not None else False
+        #: Each kernel's LLVM IR module, by kernel name.
+        self.sources = sources
+        #: The LLVM IR of the kernels, one module after the other ("" when the function has none).
+        self.source = "\n".join(f"; kernel @{name}\n{text}" for name, text in sources.items())
+        #: Each kernel's JIT engine (shared with other programs of the same kernel).
+        self.jits = jits
+        #: JIT seconds per kernel (those of its first compile when the engine is shared).
+        self.jit_kernels = {name: jit.seconds for name, jit in jits.items()}
+        self.jit_s = sum(self.jit_kernels.values())
+        #: Whether every kernel's object code came from the disk cache.
+        self.jit_cached = bool(jits) and all(jit.loaded for jit in jits.values())
         self.stats = RunStats(peak_bytes=schedule.peak_bytes, fallbacks=schedule.fallbacks)
         #: Inputs of the last call that ran in place (no copy), by argument index.
         self.in_place: list[bool] = []
@@ -433,7 +455,8 @@ class LLVMProgram(Program):
 
 class LLVMDevice(KernelDevice):
     """The host CPU through llvmlite's JIT; see the module docstring.
-    `threads` is the size of the launch thread pool (default os.cpu_count());
+    `threads` is the size of the launch thread pool (default `$ACCY_THREADS`,
+    else os.cpu_count());
     `poison` fills allocated buffers with NaN / a sentinel before each call's
     launches (default: `$ACCY_POISON`); `pool_max_bytes` bounds the idle
     buffers of the memory pool (default `$ACCY_POOL_MAX_BYTES`, else 1 GiB);
@@ -458,7 +481,7 @@ class LLVMDevice(KernelDevice):
         target = host_target()
         self.description = f"LLVM {'.'.join(map(str, llvm.llvm_version_info))} JIT on {target.cpu} ({target.triple})"
         self.poison = poison_from_env(poison)
-        self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
+        self.threads = max(1, threads if threads is not None else threads_from_env())
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         self.pool = HostMemoryPool(max_free_bytes=pool_max_bytes_from_env(1 << 30) if pool_max_bytes is None else pool_max_bytes)
@@ -484,12 +507,43 @@ class LLVMDevice(KernelDevice):
         """A program for function `fn` of an already kernelized module."""
         host = host_function(module, fn)
         if not has_kernels(module):
-            return LLVMProgram(self, _translate(host, {}, {}, {}), "", None)
+            return LLVMProgram(self, _translate(host, {}, {}, {}), {}, {})
         gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)}
         written = {name: {i for i, a in enumerate(args) if a.written} for name, args in kernel_arguments(module).items()}
-        source = emit_llvm(module)
-        jit = self.jit.get(source, list(gfuncs))
-        return LLVMProgram(self, _translate(host, gfuncs, jit.functions, written), source, jit)
+        sources = emit_llvm_kernels(module)
+        jits = {name: self.jit.get(text, [name]) for name, text in sources.items()}
+        functions = {name: jit.functions[name] for name, jit in jits.items()}
+        return LLVMProgram(self, _translate(host, gfuncs, functions, written), sources, jits)
+
+    # -- the compile cache (compile_cache.py) ------------------------------
+
+    def cache_identity(self) -> str:
+        target = host_target()
+        return f"{target.triple}|{target.cpu}|{target.features}"
+
+    def freeze(self, program: Program) -> bytes | None:
+        """The schedule (launch steps without their function pointers) and
+        the kernels' LLVM IR; None for a program with host fallbacks."""
+        assert isinstance(program, LLVMProgram)
+        schedule = program.schedule
+        if schedule.fallbacks:
+            return None
+        steps = [replace(step, fn=None) if isinstance(step, _Launch) else step for step in schedule.steps]
+        return pickle.dumps((program.sources, replace(schedule, steps=steps)), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def thaw(self, payload: bytes) -> LLVMProgram | None:
+        """The program `freeze` wrote, its kernels from the JIT cache."""
+        try:
+            sources, schedule = pickle.loads(payload)
+        except Exception:  # written by another accy or Python: compile again
+            return None
+        if not isinstance(schedule, Schedule) or not isinstance(sources, dict):
+            return None
+        jits = {name: self.jit.get(text, [name]) for name, text in sources.items()}
+        for step in schedule.steps:
+            if isinstance(step, _Launch):
+                step.fn = jits[step.name].functions[step.name]
+        return LLVMProgram(self, schedule, sources, jits)
 
     # -- launches ----------------------------------------------------------
 
@@ -508,7 +562,7 @@ class LLVMDevice(KernelDevice):
         ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*(b.ctypes.data for b in buffers))
         address = ctypes.addressof(ptrs)
         parts = min(self.threads, groups)
-        if parts <= 1 or groups * block < MIN_PARALLEL_ITEMS:
+        if parts <= 1 or sum(b.nbytes for b in buffers) < MIN_PARALLEL_BYTES:
             fn(address, 0, groups, block)
             return
         bounds = [groups * i // parts for i in range(parts + 1)]

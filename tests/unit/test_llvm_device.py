@@ -169,20 +169,27 @@ def test_accy_run_and_a_second_process_loads_objects_from_disk(tmp_path: Path) -
     assert cold["device"] == "llvm" and cold["check_ok"] is True and cold["kernels"] == 2
     assert cold["jit_cached"] is False and cold["jit_s"] > 0  # type: ignore[operator]
     assert list((tmp_path / llvm_runtime.OBJECT_CACHE_NAMESPACE).glob("*/*.bin"))
+    assert cold["compile_cached"] is False
+    assert set(cold["jit_kernels"]) and all(s > 0 for s in cold["jit_kernels"].values())  # type: ignore[union-attr]
     warm = _accy_run(path, tmp_path)
     assert warm["check_ok"] is True
     assert warm["jit_cached"] is True
+    # The second process took the whole compiled function from the compile cache.
+    assert warm["compile_cached"] is True and set(warm["jit_kernels"]) == set(cold["jit_kernels"])  # type: ignore[arg-type]
+    assert list((tmp_path / "compiled").glob("*/*.bin"))
 
 
 def test_in_process_jit_cache_counts(tmp_path: Path) -> None:
     cache = DiskCache(llvm_runtime.OBJECT_CACHE_NAMESPACE, tmp_path)
     first = LLVMDevice(object_cache=cache)
+    exe = accy.compile(ROOT / "programs" / "mlp.mlir", device=first)
+    kernels = len(exe.program.jits)  # type: ignore[attr-defined]  # one LLVM module (and engine) per kernel
+    assert kernels == 2 and set(exe.program.jit_kernels) == set(exe.program.sources)  # type: ignore[attr-defined]
     accy.compile(ROOT / "programs" / "mlp.mlir", device=first)
-    accy.compile(ROOT / "programs" / "mlp.mlir", device=first)
-    assert (first.jit.stats.compiled, first.jit.stats.loaded, first.jit.stats.reused) == (1, 0, 1)
+    assert (first.jit.stats.compiled, first.jit.stats.loaded, first.jit.stats.reused) == (kernels, 0, kernels)
     second = LLVMDevice(object_cache=DiskCache(llvm_runtime.OBJECT_CACHE_NAMESPACE, tmp_path))
     check(accy.compile(ROOT / "programs" / "mlp.mlir", device=second))
-    assert (second.jit.stats.compiled, second.jit.stats.loaded) == (0, 1)
+    assert (second.jit.stats.compiled, second.jit.stats.loaded) == (0, kernels)
 
 
 def test_target_checks(device: LLVMDevice) -> None:

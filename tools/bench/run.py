@@ -4,16 +4,22 @@ in one run, as ratios.
 For each workload (see workloads.py), in this order so that the machine's
 noise falls on neighbouring measurements:
 
-1. accy, in this process: `accy.compile(program, device=...)`, then calls of
-   the Executable; its result is checked against numpy's on the same inputs;
+1. accy on each device of `--device` (default: every one of opencl and llvm
+   that works here), in this process: `accy.compile(program, device=...)`,
+   then calls of the Executable; its result is checked against numpy's on
+   the same inputs;
 2. numpy, then torch CPU when torch is importable, in a baseline worker
    subprocess whose environment lacks OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
    (they make OpenBLAS pick a slower kernel; docs/performance.md) and pins
    OMP_NUM_THREADS/OPENBLAS_NUM_THREADS to the CPU count; this process's
    environment is never changed;
-3. with one thread (unless --no-one-thread): accy in a worker with
-   POCL_MAX_PTHREAD_COUNT=1, then numpy and torch in a baseline worker with
-   OMP_NUM_THREADS=1 and OPENBLAS_NUM_THREADS=1.
+3. with one thread (unless --no-one-thread): accy on each device in a worker
+   with POCL_MAX_PTHREAD_COUNT=1 and ACCY_THREADS=1, then numpy and torch in
+   a baseline worker with OMP_NUM_THREADS=1 and OPENBLAS_NUM_THREADS=1.
+
+Then (unless --no-compile) the compile times of examples/demo.mlir on each
+device: a new process with an empty cache folder (cold), then a second new
+process on the same folder (warm).
 
 Workers (measure.py --serve) live for the whole run; see measure.py.
 
@@ -28,6 +34,7 @@ import argparse
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +52,8 @@ MEASURE_SCRIPT = Path(__file__).with_name("measure.py")
 OPENBLAS_TRAPS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 SETTLE_S = 0.1
+#: The accy devices a run compares when --device is not given (those that work here).
+DEFAULT_DEVICES = ("opencl", "llvm")
 
 
 def subprocess_env(impl: str, threads: int | None) -> dict[str, str]:
@@ -59,6 +68,7 @@ def subprocess_env(impl: str, threads: int | None) -> dict[str, str]:
         env.update({name: str(threads) for name in THREAD_VARS})
         if impl == "accy":
             env["POCL_MAX_PTHREAD_COUNT"] = str(threads)
+            env["ACCY_THREADS"] = str(threads)
     return env
 
 
@@ -115,7 +125,7 @@ class Worker:
 
 
 def device_description(device: str) -> str:
-    """The accy device, with PoCL's compute units (its default thread count)."""
+    """The accy device, with its default thread count (PoCL: its compute units)."""
     try:
         import accy
 
@@ -123,28 +133,100 @@ def device_description(device: str) -> str:
     except Exception as e:  # reported in the header; each workload then reports its error
         return f"{device}: unavailable ({e})"
     cl_device = getattr(d, "cl_device", None)
-    units = f", {cl_device.max_compute_units} compute units" if cl_device is not None else ""
-    return f"{device} = {getattr(d, 'description', d.name)}{units}"
+    if cl_device is not None:
+        threads = f", {cl_device.max_compute_units} compute units"
+    else:
+        threads = f", {d.threads} threads" if hasattr(d, "threads") else ""
+    return f"{device} = {getattr(d, 'description', d.name)}{threads}"
+
+
+def working_devices(names: list[str]) -> list[str]:
+    """The devices of `names` that start here (the default: opencl and llvm)."""
+    import accy
+
+    found = []
+    for name in names:
+        try:
+            accy.get_device(name)
+        except Exception:
+            continue
+        found.append(name)
+    return found
+
+
+def accy_impl(device: str) -> str:
+    """The results key of accy on `device`."""
+    return f"accy:{device}"
 
 
 def run_workload(
-    w: Workload, args: argparse.Namespace, impls: list[str], cpus: int, workers: dict[str, Worker]
+    w: Workload, args: argparse.Namespace, baselines: list[str], cpus: int, workers: dict[str, Worker]
 ) -> dict[str, Any]:
-    """All measurements of one workload: {impl: {"all": result, "1": result}},
-    taken one after the other so that the machine's noise falls on all."""
+    """All measurements of one workload: {impl: {"all": result, "1": result}}
+    with impl `accy:<device>` for each device, then the baselines, taken one
+    after the other so that the machine's noise falls on all."""
+    impls = [accy_impl(d) for d in args.devices] + baselines
     results: dict[str, dict[str, Any]] = {impl: {} for impl in impls}
-    plan = [("all", "accy", None)] + [("all", impl, workers["baseline-all"]) for impl in impls[1:]]
+    plan = [("all", d, None) for d in args.devices] + [("all", b, workers["baseline-all"]) for b in baselines]
     if not args.no_one_thread:
-        plan += [("1", "accy", workers["accy-1"])] + [("1", impl, workers["baseline-1"]) for impl in impls[1:]]
-    for thr, impl, worker in plan:
-        settings = Settings(args.size, args.repeat, args.budget, cpus if thr == "all" else 1, args.device)
+        plan += [("1", d, workers["accy-1"]) for d in args.devices] + [
+            ("1", b, workers["baseline-1"]) for b in baselines
+        ]
+    for thr, what, worker in plan:
+        impl, device = ("accy", what) if what in args.devices else (what, "")
+        settings = Settings(args.size, args.repeat, args.budget, cpus if thr == "all" else 1, device)
         # Idle OpenMP/OpenBLAS threads of the previous measurement spin briefly.
         time.sleep(SETTLE_S)
+        key = accy_impl(device) if impl == "accy" else impl
         if worker is None:
-            results[impl][thr] = measure(impl, w.name, settings, args.seed)
+            results[key][thr] = measure(impl, w.name, settings, args.seed)
         else:
-            results[impl][thr] = worker.measure(impl, w.name, settings, args.seed)
+            results[key][thr] = worker.measure(impl, w.name, settings, args.seed)
     return {"workload": w.name, "description": w.description, "size": w.label(args.size), "results": results}
+
+
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.mlir"
+#: The child of a compile measurement: creates the device (not timed: a
+#: process's one-time cost), times accy.compile, and runs the program once
+#: (an OpenCL program's binary reaches the disk cache after its first run).
+COMPILE_CHILD = """
+import json, sys, time
+import accy
+device = accy.get_device(sys.argv[1])
+text = open(sys.argv[2]).read()
+start = time.perf_counter()
+exe = accy.compile(text, device=device)
+seconds = time.perf_counter() - start
+exe(*exe.random_inputs(seed=0))
+print(json.dumps({"compile_s": seconds, "compile_cached": exe.program.compile_cached}))
+"""
+
+
+def compile_times(device: str, repeat: int = 3) -> dict[str, Any]:
+    """Cold and warm compile of the demo program on `device`, `repeat` times
+    each (medians): cold in a new process with an empty cache folder, warm in
+    a second new process on the folder the first one filled."""
+    cold, warm = [], []
+    try:
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory(prefix="accy-bench-cache-") as folder:
+                env = dict(os.environ, ACCY_CACHE_DIR=folder)
+                for into in (cold, warm):
+                    run = subprocess.run(
+                        [sys.executable, "-c", COMPILE_CHILD, device, str(DEMO)],
+                        env=env,
+                        capture_output=True,
+                        text=True,
+                        timeout=300,
+                    )
+                    if run.returncode != 0:
+                        lines = run.stderr.strip().splitlines()
+                        return {"error": lines[-1] if lines else f"exit status {run.returncode}"}
+                    into.append(json.loads(run.stdout.strip().splitlines()[-1])["compile_s"])
+    except subprocess.TimeoutExpired:
+        return {"error": "a compile took over 300 s"}
+    cold_s, warm_s = statistics.median(cold), statistics.median(warm)
+    return {"cold_s": cold_s, "warm_s": warm_s, "cold_over_warm": cold_s / warm_s, "runs": repeat}
 
 
 # --------------------------------------------------------------------------
@@ -174,56 +256,91 @@ def table(header: list[str], rows: list[list[str]], left: int = 3) -> str:
     return "\n".join([line(header), line(["-" * wd for wd in widths]), *(line(r) for r in rows)])
 
 
-def times_table(records: list[dict[str, Any]], impls: list[str], cpus: int) -> str:
-    header = ["workload", "size", "thr", "accy med", "min"]
-    for impl in impls[1:]:
-        header += [f"{impl} med", "min", f"accy/{impl}"]
+def ratio_pairs(devices: list[str], baselines: list[str]) -> list[tuple[str, str]]:
+    """The ratio columns: each accy device over each baseline, then each
+    later device over the first (llvm/opencl)."""
+    pairs = [(accy_impl(d), b) for d in devices for b in baselines]
+    pairs += [(accy_impl(d), accy_impl(devices[0])) for d in devices[1:]]
+    return pairs
+
+
+def short(impl: str) -> str:
+    return impl.removeprefix("accy:")
+
+
+def times_table(records: list[dict[str, Any]], devices: list[str], baselines: list[str], cpus: int) -> str:
+    impls = [accy_impl(d) for d in devices] + baselines
+    pairs = ratio_pairs(devices, baselines)
+    header = ["workload", "size", "thr"]
+    for impl in impls:
+        header += [f"{short(impl)} med", "min"]
+    header += [f"{short(a)}/{short(b)}" for a, b in pairs]
     rows = []
     for rec in records:
         res = rec["results"]
         for thr in ("all", "1"):
-            if thr not in res["accy"]:
+            if not any(thr in res[impl] for impl in impls):
                 continue
-            mine = res["accy"][thr]
-            row = [
-                rec["workload"],
-                rec["size"],
-                str(cpus) if thr == "all" else "1",
-                ms(mine.get("median_s")),
-                ms(mine.get("min_s")),
-            ]
-            for impl in impls[1:]:
-                other = res[impl][thr]
-                row += [ms(other.get("median_s")), ms(other.get("min_s")), ratio(mine, other)]
+            row = [rec["workload"], rec["size"], str(cpus) if thr == "all" else "1"]
+            for impl in impls:
+                r = res[impl].get(thr, {})
+                row += [ms(r.get("median_s")), ms(r.get("min_s"))]
+            row += [ratio(res[a].get(thr, {}), res[b].get(thr, {})) for a, b in pairs]
             rows.append(row)
     return table(header, rows)
 
 
-def details_table(records: list[dict[str, Any]]) -> str:
-    header = ["workload", "kernels", "fallbacks", "peak MiB", "compile ms", "runs", "max abs err", "rel err", "check"]
+def details_table(records: list[dict[str, Any]], devices: list[str]) -> str:
+    header = [
+        "workload",
+        "device",
+        "kernels",
+        "fallbacks",
+        "peak MiB",
+        "compile ms",
+        "runs",
+        "max abs err",
+        "rel err",
+        "check",
+    ]
     rows = []
     for rec in records:
-        a = rec["results"]["accy"]["all"]
-        if "error" in a:
-            rows.append([rec["workload"], *["-"] * 7, "ERROR"])
+        for device in devices:
+            a = rec["results"][accy_impl(device)]["all"]
+            if "error" in a:
+                rows.append([rec["workload"], device, *["-"] * 7, "ERROR"])
+                continue
+            rows.append(
+                [
+                    rec["workload"],
+                    device,
+                    str(a["kernels"]),
+                    str(a["fallbacks"]),
+                    f"{a['peak_bytes'] / 2**20:.1f}",
+                    f"{a['compile_s'] * 1e3:.0f}",
+                    str(a["runs"]),
+                    "-" if a["max_abs_err"] is None else f"{a['max_abs_err']:.2e}",
+                    "-" if a["rel_err"] is None else f"{a['rel_err']:.2e}",
+                    a["check"],
+                ]
+            )
+    return table(header, rows, left=2)
+
+
+def compile_table(compiles: dict[str, dict[str, Any]]) -> str:
+    header = ["device", "cold ms", "warm ms", "cold/warm", "cold / first device's cold"]
+    rows = []
+    first = next(iter(compiles.values()), {})
+    for device, c in compiles.items():
+        if "error" in c:
+            rows.append([device, "-", "-", "-", "-"])
             continue
-        rows.append(
-            [
-                rec["workload"],
-                str(a["kernels"]),
-                str(a["fallbacks"]),
-                f"{a['peak_bytes'] / 2**20:.1f}",
-                f"{a['compile_s'] * 1e3:.0f}",
-                str(a["runs"]),
-                "-" if a["max_abs_err"] is None else f"{a['max_abs_err']:.2e}",
-                "-" if a["rel_err"] is None else f"{a['rel_err']:.2e}",
-                a["check"],
-            ]
-        )
+        versus = f"{c['cold_s'] / first['cold_s']:.2f}" if "cold_s" in first else "-"
+        rows.append([device, ms(c["cold_s"]), ms(c["warm_s"]), f"{c['cold_over_warm']:.1f}", versus])
     return table(header, rows, left=1)
 
 
-def problems(records: list[dict[str, Any]]) -> list[str]:
+def problems(records: list[dict[str, Any]], compiles: dict[str, dict[str, Any]]) -> list[str]:
     """Measurements that failed, and accy results that did not match numpy."""
     found = []
     for rec in records:
@@ -234,6 +351,7 @@ def problems(records: list[dict[str, Any]]) -> list[str]:
                     found.append(f"{where}: {r['error']}")
                 elif r.get("ok") is False:
                     found.append(f"{where}: result check {r['check']}, rel err {r['rel_err']}")
+    found += [f"compile on {device}: {c['error']}" for device, c in compiles.items() if "error" in c]
     return found
 
 
@@ -243,7 +361,9 @@ def problems(records: list[dict[str, Any]]) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="accy against numpy (and torch) on the workloads of docs/performance.md, as ratios.")
+    p = argparse.ArgumentParser(
+        description="accy against numpy (and torch) on the workloads of docs/performance.md, as ratios."
+    )
     p.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs (about a minute)")
     p.add_argument("--large", action="store_true", help="add matmul 2048^2")
     p.add_argument(
@@ -261,7 +381,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--no-one-thread", action="store_true", help="skip the one-thread measurements")
     p.add_argument("--no-torch", action="store_true", help="skip torch even when it is installed")
-    p.add_argument("--device", default="opencl", help="accy device (default opencl)")
+    p.add_argument(
+        "--device",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="accy devices, side by side (repeatable or comma-separated; default: opencl and llvm, those that work here)",
+    )
+    p.add_argument("--no-compile", action="store_true", help="skip the cold/warm compile times of the demo program")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     a = p.parse_args(argv)
@@ -271,6 +398,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if a.repeat < 1:
         p.error("--repeat must be at least 1")
     a.only = [n.strip() for item in a.only for n in item.split(",") if n.strip()]
+    a.device = [n.strip() for item in a.device for n in item.split(",") if n.strip()]
     try:
         a.workloads = select(a.only, a.large)
     except ValueError as e:
@@ -282,16 +410,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # keep order with stderr progress
     cpus = os.cpu_count() or 1
+    args.devices = args.device or working_devices(list(DEFAULT_DEVICES))
+    if not args.devices:
+        print(f"accy bench: none of the devices {', '.join(DEFAULT_DEVICES)} works here", file=sys.stderr)
+        return 1
     torch_note = "torch: not installed"
-    impls = ["accy", "numpy"]
+    baselines = ["numpy"]
     if args.no_torch:
         torch_note = "torch: skipped (--no-torch)"
     elif importlib.util.find_spec("torch") is not None:
-        impls.append("torch")
+        baselines.append("torch")
         torch_note = "torch: CPU, in a subprocess"
     header = [
         f"accy bench ({args.size} sizes, {args.repeat} runs, {args.budget:g} s budget per measurement, {cpus} CPUs)",
-        f"accy device: {device_description(args.device)}",
+        *(f"accy device: {device_description(d)}" for d in args.devices),
         f"numpy {np.__version__}: in a subprocess without {' and '.join(OPENBLAS_TRAPS)}",
         torch_note,
     ]
@@ -306,31 +438,52 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for w in args.workloads:
             print(f"  {w.name} ({w.description}, {w.label(args.size)}) ...", file=sys.stderr, flush=True)
-            records.append(run_workload(w, args, impls, cpus, workers))
+            records.append(run_workload(w, args, baselines, cpus, workers))
     finally:
         for worker in workers.values():
             worker.close()
+    compiles: dict[str, dict[str, Any]] = {}
+    if not args.no_compile:
+        for device in args.devices:
+            print(f"  compile of {DEMO.name} on {device} ...", file=sys.stderr, flush=True)
+            compiles[device] = compile_times(device)
     print()
-    print("Times in ms (median and min of the timed runs); accy/X = accy median / X median, below 1 is accy faster.")
-    print(times_table(records, impls, cpus))
+    print("Times in ms (median and min of the timed runs); X/Y = X median / Y median, below 1 is X faster.")
+    print(times_table(records, args.devices, baselines, cpus))
     print()
-    print(f"accy ({args.device}, {cpus}-thread run): check = max |accy - numpy| <= {REL_TOLERANCE:g} * max |numpy|")
-    print(details_table(records))
-    found = problems(records)
+    print(f"accy ({cpus}-thread run): check = max |accy - numpy| <= {REL_TOLERANCE:g} * max |numpy|")
+    print(details_table(records, args.devices))
+    if compiles:
+        print()
+        print(
+            f"accy.compile of {DEMO.name} (medians of 3): cold = new process, empty cache; warm = new process, same cache"
+        )
+        print(compile_table(compiles))
+    found = problems(records, compiles)
     if found:
         print("\nproblems:\n  " + "\n  ".join(found))
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
     if args.json:
         Path(args.json).write_text(
             json.dumps(
-                {"header": header, "cpus": cpus, "size": args.size, "repeat": args.repeat, "workloads": records},
+                {
+                    "header": header,
+                    "cpus": cpus,
+                    "size": args.size,
+                    "repeat": args.repeat,
+                    "devices": args.devices,
+                    "workloads": records,
+                    "compile": compiles,
+                },
                 indent=2,
             )
             + "\n"
         )
     # A wrong or failed accy result fails the run (after printing everything).
-    failed = any(r.get("ok") is not True for rec in records for r in rec["results"]["accy"].values())
-    return 1 if failed else 0
+    failed = any(
+        r.get("ok") is not True for rec in records for d in args.devices for r in rec["results"][accy_impl(d)].values()
+    )
+    return 1 if failed or any("error" in c for c in compiles.values()) else 0
 
 
 if __name__ == "__main__":

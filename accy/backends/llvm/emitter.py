@@ -907,16 +907,18 @@ def check_format(module: ModuleOp) -> None:
         raise LLVMEmitError(f"llvm: {problem}")
 
 
-def emit_llvm_module(module: ModuleOp, target: CodegenTarget | None = None) -> ir.Module:
-    """The llvmlite module of every kernel of `module` (see the module docstring)."""
+def emit_llvm_module(module: ModuleOp, target: CodegenTarget | None = None, only: str | None = None) -> ir.Module:
+    """The llvmlite module of every kernel of `module` (see the module
+    docstring), or of kernel `only` alone."""
     check_format(module)
     target = target or host_target()
-    out = ir.Module(name="kernels")
+    out = ir.Module(name="kernels" if only is None else only)
     out.triple = target.triple
     out.data_layout = target.data_layout
     tier = TargetProfile.of_module(module).math
     for func in kernel_funcs(module):
-        _KernelEmitter(func, out, tier, target).emit()
+        if only is None or func.sym_name.data == only:
+            _KernelEmitter(func, out, tier, target).emit()
     return out
 
 
@@ -925,3 +927,10 @@ def emit_llvm(module: ModuleOp, target: CodegenTarget | None = None) -> str:
     when None); `LLVMEmitError` when the module's target format is not
     `llvm-ir` or a kernel holds what the LLVM backend does not emit."""
     return str(emit_llvm_module(module, target))
+
+
+def emit_llvm_kernels(module: ModuleOp, target: CodegenTarget | None = None) -> dict[str, str]:
+    """Each kernel of `module` as a module of its own (LLVM IR text by kernel
+    name), with the declarations and helpers it uses: what a JIT compiles,
+    caches and times kernel by kernel."""
+    return {f.sym_name.data: str(emit_llvm_module(module, target, only=f.sym_name.data)) for f in kernel_funcs(module)}
