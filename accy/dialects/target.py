@@ -47,10 +47,14 @@ tuned) sizes compiles with them.
   - `row_threads`: work-items of a GPU work-group that shares one row of a
     row pipeline (softmax, layer norm, ...);
   - `query_rows`: query rows of one GPU flash-attention work-group;
-  - `dot_rows`: rows of a CPU dot register tile (its columns are
-    `vector_width`);
-  - `dot_tile`: edge of the square tiles a GPU dot work-group stages in
-    local memory (`dot_tile`² work-items).
+  - `dot_rows`: rows of a dot register tile (CPU: of its rows x
+    `dot_vectors` vectors; GPU: each work-item's tile is `dot_rows` x
+    `dot_rows` outputs);
+  - `dot_vectors`: vectors (of `vector_width` lanes) per row of a CPU dot
+    register tile; rows x vectors accumulators are kept within the vector
+    registers (24 with 16 lanes, AVX-512's 32 registers; 12 otherwise);
+  - `dot_tile`: edge of a GPU dot's square work-group (`dot_tile`²
+    work-items, each a register tile).
 """
 
 from __future__ import annotations
@@ -75,7 +79,9 @@ FORMATS = ("opencl-c", "llvm-ir")
 MATH_TIERS = ("exact", "fast")
 
 #: Tile and work-group sizes of the lowerings (module docstring).
-TUNING_FIELDS = ("group_size", "reduce_threads", "reduce_chunk", "row_threads", "query_rows", "dot_rows", "dot_tile")
+TUNING_FIELDS = (
+    "group_size", "reduce_threads", "reduce_chunk", "row_threads", "query_rows", "dot_rows", "dot_vectors", "dot_tile",
+)
 #: Fields no longer part of a profile, and why (a file that sets one is told).
 REMOVED_FIELDS = {
     "compute_units": "no lowering read it",
@@ -100,7 +106,8 @@ class TargetProfile:
     reduce_chunk: int = 256
     row_threads: int = 256
     query_rows: int = 64
-    dot_rows: int = 4
+    dot_rows: int = 12
+    dot_vectors: int = 2
     dot_tile: int = 16
 
     def __post_init__(self) -> None:
@@ -177,6 +184,7 @@ GPU_PROFILE = TargetProfile(
     local_mem_bytes=49152,
     vector_width=4,
     group_size=256,
+    dot_rows=8,
 )
 DEFAULTS = {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE}
 

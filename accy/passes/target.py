@@ -29,7 +29,7 @@ class SetTargetPass(AccyPass):
     Options are the profile's fields: `format`, `math`; the device limits
     `max_work_group_size`, `local_mem_bytes`, `vector_width`, `fp16`, `fp64`;
     the tile and work-group sizes `group_size`, `reduce_threads`,
-    `reduce_chunk`, `row_threads`, `query_rows`, `dot_rows`, `dot_tile`. A
+    `reduce_chunk`, `row_threads`, `query_rows`, `dot_rows`, `dot_vectors`, `dot_tile`. A
     field set here is kept when a device compiles the module. Changing the
     target invalidates every analysis (they may read it)."""
 
@@ -50,6 +50,7 @@ class SetTargetPass(AccyPass):
     row_threads: int | None = None
     query_rows: int | None = None
     dot_rows: int | None = None
+    dot_vectors: int | None = None
     dot_tile: int | None = None
 
     def __post_init__(self) -> None:

@@ -702,6 +702,8 @@ class _KernelEmitter:
         x = self.get(value)
         if _is_bool(t.element_type):
             x = self.builder.zext(x, ir.VectorType(I8, x.type.count))
+        if not ptr.type.is_opaque:  # a private array's element pointer: llvmlite checks the pointee
+            ptr = self.builder.bitcast(ptr, x.type.as_pointer())
         self.builder.store(x, ptr, align=_byte_size(x.type))
 
     # -- vector --------------------------------------------------------

@@ -8,15 +8,37 @@ K are the products of the lhs free, rhs free and contracting dims; flat m, n
 and k are split back into the operands' own coordinates, so any dot_general
 is just index math.
 
-- CPU profile, float, the rhs's last dim is the last free dim and a multiple
-  of the vector width W: each work-item computes a register tile of R rows by
-  W columns (R the profile's `dot_rows`, 4 by default) with R `vector<WxT>`
-  accumulators (an lhs scalar broadcast times an rhs vector, `math.fma`),
+- CPU profile, float, more than one register tile of rows and at least
+  `PACK_MIN_WORK` multiply-adds a batch: packed panels and register tiles,
+  three launches. The first two pack the operands
+  (their prologue evaluated on the way, any layout or transpose read
+  through its strides) into scratch panels: the lhs as panels of R rows,
+  k-major (`pa[b][mt][k][r]`), the rhs as panels of C·W columns, k-major
+  (`pb[b][nt][k][c]`); rows and columns past M and N repeat the last one
+  (computed, never stored). The third gives each work-item one R x C·W
+  register tile (R the profile's `dot_rows`, C its `dot_vectors`, within
+  the register budget `ACCUMULATORS`): every k step loads C vectors of the
+  rhs panel and R lhs scalars, contiguous, and does R·C `math.fma`s on
+  `vector<WxT>` accumulators. Work-items walk the row tiles fastest, so one
+  rhs panel stays in cache while the lhs panels stream. The tile then goes
+  through a private array to the epilogue, run once in a loop: W lanes at a
+  time when the output's last dim is whole vectors, lane by lane otherwise
+  (guarded past M and N). Packing costs O(MK + KN) against the product's
+  O(MNK) and makes every inner-loop access contiguous, whatever the
+  operands' strides (power-of-two strides otherwise thrash the cache).
+- CPU profile, float, a small product or a single tile of rows (M <= R:
+  packing the rhs would cost as much as the product), the rhs's last dim
+  the last free dim and a multiple of W: each work-item computes R rows by
+  W columns with R `vector<WxT>` accumulators straight from the operands,
   then runs the epilogue W lanes at a time.
 - GPU profile: TxT work-groups (T the profile's `dot_tile`, 16 by default,
-  at most what the device's work-group holds); each k step stages a TxT
-  tile of each operand in local memory (barriers around it) and every
-  work-item accumulates one output element.
+  at most what the device's work-group holds), each work-item an R x R
+  register tile (R the profile's `dot_rows`, 8 by default on the GPU,
+  halved while there are fewer than `GPU_MIN_BLOCKS` work-groups), so a
+  work-group computes a (T·R)² block; each k step stages T/2 columns of
+  the lhs block and T/2 rows of the rhs block in local memory (barriers
+  around it), and every work-item does R² `fma`s per staged k from R + R
+  local loads (`local_tiles`).
 - Otherwise: one work-item per output element, a scalar loop over k.
 """
 
@@ -27,19 +49,19 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, memref, vector
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import VectorType
+from xdsl.dialects.builtin import IndexType, VectorType
 from xdsl.ir import SSAValue
 
 from accy.dialects import accy
 from accy.dialects.host import buffer_element_type
 from accy.dialects.target import TargetProfile
-from accy.dialects.types import numel
+from accy.dialects.types import element_bytes, numel
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
 from accy.passes.kernelization.launch import work_item_per
-from accy.passes.kernelization.lowered import LoweredKernel
+from accy.passes.kernelization.lowered import LoweredKernel, Scratch
 
 
 def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
@@ -48,9 +70,24 @@ def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) 
     d = _Dot(kb, kernel, dot)
     if profile.profile == "gpu":
         return d.local_tiles()
+    if d.can_pack(plan):
+        return d.packed_tiles(plan)
     if d.can_register_tile():
         return d.register_tiles()
     return d.per_element()
+
+
+#: Accumulators a CPU register tile may hold, by vector width: AVX-512 (16
+#: lanes) has 32 vector registers, AVX2 and SSE 16; the rest hold the rhs
+#: vectors of a k step and the broadcast lhs scalar.
+ACCUMULATORS = {16: 24}
+DEFAULT_ACCUMULATORS = 12
+#: Work-groups a GPU dot aims for at least, halving its register tiles (to
+#: 2x2) until it has them: a few per multiprocessor of a large GPU.
+GPU_MIN_BLOCKS = 256
+#: Multiply-adds per batch below which a CPU dot is not packed: two more
+#: launches (~10-20 us each) cost more than packing saves on a small product.
+PACK_MIN_WORK = 64 * 64 * 64
 
 
 class _Dot:
@@ -86,12 +123,12 @@ class _Dot:
         return coords  # type: ignore[return-value]
 
     def a_at(self, expr: Expr, bc: list[SSAValue], m: SSAValue, kc: list[SSAValue]) -> SSAValue:
-        mc = self.kb.delinearize(m, self.m_shape)
+        mc = expr.kb.delinearize(m, self.m_shape)
         coords = self._place(len(self.a_shape), [(self.lb, bc), (self.lf, mc), (self.lc, kc)])
         return expr.at(self.dot.lhs, coords)
 
     def b_at(self, expr: Expr, bc: list[SSAValue], n: SSAValue, kc: list[SSAValue]) -> SSAValue:
-        nc = self.kb.delinearize(n, self.n_shape)
+        nc = expr.kb.delinearize(n, self.n_shape)
         coords = self._place(len(self.b_shape), [(self.rb, bc), (self.rf, nc), (self.rc, kc)])
         return expr.at(self.dot.rhs, coords)
 
@@ -144,7 +181,7 @@ class _Dot:
 
     def register_tiles(self) -> LoweredKernel:
         kb, w = self.kb, self.kb.profile.vector_width
-        tile_rows = kb.profile.dot_rows
+        tile_rows = min(kb.profile.dot_rows, self.M)
         m_tiles = -(-self.M // tile_rows)
         n_tiles = self.N // w
         total = self.B * m_tiles * n_tiles
@@ -181,50 +218,224 @@ class _Dot:
 
         return work_item_per(kb, total, body)
 
-    # -- GPU: local-memory tiles ------------------------------------------------
+    # -- CPU: packed panels and register tiles ----------------------------------
+
+    def tile_shape(self) -> tuple[int, int]:
+        """(rows, vectors) of the CPU register tile: the profile's, within the
+        register budget and at most M rows."""
+        profile = self.kb.profile
+        budget = ACCUMULATORS.get(profile.vector_width, DEFAULT_ACCUMULATORS)
+        if self.et.bitwidth > 32:  # a vector of doubles takes two registers
+            budget //= 2
+        vectors = max(1, min(profile.dot_vectors, budget))
+        return max(1, min(profile.dot_rows, budget // vectors, self.M)), vectors
+
+    def can_pack(self, plan: BufferPlan) -> bool:
+        rows, _ = self.tile_shape()
+        return (
+            self.float
+            and self.kb.profile.vector_width > 1
+            and self.M > rows
+            and self.M * self.N * self.K >= PACK_MIN_WORK
+            and vectorizable(self.others, self.kb)
+        )
+
+    def _rhs_vectors(self) -> bool:
+        """Whether the rhs can be read W columns at a time: its last dim is the
+        last free dim, whole vectors of it."""
+        w = self.kb.profile.vector_width
+        return bool(self.rf) and self.rf[-1] == len(self.b_shape) - 1 and self.b_shape[-1] % w == 0
+
+    def packed_tiles(self, plan: BufferPlan) -> LoweredKernel:
+        kb, w = self.kb, self.kb.profile.vector_width
+        rows, vectors = self.tile_shape()
+        cols = vectors * w
+        m_tiles, n_tiles = -(-self.M // rows), -(-self.N // cols)
+        a_panel, b_panel = self.K * rows, self.K * cols  # elements of one panel
+        a_packed = Scratch(self.et, self.B * m_tiles * a_panel)
+        b_packed = Scratch(self.et, self.B * n_tiles * b_panel)
+        pack_a = self._pack(plan, "pack_a", a_packed, m_tiles, rows, lambda e, bc, m, kc: self.a_at(e, bc, m, kc), self.M, 1)
+        vec = w if self._rhs_vectors() else 1
+        pack_b = self._pack(plan, "pack_b", b_packed, n_tiles, cols, lambda e, bc, n, kc: self.b_at(e, bc, n, kc), self.N, vec)
+        pa, pb = kb.scratch_argument(a_packed), kb.scratch_argument(b_packed)
+        vt = VectorType(self.et, [w])
+        st = buffer_element_type(self.et)
+        tile = kb.local_array(rows * cols, st, workgroup=False)
+
+        def body(gid: SSAValue) -> None:
+            bi, nt, mt = kb.delinearize(gid, [self.B, n_tiles, m_tiles])
+            a_base = kb.mul(kb.add(kb.mul(bi, m_tiles), mt), a_panel)
+            b_base = kb.mul(kb.add(kb.mul(bi, n_tiles), nt), b_panel)
+
+            def step(k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                a_at, b_at = kb.add(a_base, kb.mul(k, rows)), kb.add(b_base, kb.mul(k, cols))
+                bvecs = [kb.val(vector.LoadOp(pb, [kb.add(b_at, c * w)], vt)) for c in range(vectors)]
+                out = []
+                for r in range(rows):
+                    a = kb.val(vector.BroadcastOp(kb.val(memref.LoadOp.get(pa, [kb.add(a_at, r)])), vt))
+                    out += [self.fma(a, bvecs[c], acc[r * vectors + c]) for c in range(vectors)]
+                return out
+
+            accs = kb.for_(0, self.K, 1, [kb.const(0, vt)] * (rows * vectors), step)
+            for i, acc in enumerate(accs):
+                kb.op(vector.StoreOp(acc, tile, [kb.const(i * w, IndexType())]))
+            bc = kb.delinearize(bi, self.batch_shape)
+            m0, n0 = kb.mul(mt, rows), kb.mul(nt, cols)
+            self._tile_epilogue(tile, bc, m0, n0, rows, cols)
+
+        main = work_item_per(kb, self.B * n_tiles * m_tiles, body)
+        pack_b.before = pack_a
+        main.before = pack_b
+        return main
+
+    def _pack(
+        self,
+        plan: BufferPlan,
+        suffix: str,
+        scratch: Scratch,
+        tiles: int,
+        width: int,
+        read: Callable[[Expr, list[SSAValue], SSAValue, list[SSAValue]], SSAValue],
+        extent: int,
+        vec: int,
+    ) -> LoweredKernel:
+        """The kernel packing one operand into panels of `width` rows (lhs) or
+        columns (rhs), k-major: a work-item per (batch, panel, k) writes
+        `width` elements, `vec` at a time (1, or W when W consecutive
+        elements of the operand are W consecutive columns); indices past
+        `extent` read the last one."""
+        kernel = self.kernel
+        pk = KernelBuilder(f"{kernel.name}_{suffix}", kernel.kind, self.kb.profile, plan, list(kernel.inputs), ops=kernel.ops)
+        out = pk.scratch_argument(scratch)
+
+        def body(gid: SSAValue) -> None:
+            bi, t, k = pk.delinearize(gid, [self.B, tiles, self.K])
+            bc = pk.delinearize(bi, self.batch_shape)
+            kc = pk.delinearize(k, self.k_shape)
+            base = pk.mul(gid, width)
+            expr = Expr(pk, self.others, vec)
+            for j in range(0, width, vec):
+                # A vector past the extent starts at its last whole vector (extent is whole vectors then).
+                i = pk.min(pk.add(pk.mul(t, width), j), extent - vec)
+                x = read(expr, bc, i, kc)
+                at = pk.add(base, j)
+                pk.op(vector.StoreOp(x, out, [at]) if vec > 1 else memref.StoreOp.get(x, out, [at]))
+
+        return work_item_per(pk, self.B * tiles * self.K, body)
+
+    def _tile_epilogue(self, tile: SSAValue, bc: list[SSAValue], m0: SSAValue, n0: SSAValue, rows: int, cols: int) -> None:
+        """The epilogue of one register tile (in the private array `tile`,
+        row-major): a loop over its rows, W lanes at a time when the output's
+        last dim is whole vectors, else lane by lane; guarded past M and N."""
+        kb, w = self.kb, self.kb.profile.vector_width
+        vt = VectorType(buffer_element_type(self.et), [w])
+        lanes = w if self.n_shape[-1] % w == 0 else 1
+
+        def row(r: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            m = kb.add(m0, r)
+
+            def column(c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                n = kb.add(n0, c)
+
+                def store() -> list[SSAValue]:
+                    at = kb.add(kb.mul(r, cols), c)
+                    load = vector.LoadOp(tile, [at], vt) if lanes > 1 else memref.LoadOp.get(tile, [at])
+                    self.finish(self.out_coords(bc, m, n), kb.val(load), lanes)
+                    return []
+
+                inside = [kb.lt(m, self.M)] if self.M % rows else []
+                inside += [kb.lt(n, self.N)] if self.N % cols else []
+                if inside:
+                    cond = inside[0] if len(inside) == 1 else kb.val(arith.AndIOp(*inside))
+                    kb.if_(cond, store)
+                else:
+                    store()
+                return []
+
+            kb.for_(0, cols, lanes, [], column)
+            return []
+
+        kb.for_(0, rows, 1, [], row)
+
+    # -- GPU: local-memory tiles and register tiles --------------------------------
 
     def local_tiles(self) -> LoweredKernel:
-        # The profile's tile edge, at most what a work-group of t x t items may hold.
-        kb, t = self.kb, min(self.kb.profile.dot_tile, math.isqrt(self.kb.profile.max_work_group_size))
+        """T x T work-items (T the profile's `dot_tile`), each a R x R register
+        tile (R its `dot_rows`): a work-group computes a (T·R) x (T·R) block.
+        Work-item (tx, ty) owns rows ty + T·i and columns tx + T·j, so a warp's
+        reads of the staged tiles are broadcasts (rows) or consecutive
+        (columns), and its stores are coalesced. Each k step stages BK = T/2
+        columns of the lhs block (k-major) and BK rows of the rhs block in
+        local memory, zero past M, N and K."""
+        kb = self.kb
+        t = min(kb.profile.dot_tile, math.isqrt(kb.profile.max_work_group_size))
+        r = max(1, kb.profile.dot_rows)
+        while r > 1 and 2 * (t // 2 or 1) * t * r * element_bytes(buffer_element_type(self.et)) > kb.profile.local_mem_bytes:
+            r //= 2
+        # Smaller tiles for a product too small to fill the device with blocks
+        # (1024² at 8x8 tiles is 64 blocks for an H200's 132 multiprocessors).
+        while r > 2 and max(self.B, 1) * -(-self.M // (t * r)) * -(-self.N // (t * r)) < GPU_MIN_BLOCKS:
+            r //= 2
+        bm = t * r  # block edge (rows and columns)
+        bk = max(1, t // 2)  # k per staged step
         st = buffer_element_type(self.et)
-        a_tile = kb.local_array(t * t, st, workgroup=True)
-        b_tile = kb.local_array(t * t, st, workgroup=True)
+        a_tile = kb.local_array(bk * bm, st, workgroup=True)  # [k][m]
+        b_tile = kb.local_array(bk * bm, st, workgroup=True)  # [k][n]
         tx, ty = kb.local_id("x"), kb.local_id("y")
-        n = kb.add(kb.mul(kb.group_id("x"), t), tx)
-        m = kb.add(kb.mul(kb.group_id("y"), t), ty)
-        bi = kb.group_id("z")
-        bc = kb.delinearize(bi, self.batch_shape)
-        m_ok, n_ok = kb.lt(m, self.M), kb.lt(n, self.N)
-        slot = kb.add(kb.mul(ty, t), tx)
+        n0, m0 = kb.mul(kb.group_id("x"), bm), kb.mul(kb.group_id("y"), bm)
+        bc = kb.delinearize(kb.group_id("z"), self.batch_shape)
+        flat = kb.add(kb.mul(ty, t), tx)
         zero = kb.const(0, self.et)
+        per_thread = -(-(bk * bm) // (t * t))
 
-        def stage(ok: SSAValue, load: Callable[[], SSAValue], tile: SSAValue) -> None:
-            v = kb.if_(ok, lambda: [load()], lambda: [zero], [self.et])[0]
-            kb.op(memref.StoreOp.get(v, tile, [slot]))
+        def stage(k0: SSAValue) -> None:
+            for e in range(per_thread):
+                slot = kb.add(flat, e * t * t)
 
-        def k_tile(k0: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-            ka, kb_ = kb.add(k0, tx), kb.add(k0, ty)
-            a_ok = kb.val(arith.AndIOp(m_ok, kb.lt(ka, self.K)))
-            b_ok = kb.val(arith.AndIOp(n_ok, kb.lt(kb_, self.K)))
-            stage(a_ok, lambda: self.a_at(Expr(kb, self.others), bc, m, kb.delinearize(ka, self.k_shape)), a_tile)
-            stage(b_ok, lambda: self.b_at(Expr(kb, self.others), bc, n, kb.delinearize(kb_, self.k_shape)), b_tile)
+                def copy(slot: SSAValue = slot) -> list[SSAValue]:
+                    # lhs: consecutive work-items read consecutive k of a row.
+                    mm, kk = kb.div(slot, bk), kb.rem(slot, bk)
+                    m, k = kb.add(m0, mm), kb.add(k0, kk)
+                    ok = kb.val(arith.AndIOp(kb.lt(m, self.M), kb.lt(k, self.K)))
+                    a = kb.if_(ok, lambda: [self.a_at(Expr(kb, self.others), bc, m, kb.delinearize(k, self.k_shape))], lambda: [zero], [self.et])[0]
+                    kb.op(memref.StoreOp.get(a, a_tile, [kb.add(kb.mul(kk, bm), mm)]))
+                    # rhs: consecutive work-items read consecutive n of a row.
+                    kk2, nn = kb.div(slot, bm), kb.rem(slot, bm)
+                    n, k2 = kb.add(n0, nn), kb.add(k0, kk2)
+                    ok2 = kb.val(arith.AndIOp(kb.lt(n, self.N), kb.lt(k2, self.K)))
+                    b = kb.if_(ok2, lambda: [self.b_at(Expr(kb, self.others), bc, n, kb.delinearize(k2, self.k_shape))], lambda: [zero], [self.et])[0]
+                    kb.op(memref.StoreOp.get(b, b_tile, [slot]))
+                    return []
+
+                if (e + 1) * t * t <= bk * bm:
+                    copy()
+                else:
+                    kb.if_(kb.lt(slot, bk * bm), copy)
+
+        def k_step(k0: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            stage(k0)
             kb.barrier()
 
             def inner(kk: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
-                a = kb.val(memref.LoadOp.get(a_tile, [kb.add(kb.mul(ty, t), kk)]))
-                b = kb.val(memref.LoadOp.get(b_tile, [kb.add(kb.mul(kk, t), tx)]))
-                return [self.fma(a, b, c[0])]
+                row = kb.mul(kk, bm)
+                a = [kb.val(memref.LoadOp.get(a_tile, [kb.add(row, kb.add(ty, t * i))])) for i in range(r)]
+                b = [kb.val(memref.LoadOp.get(b_tile, [kb.add(row, kb.add(tx, t * j))])) for j in range(r)]
+                return [self.fma(a[i], b[j], c[i * r + j]) for i in range(r) for j in range(r)]
 
-            out = kb.for_(0, t, 1, acc, inner)
+            out = kb.for_(0, bk, 1, acc, inner)
             kb.barrier()
             return out
 
-        total = kb.for_(0, self.K, t, [zero], k_tile)[0]
+        accs = kb.for_(0, self.K, bk, [zero] * (r * r), k_step)
+        for i in range(r):
+            m = kb.add(m0, kb.add(ty, t * i))
+            for j in range(r):
+                n = kb.add(n0, kb.add(tx, t * j))
 
-        def store() -> list[SSAValue]:
-            self.finish(self.out_coords(bc, m, n), total)
-            return []
+                def store(m: SSAValue = m, n: SSAValue = n, value: SSAValue = accs[i * r + j]) -> list[SSAValue]:
+                    self.finish(self.out_coords(bc, m, n), value)
+                    return []
 
-        kb.if_(kb.val(arith.AndIOp(m_ok, n_ok)), store)
-        grid = (-(-self.N // t), -(-self.M // t), max(self.B, 1))
+                kb.if_(kb.val(arith.AndIOp(kb.lt(m, self.M), kb.lt(n, self.N))), store)
+        grid = (-(-self.N // bm), -(-self.M // bm), max(self.B, 1))
         return kb.lowered(grid, (t, t, 1), states_block=True)

@@ -246,6 +246,7 @@ class _HostBuilder:
         while stages[0].before is not None:
             stages.insert(0, stages[0].before)
         scratch: dict[Scratch, SSAValue] = {}
+        held = 0  # bytes of this work item's scratch buffers, all live at once
         for stage in stages:
             for v in stage.values:
                 if isinstance(v, Scratch) and v not in scratch:
@@ -253,7 +254,8 @@ class _HostBuilder:
                     alloc = memref.AllocOp.get(st, shape=[max(1, v.size)])
                     self.block.add_op(alloc)
                     scratch[v] = alloc.results[0]
-                    self.scratch_bytes = max(self.scratch_bytes, max(1, v.size) * element_bytes(st))
+                    held += max(1, v.size) * element_bytes(st)
+        self.scratch_bytes = max(self.scratch_bytes, held)
         for stage in stages:
             simplify_kernel(stage.func, self.ctx)
             check_dominance(stage.func, "after simplify_kernel")

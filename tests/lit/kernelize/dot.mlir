@@ -10,15 +10,23 @@ func.func @main(%a: tensor<17x33xf32>, %b: tensor<33x32xf32>, %c: tensor<32xf32>
   func.return %r : tensor<17x32xf32>
 }
 
-// The CPU register tile: 4 vector<16xf32> accumulators.
+// A small product: one CPU register tile kernel, min(dot_rows, M) = 12
+// vector<16xf32> accumulators read straight from the operands.
 // CHECK:      "gpu.launch_func"({{.*}}@kernels::@main_k0_dot_general
-// CHECK:      scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-NOT:  "gpu.launch_func"
+// CHECK:      scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK:      vector.load
 // CHECK:      vector.broadcast
 // CHECK:      math.fma {{.*}} : vector<16xf32>
 // CHECK:      arith.maximumf {{.*}} : vector<16xf32>
 // CHECK:      vector.store
 
+// On the gpu profile, 16x16 work-items of register tiles: 8x8 by default,
+// halved down to 2x2 for a product too small to make 256 work-groups. The
+// staged k step holds 8 columns of the 32-row lhs block and 8 rows of the
+// 32-column rhs block; each staged k is 2 + 2 local loads and 4 fmas.
 // GPU:        memref.alloca() : memref<256xf32, #gpu.address_space<workgroup>>
+// GPU-NEXT:   memref.alloca() : memref<256xf32, #gpu.address_space<workgroup>>
 // GPU:        gpu.barrier
-// GPU:        math.fma
+// GPU-COUNT-4: math.fma
+// GPU:        gpu.barrier

@@ -2,7 +2,7 @@
 // RUN: accy-opt %s -p 'set-target{profile=gpu reduce_threads=64},kernelize' -t opencl | filecheck %s --check-prefix=THREADS
 // RUN: accy-opt %s -p 'set-target{profile=gpu reduce_threads=64},kernelize' | filecheck %s --check-prefix=KEPT
 // RUN: accy-opt %s -p 'set-target{profile=gpu dot_tile=8},kernelize' -t opencl | filecheck %s --check-prefix=TILE
-// RUN: accy-opt %s -p 'set-target{group_size=8},kernelize' | filecheck %s --check-prefix=GROUP
+// RUN: accy-opt %s -p 'set-target{group_size=4},kernelize' | filecheck %s --check-prefix=GROUP
 // Tile and work-group sizes are target fields with the profile's defaults:
 // setting one by hand changes the kernels, and the module keeps it.
 
@@ -29,16 +29,21 @@ builtin.module {
 // KEPT: accy.target = #accy.target<profile = "gpu", reduce_threads = 64>
 // KEPT: "gpu.launch_func"(%{{.*}}) <{kernel = @kernels::@main_k{{[0-9]+}}_reduction
 
-// The GPU dot stages dot_tile x dot_tile tiles of each operand (default 16).
+// The GPU dot's work-group is dot_tile x dot_tile work-items (default 16),
+// each a register tile (8x8, halved down to 2x2 for a product this small):
+// it stages dot_tile/2 k of a (2 dot_tile)-row lhs block and of a
+// (2 dot_tile)-column rhs block.
 // TILE: // kind: dot_general
-// TILE: __local float l0[64];
+// TILE-NEXT: reqd_work_group_size(8, 8, 1)
+// TILE-NEXT: __local float l0[64];
 // TILE-NEXT: __local float l1[64];
 
 // One-work-item-per-tile kernels get work-groups of group_size items (CPU
-// default 64): the dot's 16 register tiles run as 2 groups of 8, not 1 of 16.
-// GROUP: accy.target = #accy.target<group_size = 8>
+// default 64): the dot's 6 register tiles (12 rows by 16 columns) run as 2
+// groups of 4, not 1 of 6.
+// GROUP: accy.target = #accy.target<group_size = 4>
 // GROUP: %[[GRID:.*]] = arith.constant 2 : index
 // GROUP-NEXT: arith.constant 1 : index
 // GROUP-NEXT: arith.constant 1 : index
-// GROUP-NEXT: %[[BLOCK:.*]] = arith.constant 8 : index
+// GROUP-NEXT: %[[BLOCK:.*]] = arith.constant 4 : index
 // GROUP: "gpu.launch_func"(%[[GRID]], %{{.*}}, %{{.*}}, %[[BLOCK]], {{.*}}@main_k1_dot_general
