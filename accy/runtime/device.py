@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
@@ -145,15 +146,12 @@ class KernelDevice(Device):
         self._debug(fn, program)
         return program
 
-    @property
+    @cached_property
     def compiled(self) -> DiskCache:
         """The compile cache's disk store (compile_cache.py), found when first used."""
-        store = self.__dict__.get("_compiled")
-        if store is None:
-            from accy.runtime.compile_cache import compiled_cache
+        from accy.runtime.compile_cache import compiled_cache
 
-            store = self.__dict__.setdefault("_compiled", compiled_cache())
-        return store
+        return compiled_cache()
 
     def _debug(self, fn: str, program: Program) -> None:
         cached = " (from the compile cache)" if program.compile_cached else ""

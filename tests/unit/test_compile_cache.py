@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("llvmlite.binding")
 
+from templates import check  # noqa: E402
+
 import accy  # noqa: E402
 from accy.passes.kernelization import kernelize  # noqa: E402
 from accy.runtime.compile_cache import NAMESPACE, code_fingerprint, source_digest  # noqa: E402
@@ -47,14 +49,6 @@ def fresh_device() -> LLVMDevice:
     return LLVMDevice(poison=True)
 
 
-def run_checked(exe: accy.Executable, seed: int = 0) -> list[np.ndarray]:  # type: ignore[name-defined]
-    inputs = exe.random_inputs(seed)
-    outputs = exe(*inputs)
-    for i, c in enumerate(exe.compare_with_reference(inputs, outputs)):
-        assert c.ok, f"result #{i}: max abs err {c.max_abs:.3e}"
-    return list(outputs)
-
-
 def entries(cache_dir: Path) -> list[Path]:
     return sorted((cache_dir / NAMESPACE).glob("*/*.bin"))
 
@@ -63,11 +57,11 @@ def test_a_new_device_takes_the_function_from_the_cache(cache_dir: Path) -> None
     text = SOFTMAX_SCALE.format(r=7, c=333, math="exact")
     cold = accy.compile(text, device=fresh_device())
     assert not cold.program.compile_cached
-    want = run_checked(cold, seed=3)
+    want = check(cold, seed=3)
     assert len(entries(cache_dir)) == 1
     warm = accy.compile(text, device=fresh_device())
     assert warm.program.compile_cached
-    got = run_checked(warm, seed=3)
+    got = check(warm, seed=3)
     np.testing.assert_array_equal(got[0], want[0])
     assert warm.stats.kernels == cold.stats.kernels and warm.stats.peak_bytes == cold.stats.peak_bytes
     assert warm.program.source == cold.program.source
@@ -87,7 +81,7 @@ def test_anything_the_program_depends_on_is_a_miss(cache_dir: Path, change: dict
     accy.compile(SOFTMAX_SCALE.format(r=7, c=333, math="exact"), device=fresh_device())
     other = accy.compile(SOFTMAX_SCALE.format(**change), device=fresh_device())
     assert not other.program.compile_cached
-    run_checked(other)
+    check(other)
     assert len(entries(cache_dir)) == 2
 
 
@@ -104,7 +98,7 @@ def test_fallbacks_are_never_kept_and_remark_every_time(cache_dir: Path, monkeyp
     for n in (1, 2):
         exe = accy.compile(ROOT / "programs" / "iterate.mlir", device=fresh_device())
         assert exe.stats.fallbacks >= 1 and not exe.program.compile_cached
-        run_checked(exe, seed=4)
+        check(exe, seed=4)
         assert len(remarks) == n * exe.stats.fallbacks
     assert entries(cache_dir) == []
 
@@ -119,7 +113,7 @@ def test_a_payload_that_does_not_thaw_is_compiled_again(cache_dir: Path) -> None
         assert store.put(key, garbage)  # checksummed as a good entry: only the payload is wrong
         exe = accy.compile(text, device=fresh_device())
         assert not exe.program.compile_cached
-        run_checked(exe)
+        check(exe)
         assert accy.compile(text, device=fresh_device()).program.compile_cached  # rewritten
 
 

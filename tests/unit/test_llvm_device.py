@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("llvmlite.binding")
 
-from templates import EXP_MUL_SUM  # noqa: E402
+from templates import EXP_MUL_SUM, check  # noqa: E402
 
 import accy  # noqa: E402
 from accy.runtime import llvm as llvm_runtime  # noqa: E402
@@ -36,14 +36,6 @@ def device(tmp_path_factory: pytest.TempPathFactory) -> LLVMDevice:
     """A poisoning device whose object cache is private to this module."""
     cache = DiskCache(llvm_runtime.OBJECT_CACHE_NAMESPACE, tmp_path_factory.mktemp("accy-cache"))
     return LLVMDevice(poison=True, object_cache=cache)
-
-
-def check(exe: accy.Executable, seed: int = 0) -> list[np.ndarray]:  # type: ignore[name-defined]
-    inputs = exe.random_inputs(seed)
-    outputs = exe(*inputs)
-    for i, c in enumerate(exe.compare_with_reference(inputs, outputs)):
-        assert c.ok, f"result #{i}: max abs err {c.max_abs:.3e}, max rel err {c.max_rel:.3e}"
-    return list(outputs)
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)

@@ -909,18 +909,21 @@ def check_format(module: ModuleOp) -> None:
         raise LLVMEmitError(f"llvm: {problem}")
 
 
-def emit_llvm_module(module: ModuleOp, target: CodegenTarget | None = None, only: str | None = None) -> ir.Module:
-    """The llvmlite module of every kernel of `module` (see the module
-    docstring), or of kernel `only` alone."""
-    check_format(module)
-    target = target or host_target()
-    out = ir.Module(name="kernels" if only is None else only)
+def _new_module(name: str, target: CodegenTarget) -> ir.Module:
+    out = ir.Module(name=name)
     out.triple = target.triple
     out.data_layout = target.data_layout
+    return out
+
+
+def emit_llvm_module(module: ModuleOp, target: CodegenTarget | None = None) -> ir.Module:
+    """The llvmlite module of every kernel of `module` (see the module docstring)."""
+    check_format(module)
+    target = target or host_target()
+    out = _new_module("kernels", target)
     tier = TargetProfile.of_module(module).math
     for func in kernel_funcs(module):
-        if only is None or func.sym_name.data == only:
-            _KernelEmitter(func, out, tier, target).emit()
+        _KernelEmitter(func, out, tier, target).emit()
     return out
 
 
@@ -935,4 +938,13 @@ def emit_llvm_kernels(module: ModuleOp, target: CodegenTarget | None = None) -> 
     """Each kernel of `module` as a module of its own (LLVM IR text by kernel
     name), with the declarations and helpers it uses: what a JIT compiles,
     caches and times kernel by kernel."""
-    return {f.sym_name.data: str(emit_llvm_module(module, target, only=f.sym_name.data)) for f in kernel_funcs(module)}
+    check_format(module)
+    target = target or host_target()
+    tier = TargetProfile.of_module(module).math
+    out = {}
+    for func in kernel_funcs(module):
+        name = func.sym_name.data
+        one = _new_module(name, target)
+        _KernelEmitter(func, one, tier, target).emit()
+        out[name] = str(one)
+    return out

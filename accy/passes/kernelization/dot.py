@@ -70,7 +70,7 @@ def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) 
     d = _Dot(kb, kernel, dot)
     if profile.profile == "gpu":
         return d.local_tiles()
-    if d.can_pack(plan):
+    if d.can_pack():
         return d.packed_tiles(plan)
     if d.can_register_tile():
         return d.register_tiles()
@@ -230,7 +230,7 @@ class _Dot:
         vectors = max(1, min(profile.dot_vectors, budget))
         return max(1, min(profile.dot_rows, budget // vectors, self.M)), vectors
 
-    def can_pack(self, plan: BufferPlan) -> bool:
+    def can_pack(self) -> bool:
         rows, _ = self.tile_shape()
         return (
             self.float
@@ -254,9 +254,9 @@ class _Dot:
         a_panel, b_panel = self.K * rows, self.K * cols  # elements of one panel
         a_packed = Scratch(self.et, self.B * m_tiles * a_panel)
         b_packed = Scratch(self.et, self.B * n_tiles * b_panel)
-        pack_a = self._pack(plan, "pack_a", a_packed, m_tiles, rows, lambda e, bc, m, kc: self.a_at(e, bc, m, kc), self.M, 1)
+        pack_a = self._pack(plan, "pack_a", a_packed, m_tiles, rows, self.a_at, self.M, 1)
         vec = w if self._rhs_vectors() else 1
-        pack_b = self._pack(plan, "pack_b", b_packed, n_tiles, cols, lambda e, bc, n, kc: self.b_at(e, bc, n, kc), self.N, vec)
+        pack_b = self._pack(plan, "pack_b", b_packed, n_tiles, cols, self.b_at, self.N, vec)
         pa, pb = kb.scratch_argument(a_packed), kb.scratch_argument(b_packed)
         vt = VectorType(self.et, [w])
         st = buffer_element_type(self.et)
