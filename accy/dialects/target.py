@@ -46,7 +46,10 @@ tuned) sizes compiles with them.
     long reduction is split into partials (bounds float rounding drift);
   - `row_threads`: work-items of a GPU work-group that shares one row of a
     row pipeline (softmax, layer norm, ...);
-  - `query_rows`: query rows of one GPU flash-attention work-group;
+  - `query_rows`: query rows of a flash attention's block (CPU: of one
+    work-item's register tiles; GPU: of one work-group);
+  - `key_tile`: keys of a CPU flash attention's register tile (whole
+    vectors of `vector_width` lanes);
   - `dot_rows`: rows of a dot register tile (CPU: of its rows x
     `dot_vectors` vectors; GPU: each work-item's tile is `dot_rows` x
     `dot_rows` outputs);
@@ -80,7 +83,7 @@ MATH_TIERS = ("exact", "fast")
 
 #: Tile and work-group sizes of the lowerings (module docstring).
 TUNING_FIELDS = (
-    "group_size", "reduce_threads", "reduce_chunk", "row_threads", "query_rows", "dot_rows", "dot_vectors", "dot_tile",
+    "group_size", "reduce_threads", "reduce_chunk", "row_threads", "query_rows", "key_tile", "dot_rows", "dot_vectors", "dot_tile",
 )
 #: Fields no longer part of a profile, and why (a file that sets one is told).
 REMOVED_FIELDS = {
@@ -105,7 +108,8 @@ class TargetProfile:
     reduce_threads: int = 256
     reduce_chunk: int = 256
     row_threads: int = 256
-    query_rows: int = 64
+    query_rows: int = 4
+    key_tile: int = 64
     dot_rows: int = 12
     dot_vectors: int = 2
     dot_tile: int = 16
@@ -184,6 +188,7 @@ GPU_PROFILE = TargetProfile(
     local_mem_bytes=49152,
     vector_width=4,
     group_size=256,
+    query_rows=64,
     dot_rows=8,
 )
 DEFAULTS = {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE}

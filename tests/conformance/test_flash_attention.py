@@ -5,14 +5,22 @@ not, with batch dims, a fused prologue on q and an epilogue, the scale as a
 product, a quotient or a prologue on q, a mask given as an input, at query
 and key counts 1, 3, 17 and 127, under both profiles. Each program must be
 ONE kernel with no host fallback and match the reference interpreter (see
-`check_program`); a log_softmax between the dots is no attention."""
+`check_program`); a log_softmax between the dots is no attention. Large
+enough attentions take the CPU profile's blocked kernel (three packs and
+the blocks: four launches): their cases draw what it could confuse (query
+blocks and key tiles ragged or whole, Sq above and below Sk with the
+causal mask, Dv stored whole vectors or lane by lane, a tensor mask read
+in a partial tile, float64)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from check import ty
+from check import assert_matches, ty
 from test_row_pipeline import check_program, normal
+
+import accy
+from accy.passes.kernelization.flash_attention import BLOCK_MIN_WORK
 
 
 def attention_src(
@@ -138,6 +146,62 @@ def test_attention(shape, causal: bool, form: str, device) -> None:
     check_program(src, inputs(batch, sq, sk, d, dv, fused=False), device)
 
 
+def kernels(device, sq: int, sk: int, d: int, dv: int) -> int:
+    """Launches of an attention: four when the CPU profile blocks it."""
+    blocked = device.target_profile().profile == "cpu" and sq > 1 and sq * sk * (d + dv) >= BLOCK_MIN_WORK
+    return 4 if blocked else 1
+
+
+#: (batch, Sq, Sk, D, Dv, form, fused) of the CPU blocked kernel: Sq a
+#: whole number of 4-row blocks or not, Sk whole 64-key tiles or not, Sq
+#: below, equal to and above Sk, D and Dv whole vectors or ragged.
+BLOCKED = [
+    ([2], 63, 67, 40, 25, "attention", False),
+    ([], 130, 64, 33, 32, "primitive", True),
+    ([1, 2], 37, 200, 16, 48, "softmax", False),
+    ([3], 128, 128, 64, 64, "attention", True),
+    ([], 2, 2000, 64, 64, "primitive", False),
+]
+
+
+@pytest.mark.parametrize("case", BLOCKED, ids=lambda c: "x".join(map(str, [*c[0], *c[1:5]])) + f"-{c[5]}")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_blocked_attention(case, causal: bool, device) -> None:
+    batch, sq, sk, d, dv, form, fused = case
+    assert sq * sk * (d + dv) >= BLOCK_MIN_WORK, "the case must be large enough to be blocked"
+    src = attention_src(batch, sq, sk, d, dv, causal, form, fused)
+    check_program(src, inputs(batch, sq, sk, d, dv, fused), device, kernels=kernels(device, sq, sk, d, dv))
+
+
+@pytest.mark.parametrize("sk", [67, 128], ids=["partial-tile", "whole-tiles"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_blocked_attention_input_mask(sk: int, causal: bool, device) -> None:
+    """A mask read as a tensor in the score: lane by lane in a partial key
+    tile (keys past Sk must not be read), W keys at a time in whole tiles."""
+    batch, sq, d, dv = [2], 45, 64, 32
+    src = attention_src(batch, sq, sk, d, dv, causal, "softmax", fused=False, mask=True)
+    floats = inputs(batch, sq, sk, d, dv, fused=False)
+
+    def make(rng: np.random.Generator) -> list[np.ndarray]:
+        return [*floats(rng), rng.random((*batch, sq, sk)) < 0.3]
+
+    check_program(src, make, device, kernels=kernels(device, sq, sk, d, dv))
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_blocked_attention_float64(causal: bool, device) -> None:
+    if not device.target_profile().fp64:
+        pytest.skip("the device has no float64")
+    batch, sq, sk, d, dv = [2], 70, 90, 24, 40
+    src = attention_src(batch, sq, sk, d, dv, causal, "attention", fused=False).replace("f32", "f64")
+    exe = accy.compile(src, device=device)
+    rng = np.random.default_rng(4)
+    xs = [x.astype(np.float64) for x in inputs(batch, sq, sk, d, dv, fused=False)(rng)]
+    (got,) = exe(*xs)
+    assert exe.stats.fallbacks == 0 and exe.stats.kernels == kernels(device, sq, sk, d, dv)
+    assert_matches(got, exe.reference_outputs(xs)[0], rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("form", FORMS)
 def test_attention_prologue_epilogue(causal: bool, form: str, device) -> None:
@@ -155,7 +219,7 @@ def test_attention_scale(scale: str, causal: bool, form: str, device) -> None:
     shape = ([2], 100, 77, 32, 16) if scale == "mul" else ([3], 17, 5, 8, 3)
     batch, sq, sk, d, dv = shape
     src = attention_src(batch, sq, sk, d, dv, causal, form, fused=False, scale=scale)
-    check_program(src, inputs(batch, sq, sk, d, dv, fused=False), device)
+    check_program(src, inputs(batch, sq, sk, d, dv, fused=False), device, kernels=kernels(device, sq, sk, d, dv))
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])

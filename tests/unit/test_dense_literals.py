@@ -157,7 +157,7 @@ def test_large_attention_compiles_in_constant_memory(no_unpacking: None, causal:
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert source.count("__kernel") == 1
+    assert source.count("__kernel") == 4  # the CPU blocked attention: three packs and the blocks
     assert peak < 64 * 2**20, f"kernelizing took {peak / 2**20:.0f} MB of Python memory"
 
 
@@ -168,7 +168,7 @@ def test_decomposed_large_attention_uses_rank0_literals(no_unpacking: None) -> N
     # scale and masked score (rank 0), one index vector (the key and query
     # iotas are equal at Sq = Sk, and cse merges them).
     assert sorted(math.prod(c.value.get_shape()) for c in constants) == [1, 1, 4096]
-    assert _kernelize_and_emit(module).count("__kernel") == 1
+    assert _kernelize_and_emit(module).count("__kernel") == 4  # three packs and the blocks
 
 
 def test_large_splat_literal_is_read_as_one_value(no_unpacking: None) -> None:

@@ -100,6 +100,23 @@ def _matmul(dims: Shape) -> str:
     return function_text([s, s], s, [generic_op("%r", "dot_general", ["%a0", "%a1"], [s, s], s, props)])
 
 
+def _matmul_bias_relu(dims: Shape) -> str:
+    (n,) = dims
+    s, row = (n, n), (n,)
+    props = "lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>"
+    return function_text(
+        [s, s, row],
+        s,
+        [
+            generic_op("%p", "dot_general", ["%a0", "%a1"], [s, s], s, props),
+            generic_op("%b", "broadcast", ["%a2"], [row], s, "dims = array<i64: 1>"),
+            generic_op("%y", "add", ["%p", "%b"], [s, s], s),
+            f'%z = "accy.constant"() <{{value = dense<0.0> : tensor<{n}x{n}xf32>}}> : () -> tensor<{n}x{n}xf32>',
+            generic_op("%r", "max", ["%y", "%z"], [s, s], s),
+        ],
+    )
+
+
 def _row_sum(dims: Shape) -> str:
     return function_text(
         [dims], dims[:1], [generic_op("%r", "reduce", ["%a0"], [dims], dims[:1], 'kind = "sum", axes = array<i64: 1>')]
@@ -127,8 +144,8 @@ def _attention_shapes(dims: Shape) -> list[Shape]:
     return [dims, dims, dims]
 
 
-def _attention(dims: Shape) -> str:
-    props = f"scale = {1.0 / math.sqrt(dims[-1])!r} : f32, causal = false"
+def _attention(dims: Shape, causal: bool = False) -> str:
+    props = f"scale = {1.0 / math.sqrt(dims[-1])!r} : f32, causal = {str(causal).lower()}"
     return function_text(
         [dims] * 3, dims, [generic_op("%r", "attention", ["%a0", "%a1", "%a2"], [dims] * 3, dims, props)]
     )
@@ -150,8 +167,11 @@ def _np_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (x - mean) / np.sqrt(var + np.float32(LAYER_NORM_EPSILON)) * g + b
 
 
-def _np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
     scores = (q @ np.swapaxes(k, -1, -2)) * np.float32(1.0 / math.sqrt(q.shape[-1]))
+    if causal:
+        sq, sk = scores.shape[-2:]
+        scores = np.where(np.arange(sk)[None, :] > np.arange(sq)[:, None], np.finfo(np.float32).min, scores)
     return _np_softmax(scores) @ v
 
 
@@ -159,8 +179,8 @@ def _torch_layer_norm(torch: Any, x: Any, g: Any, b: Any) -> Any:
     return torch.nn.functional.layer_norm(x, x.shape[-1:], g, b, LAYER_NORM_EPSILON)
 
 
-def _torch_attention(torch: Any, q: Any, k: Any, v: Any) -> Any:
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+def _torch_attention(torch: Any, q: Any, k: Any, v: Any, causal: bool = False) -> Any:
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 def _square(dims: Shape) -> list[Shape]:
@@ -196,6 +216,15 @@ WORKLOADS: list[Workload] = [
         lambda a, b: a @ b,
         lambda torch, a, b: a @ b,
         large_only=True,
+    ),
+    Workload(
+        "matmul_bias_relu",
+        "relu(a @ b + bias), square",
+        {"quick": (512,), "default": (1024,)},
+        lambda d: [*_square(d), d],
+        _matmul_bias_relu,
+        lambda a, b, bias: np.maximum(a @ b + bias, np.float32(0)),
+        lambda torch, a, b, bias: torch.relu(a @ b + bias),
     ),
     Workload(
         "row_sum",
@@ -241,6 +270,15 @@ WORKLOADS: list[Workload] = [
         _attention,
         _np_attention,
         _torch_attention,
+    ),
+    Workload(
+        "attention_causal",
+        "causal softmax(q k^T/sqrt(D)) v, B H S D",
+        {"quick": (1, 2, 256, 64), "default": (1, 8, 1024, 64)},
+        _attention_shapes,
+        lambda d: _attention(d, causal=True),
+        lambda q, k, v: _np_attention(q, k, v, causal=True),
+        lambda torch, q, k, v: _torch_attention(torch, q, k, v, causal=True),
     ),
 ]
 

@@ -60,7 +60,7 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
-from accy.passes.kernelization.launch import work_item_per
+from accy.passes.kernelization.launch import stage_kernel, work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel, Scratch
 
 
@@ -304,11 +304,8 @@ class _Dot:
         `width` elements, `vec` at a time (1, or W when W consecutive
         elements of the operand are W consecutive columns); indices past
         `extent` read the last one."""
-        kernel = self.kernel
-        pk = KernelBuilder(f"{kernel.name}_{suffix}", kernel.kind, self.kb.profile, plan, list(kernel.inputs), ops=kernel.ops)
-        out = pk.scratch_argument(scratch)
 
-        def body(gid: SSAValue) -> None:
+        def body(pk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
             bi, t, k = pk.delinearize(gid, [self.B, tiles, self.K])
             bc = pk.delinearize(bi, self.batch_shape)
             kc = pk.delinearize(k, self.k_shape)
@@ -321,7 +318,7 @@ class _Dot:
                 at = pk.add(base, j)
                 pk.op(vector.StoreOp(x, out, [at]) if vec > 1 else memref.StoreOp.get(x, out, [at]))
 
-        return work_item_per(pk, self.B * tiles * self.K, body)
+        return stage_kernel(self.kernel, plan, self.kb.profile, suffix, scratch, self.B * tiles * self.K, body)
 
     def _tile_epilogue(self, tile: SSAValue, bc: list[SSAValue], m0: SSAValue, n0: SSAValue, rows: int, cols: int) -> None:
         """The epilogue of one register tile (in the private array `tile`,

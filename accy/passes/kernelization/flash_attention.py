@@ -19,9 +19,26 @@ computed per score. What matches is the attention matcher's
 the match over in the item's facts; a named `accy.attention` is matched
 here on its decomposition.
 
-CPU profile: one work-item per (batch, query row); q's row, acc and the dot
-over D are `vector<WxT>` chunks in registers (scalars when the layout or the
-prologue does not allow W lanes). No barriers.
+CPU profile, float32/64 and at least `BLOCK_MIN_WORK` multiply-adds a
+batch: four launches. Three pack the operands (prologues evaluated, any
+layout read through its strides) into scratch panels: q as blocks of Qb
+query rows, D-major (`pq[b][qt][d][r]`); kᵀ as tiles of KT keys, D-major,
+plus a last row holding each key's index as a float (`pk[b][t][d][j]`,
+D+1 rows); v as rows of Dv padded to whole vectors (`pv[b][j][c]`); keys
+past Sk repeat the last one. The fourth gives each work-item a block of Qb
+query rows (Qb the profile's `query_rows`, KT its `key_tile`). Per tile of
+KT keys, a register micro-kernel computes the Qb x KT scores as
+`vector<WxT>` accumulators (a kᵀ vector of W keys times a broadcast q
+scalar per fma), the score's elementwise work runs W keys at a time (lane
+by lane through a private array when it reads a tensor and the last tile
+is partial), keys past Sk and (causal) past the query are set to -inf by
+comparing the index row, the online softmax rescales per query row, and
+p goes through a private array into a second micro-kernel: a v row (Dv/W
+vectors) times a broadcast p per fma into the Qb x Dv accumulators.
+Causal blocks skip every tile past the block's last query. Otherwise one
+work-item per (batch, query row): q's row, acc and the dot over D are
+`vector<WxT>` chunks in registers (scalars when the layout or the prologue
+does not allow W lanes). No barriers.
 
 GPU profile: a work-group per block of T query rows of one batch (a
 work-item per query row); each step stages a tile of T keys and values in
@@ -37,10 +54,12 @@ from typing import Any
 
 from xdsl.dialects import arith, memref, vector
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import VectorType
+from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType, i32
 from xdsl.ir import Operation, SSAValue
 
 from accy.dialects import accy
+from accy.dialects.dense import splat_value
+from accy.dialects.host import buffer_element_type
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, numel
 from accy.passes.analyses.attention import AttentionMatch, NoMatch, match_attention
@@ -51,8 +70,8 @@ from accy.passes.analyses.schedule import AttentionFacts
 from accy.passes.kernelization.combining import vector_total, work_group_size
 from accy.passes.kernelization.evaluate import Expr
 from accy.passes.kernelization.kernel_builder import KernelBuilder, cmp
-from accy.passes.kernelization.launch import work_item_per
-from accy.passes.kernelization.lowered import Decline, LoweredKernel
+from accy.passes.kernelization.launch import stage_kernel, work_item_per
+from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, walk_cone
 
 Chunk = tuple[int, int]
@@ -76,7 +95,16 @@ def lower_flash_attention(kernel: OutlinedKernel, plan: BufferPlan, profile: Tar
             except NoMatch as e:
                 raise Decline(str(e)) from None
         fa = _Attention(kb, ops, aliases, kernel.outputs, match)
-        return fa.work_group_per_block() if profile.profile == "gpu" else fa.work_item_per_row()
+        if profile.profile == "gpu":
+            return fa.work_group_per_block()
+        if fa.can_block():
+            return fa.blocks_of_queries(kernel, plan)
+        return fa.work_item_per_row()
+
+
+#: Multiply-adds per batch (Sq·Sk·(D+Dv)) below which a CPU attention is not
+#: packed: three more launches cost more than they save on a small one.
+BLOCK_MIN_WORK = 64 * 64 * 64
 
 
 def chunks(n: int, width: int) -> list[Chunk]:
@@ -94,6 +122,7 @@ class _Attention:
     ) -> None:
         self.kb, self.ops, self.aliases, self.outputs = kb, ops, aliases, list(outputs)
         self.producer = {r: op for op in ops for r in op.results}
+        self.match = match
         self.qk, self.pv, self.score, self.causal = match.qk, match.pv, match.score, match.causal
         # Rows are [*batch, Sq].
         *rows, self.sk = accy.shape_of(self.qk.result)
@@ -139,8 +168,8 @@ class _Attention:
         coords[contract], coords[free] = row, col
         return coords
 
-    def q_at(self, bc: list[SSAValue], i: SSAValue, d0: int, w: int) -> SSAValue:
-        return self.expr(w).at(self.qk.lhs, self._at(self.q_dims, bc, self.kb.idx(d0), i))
+    def q_at(self, bc: list[SSAValue], i: SSAValue, d0: SSAValue | int, w: int) -> SSAValue:
+        return self.expr(w).at(self.qk.lhs, self._at(self.q_dims, bc, self.kb.as_index(d0), i))
 
     def k_at(self, bc: list[SSAValue], j: SSAValue, d0: SSAValue | int, w: int) -> SSAValue:
         return self.expr(w).at(self.qk.rhs, self._at(self.k_dims, bc, self.kb.as_index(d0), j))
@@ -252,6 +281,240 @@ class _Attention:
             self.store(bc, i, dv_chunks, final)
 
         return work_item_per(kb, total, body)
+
+    # -- CPU: a block of query rows per work-item over packed operands ------------------------
+
+    def can_block(self) -> bool:
+        """Whether the CPU blocked kernel applies: float32/64 (key indices are
+        compared as floats, exact there) with vectors, and enough work."""
+        return (
+            isinstance(self.et, Float32Type | Float64Type)
+            and self.kb.profile.vector_width > 1
+            and self.sq > 1
+            and self.sq * self.sk * (self.d + self.dv) >= BLOCK_MIN_WORK
+        )
+
+    def _vector_scores(self, key_tile: int) -> bool:
+        """Whether the score's elementwise work runs W keys at a time: every
+        op of it computes W lanes, and it reads no tensor past Sk (it reads
+        none, or the keys are whole tiles)."""
+        tables = {r for op in self.ops if isinstance(op, accy.ConstantOp) and splat_value(op.value) is None
+                  for r in op.results}
+        reads = {*self.kb.access, *self.inputs, *self.kb.view_leaves, *tables}
+        read, ok = walk_cone(self.kb, self.producer, self.aliases, [self.score], reads, {self.qk.result})
+        return ok and (self.sk % key_tile == 0 or not read)
+
+    def blocks_of_queries(self, kernel: OutlinedKernel, plan: BufferPlan) -> LoweredKernel:
+        """The packed, register-tiled CPU kernel (module docstring)."""
+        kb, et, w = self.kb, self.et, self.kb.profile.vector_width
+        qb = max(1, min(kb.profile.query_rows, self.sq))
+        kt = w * max(1, kb.profile.key_tile // w)
+        nk, nv = kt // w, -(-self.dv // w)
+        dvp = nv * w
+        batches, q_blocks, k_tiles = max(numel(self.batch_shape), 1), -(-self.sq // qb), -(-self.sk // kt)
+        st = buffer_element_type(et)
+        vt = VectorType(st, [w])
+        pq = Scratch(et, batches * q_blocks * self.d * qb)
+        pk = Scratch(et, batches * k_tiles * (self.d + 1) * kt)
+        pv = Scratch(et, batches * k_tiles * kt * dvp)
+        profile = kb.profile
+
+        def packer(fill: Callable[[_Attention, KernelBuilder, SSAValue, SSAValue], None]) -> Callable[..., None]:
+            def body(sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
+                fill(_Attention(sk, self.ops, self.aliases, self.outputs, self.match), sk, out, gid)
+            return body
+
+        def fill_q(fa: _Attention, sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
+            b, qt, d = sk.delinearize(gid, [batches, q_blocks, self.d])
+            bc = sk.delinearize(b, self.batch_shape)
+            for r in range(qb):
+                i = sk.min(sk.add(sk.mul(qt, qb), r), self.sq - 1)
+                sk.op(memref.StoreOp.get(fa.q_at(bc, i, d, 1), out, [sk.add(sk.mul(gid, qb), r)]))
+
+        def fill_k(fa: _Attention, sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
+            b, t, d = sk.delinearize(gid, [batches, k_tiles, self.d + 1])
+            bc = sk.delinearize(b, self.batch_shape)
+
+            def keys() -> list[SSAValue]:
+                for lane in range(kt):
+                    j = sk.min(sk.add(sk.mul(t, kt), lane), self.sk - 1)
+                    sk.op(memref.StoreOp.get(fa.k_at(bc, j, d, 1), out, [sk.add(sk.mul(gid, kt), lane)]))
+                return []
+
+            def indices() -> list[SSAValue]:
+                first = sk.val(arith.IndexCastOp(sk.mul(t, kt), i32))
+                for lane in range(kt):
+                    j = sk.val(arith.AddiOp(first, sk.const(lane, i32)))
+                    sk.op(memref.StoreOp.get(sk.val(arith.SIToFPOp(j, st)), out, [sk.add(sk.mul(gid, kt), lane)]))
+                return []
+
+            sk.if_(sk.lt(d, self.d), keys, indices)
+
+        vec_v = w if self.dv % w == 0 and self._lanes([self.pv.rhs], [self.v_dims[2]], self.dv) == w else 1
+
+        def fill_v(fa: _Attention, sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
+            b, j = sk.delinearize(gid, [batches, k_tiles * kt])
+            bc = sk.delinearize(b, self.batch_shape)
+            j = sk.min(j, self.sk - 1)
+            for c in range(0, dvp, vec_v):
+                at = sk.add(sk.mul(gid, dvp), c)
+                if c >= self.dv:
+                    sk.op(memref.StoreOp.get(sk.const(0.0, st), out, [at]))
+                elif vec_v > 1:
+                    sk.op(vector.StoreOp(fa.v_at(bc, j, c, vec_v), out, [at]))
+                else:
+                    sk.op(memref.StoreOp.get(fa.v_at(bc, j, c, 1), out, [at]))
+
+        pack_q = stage_kernel(kernel, plan, profile, "pack_q", pq, batches * q_blocks * self.d, packer(fill_q))
+        pack_k = stage_kernel(kernel, plan, profile, "pack_k", pk, batches * k_tiles * (self.d + 1), packer(fill_k))
+        pack_v = stage_kernel(kernel, plan, profile, "pack_v", pv, batches * k_tiles * kt, packer(fill_v))
+        aq, ak, av = kb.scratch_argument(pq), kb.scratch_argument(pk), kb.scratch_argument(pv)
+        probs = kb.local_array(qb * kt, st, workgroup=False)
+        vector_scores = self._vector_scores(kt)
+        masked = self.causal or self.sk % kt != 0
+        ninf, zero = kb.const(-math.inf, et), kb.const(0.0, et)
+
+        def load_vec(buf: SSAValue, at: SSAValue) -> SSAValue:
+            return kb.val(vector.LoadOp(buf, [at], vt))
+
+        def splat_load(buf: SSAValue, at: SSAValue) -> SSAValue:
+            return self._splat(kb.val(memref.LoadOp.get(buf, [at])), w)
+
+        def as_float(i: SSAValue) -> SSAValue:
+            return kb.val(arith.SIToFPOp(kb.val(arith.IndexCastOp(i, i32)), st))
+
+        def body(gid: SSAValue) -> None:
+            b, qt = kb.delinearize(gid, [batches, q_blocks])
+            bc = kb.delinearize(b, self.batch_shape)
+            q0 = kb.mul(qt, qb)
+            q_base = kb.mul(gid, self.d * qb)
+            rows = [kb.min(kb.add(q0, r), self.sq - 1) for r in range(qb)]
+            limits = [self._splat(as_float(self.key_end(i)), w) for i in rows] if masked else []
+            seen = kb.min(self.sk, kb.min(kb.add(q0, qb), self.sq)) if self.causal else kb.idx(self.sk)
+            tiles = kb.div(kb.add(seen, kt - 1), kt) if self.causal else kb.idx(k_tiles)
+
+            def tile(t: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+                k_base = kb.mul(kb.add(kb.mul(b, k_tiles), t), (self.d + 1) * kt)
+                v_base = kb.mul(kb.add(kb.mul(b, k_tiles), t), kt * dvp)
+                j0 = kb.mul(t, kt)
+
+                def qk_step(d: SSAValue, s: list[SSAValue]) -> list[SSAValue]:
+                    ks = [load_vec(ak, kb.add(k_base, kb.add(kb.mul(d, kt), v * w))) for v in range(nk)]
+                    qrow = kb.add(q_base, kb.mul(d, qb))
+                    qs = [splat_load(aq, kb.add(qrow, r)) for r in range(qb)]
+                    return [self._fma(qs[r], ks[v], s[r * nk + v]) for r in range(qb) for v in range(nk)]
+
+                scores = kb.for_(0, self.d, 1, [kb.const(0.0, vt)] * (qb * nk), qk_step)
+                index = [load_vec(ak, kb.add(k_base, self.d * kt + v * w)) for v in range(nk)] if masked else []
+                out: list[SSAValue] = []
+                accs: list[SSAValue] = []
+                for r, i in enumerate(rows):
+                    m, l = carried[2 * r], carried[2 * r + 1]
+                    s = self._scores(bc, i, j0, scores[r * nk:(r + 1) * nk], probs, r * kt, kt, vector_scores)
+                    if masked:
+                        s = [kb.select(cmp(kb, "ge", index[v], limits[r], False), self._splat(ninf, w), s[v])
+                             for v in range(nk)]
+                    top = s[0]
+                    for x in s[1:]:
+                        top = kb.val(arith.MaximumfOp(top, x))
+                    m_new = kb.val(arith.MaximumfOp(m, vector_total(kb, "max", top)))
+                    # While every score so far is -inf, shift by 0 (exp(-inf - -inf) is NaN).
+                    shift = kb.select(cmp(kb, "eq", m_new, ninf, False), zero, m_new)
+                    corr = kb.val(mathd.ExpOp(kb.val(arith.SubfOp(m, shift))))
+                    p = [kb.val(mathd.ExpOp(kb.val(arith.SubfOp(x, self._splat(shift, w))))) for x in s]
+                    total = p[0]
+                    for x in p[1:]:
+                        total = kb.val(arith.AddfOp(total, x))
+                    out += [m_new, self._fma(l, corr, vector_total(kb, "sum", total))]
+                    for v in range(nk):
+                        kb.op(vector.StoreOp(p[v], probs, [kb.idx(r * kt + v * w)]))
+                    scale = self._splat(corr, w)
+                    accs += [kb.val(arith.MulfOp(a, scale)) for a in carried[2 * qb + r * nv:2 * qb + (r + 1) * nv]]
+
+                def pv_step(jj: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                    row = kb.add(v_base, kb.mul(jj, dvp))
+                    vs = [load_vec(av, kb.add(row, c * w)) for c in range(nv)]
+                    ps = [splat_load(probs, kb.add(jj, r * kt)) for r in range(qb)]
+                    return [self._fma(ps[r], vs[c], acc[r * nv + c]) for r in range(qb) for c in range(nv)]
+
+                return out + kb.for_(0, kt, 1, accs, pv_step)
+
+            init = [ninf, zero] * qb + [kb.const(0.0, vt)] * (qb * nv)
+            final = kb.for_(0, tiles, 1, init, tile)
+            for r in range(qb):
+                self._store_row(bc, kb.add(q0, r), final[2 * r + 1], final[2 * qb + r * nv:2 * qb + (r + 1) * nv],
+                                probs, guard=self.sq % qb != 0)
+
+        main = work_item_per(kb, batches * q_blocks, body)
+        pack_k.before, pack_v.before, main.before = pack_q, pack_k, pack_v
+        return main
+
+    def _scores(
+        self, bc: list[SSAValue], i: SSAValue, j0: SSAValue, dots: list[SSAValue], spill: SSAValue, at: int, kt: int,
+        vectors: bool,
+    ) -> list[SSAValue]:
+        """The score's elementwise work on query row i's dots with keys j0.. (W
+        lanes a vector): W keys at a time, or lane by lane through the private
+        array `spill` (from `at`), keys past Sk read at Sk-1 (masked later)."""
+        kb, w = self.kb, self.kb.profile.vector_width
+        if vectors:
+            out = []
+            for v, dot in enumerate(dots):
+                e = self.expr(w)
+                e.pin(self.qk.result, lambda _, dot=dot: dot)
+                out.append(e.at(self.score, [*bc, i, kb.add(j0, v * w)]))
+            return out
+        for v, dot in enumerate(dots):
+            kb.op(vector.StoreOp(dot, spill, [kb.idx(at + v * w)]))
+
+        def lane(jj: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            slot = kb.add(jj, at)
+            dot = kb.val(memref.LoadOp.get(spill, [slot]))
+            e = self.expr(1)
+            e.pin(self.qk.result, lambda _: dot)
+            kb.op(memref.StoreOp.get(e.at(self.score, [*bc, i, kb.min(kb.add(j0, jj), self.sk - 1)]), spill, [slot]))
+            return []
+
+        kb.for_(0, kt, 1, [], lane)
+        vt = VectorType(buffer_element_type(self.et), [w])
+        return [kb.val(vector.LoadOp(spill, [kb.idx(at + v * w)], vt)) for v in range(len(dots))]
+
+    def _store_row(
+        self, bc: list[SSAValue], i: SSAValue, l: SSAValue, accs: list[SSAValue], spill: SSAValue, guard: bool
+    ) -> None:
+        """acc / l of query row i (Dv padded to whole vectors) through the
+        epilogue: W lanes at a time when the outputs allow, else lane by lane
+        through the private array `spill`; nothing past Sq when `guard`."""
+        kb, w = self.kb, self.kb.profile.vector_width
+        out_dims = [len(accy.shape_of(o)) - 1 for o in self.outputs]
+        lanes = w if self.dv % w == 0 and self._lanes(self.outputs, out_dims, self.dv) == w else 1
+
+        def store() -> list[SSAValue]:
+            inv = self._splat(kb.val(arith.DivfOp(kb.const(1.0, self.et), l)), w)
+            values = [kb.val(arith.MulfOp(a, inv)) for a in accs]
+            if lanes == w:
+                for c, value in enumerate(values):
+                    epilogue = self.expr(w)
+                    epilogue.pin(self.pv.result, lambda _, value=value: value)
+                    epilogue.store(self.outputs, [*bc, i, kb.idx(c * w)])
+                return []
+            for c, value in enumerate(values):
+                kb.op(vector.StoreOp(value, spill, [kb.idx(c * w)]))
+
+            def lane(d: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                x = kb.val(memref.LoadOp.get(spill, [d]))
+                epilogue = self.expr(1)
+                epilogue.pin(self.pv.result, lambda _: x)
+                epilogue.store(self.outputs, [*bc, i, d])
+                return []
+
+            kb.for_(0, self.dv, 1, [], lane)
+            return []
+
+        if guard:
+            kb.if_(kb.lt(i, self.sq), store)
+        else:
+            store()
 
     # -- GPU: a work-group per block of query rows, K/V tiles in local memory --------------
 

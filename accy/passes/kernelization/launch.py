@@ -5,7 +5,9 @@ padding `guarded`), the CPU profile's shape and the GPU's for pointwise
 work; and one work-group per unit of work (`work_group_per`: work-items
 that cooperate through local memory and barriers on a row or an output),
 whose work-group size the kernel states (`gpu.known_block_size`), since
-its result depends on it.
+its result depends on it. A lowering of several launches builds its first
+stages with `stage_kernel` (a work-item per unit, writing a scratch buffer:
+the packed panels of a dot or an attention).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from collections.abc import Callable
 from xdsl.ir import SSAValue
 
 from accy.dialects.target import TargetProfile
+from accy.passes.analyses.bufferization import BufferPlan
+from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.kernel_builder import KernelBuilder
-from accy.passes.kernelization.lowered import LoweredKernel
+from accy.passes.kernelization.lowered import LoweredKernel, Scratch
 
 
 def launch_1d(total: int, profile: TargetProfile, local: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
@@ -62,3 +66,15 @@ def work_group_per(
     does; the kernel states its work-group size."""
     body(kb.group_id(), kb.local_id())
     return kb.lowered((max(groups, 1), 1, 1), (threads, 1, 1), states_block=True)
+
+
+def stage_kernel(
+    kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile, suffix: str, scratch: Scratch, total: int,
+    body: Callable[[KernelBuilder, SSAValue, SSAValue], None],
+) -> LoweredKernel:
+    """A first-stage kernel `<kernel>_<suffix>` over `kernel`'s inputs that
+    writes the scratch buffer `scratch`: `total` work-items, `body(kb,
+    scratch_arg, id)` building what work-item `id` does."""
+    sk = KernelBuilder(f"{kernel.name}_{suffix}", kernel.kind, profile, plan, list(kernel.inputs), ops=kernel.ops)
+    out = sk.scratch_argument(scratch)
+    return work_item_per(sk, total, lambda gid: body(sk, out, gid))
