@@ -188,7 +188,7 @@ GPU_PROFILE = TargetProfile(
     local_mem_bytes=49152,
     vector_width=4,
     group_size=256,
-    query_rows=64,
+    query_rows=32,
     dot_rows=8,
 )
 DEFAULTS = {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE}

@@ -40,10 +40,11 @@ work-item per (batch, query row): q's row, acc and the dot over D are
 `vector<WxT>` chunks in registers (scalars when the layout or the prologue
 does not allow W lanes). No barriers.
 
-GPU profile: a work-group per block of T query rows of one batch (a
-work-item per query row); each step stages a tile of T keys and values in
-local memory (barriers around it) and every work-item runs the online
-softmax over the tile.
+GPU profile: a work-group of TY x 16 work-items per block of TY·8 query
+rows (the profile's `query_rows` at most) of one batch, tiles of 64 keys
+(`key_tile`) staged in local memory; each work-item computes 8 rows x 4
+keys of the scores and 8 rows x Dv/16 columns of the output in registers
+(`work_group_per_block`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.reads import read_elsewhere
 from accy.passes.analyses.schedule import AttentionFacts
-from accy.passes.kernelization.combining import vector_total, work_group_size
+from accy.passes.kernelization.combining import vector_total
 from accy.passes.kernelization.evaluate import Expr
 from accy.passes.kernelization.kernel_builder import KernelBuilder, cmp
 from accy.passes.kernelization.launch import stage_kernel, work_item_per
@@ -187,15 +188,11 @@ class _Attention:
         in_last = all(d == len(accy.shape_of(v)) - 1 for v, d in zip(values, last, strict=True))
         return w if w > 1 and ok and in_last and n >= w else 1
 
-    def widths(self, from_local: bool) -> tuple[int, int]:
-        """Lane widths of the D chunks and the Dv chunks."""
+    def widths(self) -> tuple[int, int]:
+        """Lane widths of the D chunks and the Dv chunks of the per-row kernel."""
         out_dims = [len(accy.shape_of(o)) - 1 for o in self.outputs]
-        if from_local:  # k and v come from contiguous local tiles
-            wd = self._lanes([self.qk.lhs], [self.q_dims[1]], self.d)
-            wv = self._lanes(self.outputs, out_dims, self.dv)
-        else:
-            wd = self._lanes([self.qk.lhs, self.qk.rhs], [self.q_dims[1], self.k_dims[1]], self.d)
-            wv = self._lanes([self.pv.rhs, *self.outputs], [self.v_dims[2], *out_dims], self.dv)
+        wd = self._lanes([self.qk.lhs, self.qk.rhs], [self.q_dims[1], self.k_dims[1]], self.d)
+        wv = self._lanes([self.pv.rhs, *self.outputs], [self.v_dims[2], *out_dims], self.dv)
         return wd, wv
 
     # -- the online softmax ----------------------------------------------------------------
@@ -263,7 +260,7 @@ class _Attention:
 
     def work_item_per_row(self) -> LoweredKernel:
         kb = self.kb
-        wd, wv = self.widths(from_local=False)
+        wd, wv = self.widths()
         d_chunks, dv_chunks = chunks(self.d, wd), chunks(self.dv, wv)
         total = numel(self.rows)
         def body(gid: SSAValue) -> None:
@@ -516,75 +513,227 @@ class _Attention:
         else:
             store()
 
-    # -- GPU: a work-group per block of query rows, K/V tiles in local memory --------------
+    # -- GPU: a work-group per block of query rows, register tiles over local tiles --------
+
+    def _gpu_tiles(self) -> tuple[int, int, int, int]:
+        """(TY, RQ, RK, Dv padded) of the GPU kernel: TY x 16 work-items, each
+        RQ query rows by RK keys of a tile; query_rows and key_tile at most,
+        fewer rows while the queries are few, then while the tiles do not fit
+        in local memory."""
+        profile = self.kb.profile
+        tx = min(GPU_KEY_THREADS, profile.max_work_group_size)
+        rq = GPU_QUERY_ROWS
+        ty = max(1, min(_pow2_at_most(profile.query_rows) // rq, profile.max_work_group_size // tx))
+        rk = max(1, _pow2_at_most(profile.key_tile) // tx)
+        while rq > 1 and ty * rq // 2 >= self.sq:
+            rq //= 2
+        while ty > 1 and ty * rq // 2 >= self.sq:
+            ty //= 2
+        while rk > 1 and tx * rk // 2 >= self.sk:
+            rk //= 2
+        dvp = -(-self.dv // tx) * tx
+        while self._gpu_local(tx, ty, rq, rk, dvp) > profile.local_mem_bytes:
+            if rq > 1:
+                rq //= 2
+            elif rk > 1:
+                rk //= 2
+            elif ty > 1:
+                ty //= 2
+            else:
+                raise Decline(f"a query row and a key of D = {self.d}, Dv = {self.dv} do not fit in local memory")
+        return ty, rq, rk, dvp
+
+    def _gpu_local(self, tx: int, ty: int, rq: int, rk: int, dvp: int) -> int:
+        """Local memory bytes of the GPU kernel's tiles (`work_group_per_block`)."""
+        bq, bk = ty * rq, tx * rk
+        q, kv, p = bq * (self.d + 1), max(bk * (self.d + 1), bk * dvp), max(bq * (bk + 1), bq * (tx + 1))
+        return (q + kv + p) * element_bytes(buffer_element_type(self.et))
 
     def work_group_per_block(self) -> LoweredKernel:
+        """A work-group of TY x TX work-items per block of Bq = TY·RQ query rows
+        of one batch. Work-item (tx, ty) owns query rows ty·RQ + i and, per
+        tile of Bk = TX·RK keys, keys tx + TX·j (and output columns tx +
+        TX·c): the Bq x D block of q is staged once, then each tile stages
+        the keys (`[key][D+1]`, padded so rows fall in distinct banks), runs
+        an RQ x RK register micro-kernel for the scores, the score's
+        elementwise work and the masks per score, shares each row's partial
+        maxima through local memory for the row's max, rescales, writes p
+        (`[row][Bk+1]`) and stages the values over the keys, and runs an RQ x
+        Dv/TX micro-kernel for p·v. Each work-item sums its share of a row's
+        exponentials; the shares are added once at the end. Rows past Sq
+        compute row Sq-1 and store nothing; keys past Sk read key Sk-1 and
+        are masked to -inf with those past the query (causal), whose tiles
+        past the block's last query are skipped."""
         kb, et = self.kb, self.et
-        size = work_group_size(self.sq, kb.profile.query_rows, kb.profile)
-        while size > 1 and size * (self.d + self.dv) * element_bytes(et) > kb.profile.local_mem_bytes:
-            size //= 2
-        if size * (self.d + self.dv) * element_bytes(et) > kb.profile.local_mem_bytes:
-            raise Decline(f"one key and value row ({self.d} + {self.dv} elements) do not fit in local memory")
-        wd, wv = self.widths(from_local=True)
-        d_chunks, dv_chunks = chunks(self.d, wd), chunks(self.dv, wv)
-        k_tile = kb.local_array(size * self.d, et, workgroup=True)
-        v_tile = kb.local_array(size * self.dv, et, workgroup=True)
-        tid = kb.local_id("x")
-        block_start = kb.mul(kb.group_id("x"), size)
+        st = buffer_element_type(et)
+        tx_n = min(GPU_KEY_THREADS, kb.profile.max_work_group_size)
+        ty_n, rq, rk, dvp = self._gpu_tiles()
+        bq, bk, cv = ty_n * rq, tx_n * rk, dvp // tx_n
+        threads = tx_n * ty_n
+        groups = -(-self.sq // bq)
+        q_tile = kb.local_array(bq * (self.d + 1), st, workgroup=True)
+        kv_tile = kb.local_array(max(bk * (self.d + 1), bk * dvp), st, workgroup=True)
+        shared = kb.local_array(max(bq * (bk + 1), bq * (tx_n + 1)), st, workgroup=True)
+        tx, ty = kb.local_id("x"), kb.local_id("y")
+        flat = kb.add(kb.mul(ty, tx_n), tx)
+        q0 = kb.mul(kb.group_id("x"), bq)
         bc = kb.delinearize(kb.group_id("y"), self.batch_shape)
-        mine = kb.add(block_start, tid)
-        # Work-items past the last query compute row Sq-1 (every work-item
-        # must stage tiles and reach the barriers) and store nothing.
-        i = kb.min(mine, self.sq - 1)
-        q = [((d0, w), self.q_at(bc, i, d0, w)) for d0, w in d_chunks]
-        # Causal: the block's last query sees no key past it.
-        tiles_end = kb.min(self.sk, kb.add(block_start, size)) if self.causal else kb.idx(self.sk)
+        mine = [kb.add(kb.mul(ty, rq), i) for i in range(rq)]  # rows of the block
+        rows = [kb.min(kb.add(q0, r), self.sq - 1) for r in mine]
+        ninf, zero = kb.const(-math.inf, et), kb.const(0.0, et)
 
-        def tile_load(tile: SSAValue, width: int) -> Callable[[SSAValue, int, int], SSAValue]:
-            def load(kk: SSAValue, d0: int, w: int) -> SSAValue:
-                at = kb.add(kb.mul(kk, width), d0)
-                if w == 1:
-                    return kb.val(memref.LoadOp.get(tile, [at]))
-                return kb.val(vector.LoadOp(tile, [at], VectorType(et, [w])))
+        def load(buf: SSAValue, at: SSAValue) -> SSAValue:
+            return kb.val(memref.LoadOp.get(buf, [at]))
 
-            return load
+        def store(x: SSAValue, buf: SSAValue, at: SSAValue) -> None:
+            kb.op(memref.StoreOp.get(x, buf, [at]))
 
-        k_load, v_load = tile_load(k_tile, self.d), tile_load(v_tile, self.dv)
+        def stage(count: int, cols: int, put: Callable[[SSAValue, SSAValue], None]) -> None:
+            """`put(row, col)` for each of count x cols elements, consecutive
+            work-items on consecutive columns."""
+            total = count * cols
 
-        def tile(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-            j = kb.add(k0, tid)
+            def one(e: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                slot = kb.add(flat, kb.mul(e, threads))
 
-            def stage() -> list[SSAValue]:
-                for buf, n, at in ((k_tile, self.d, self.k_at), (v_tile, self.dv, self.v_at)):
-                    def copy(d: SSAValue, _: list[SSAValue], buf: SSAValue = buf, n: int = n, at: Any = at) -> list[SSAValue]:
-                        kb.op(memref.StoreOp.get(at(bc, j, d, 1), buf, [kb.add(kb.mul(tid, n), d)]))
-                        return []
+                def put_slot() -> list[SSAValue]:
+                    put(kb.div(slot, cols), kb.rem(slot, cols))
+                    return []
 
-                    kb.for_(0, n, 1, [], copy)
+                if total % threads == 0:
+                    put_slot()
+                else:
+                    kb.if_(kb.lt(slot, total), put_slot)
                 return []
 
-            kb.if_(kb.lt(j, self.sk), stage)
+            kb.for_(0, -(-total // threads), 1, [], one)
+
+        def fold(base: SSAValue, combine: type[arith.MaximumfOp] | type[arith.AddfOp]) -> SSAValue:
+            """The TX shares of a row in `shared` from `base`, combined."""
+            def step(t: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                return [kb.val(combine(acc[0], load(shared, kb.add(base, t))))]
+
+            return kb.for_(1, tx_n, 1, [load(shared, base)], step)[0]
+
+        stage(bq, self.d, lambda r, d: store(
+            self.q_at(bc, kb.min(kb.add(q0, r), self.sq - 1), d, 1), q_tile, kb.add(kb.mul(r, self.d + 1), d)))
+        keys_end = kb.min(self.sk, kb.min(kb.add(q0, bq), self.sq)) if self.causal else kb.idx(self.sk)
+        limits = [self.key_end(i) for i in rows]
+        masked = self.causal or self.sk % bk != 0
+
+        def tile(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            kb.barrier()  # q staged; the last tile's p and values read
+            stage(bk, self.d, lambda key, d: store(
+                self.k_at(bc, kb.min(kb.add(k0, key), self.sk - 1), d, 1), kv_tile,
+                kb.add(kb.mul(key, self.d + 1), d)))
             kb.barrier()
-            count = kb.min(size, kb.sub(self.sk, k0))
-            if self.causal:
-                count = kb.min(count, kb.sub(self.key_end(i), k0))
 
-            def key(kk: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
-                return self.update(
-                    bc, i, kb.add(k0, kk), q, dv_chunks, c,
-                    lambda d0, w: k_load(kk, d0, w), lambda d0, w: v_load(kk, d0, w),
-                )
+            def qk_step(d: SSAValue, s: list[SSAValue]) -> list[SSAValue]:
+                qs = [load(q_tile, kb.add(kb.mul(r, self.d + 1), d)) for r in mine]
+                ks = [load(kv_tile, kb.add(kb.mul(kb.add(tx, tx_n * j), self.d + 1), d)) for j in range(rk)]
+                return [self._fma(qs[i], ks[j], s[i * rk + j]) for i in range(rq) for j in range(rk)]
 
-            out = kb.for_(0, count, 1, carried, key)
+            dots = kb.for_(0, self.d, 1, [zero] * (rq * rk), qk_step)
+            keys = [kb.add(k0, kb.add(tx, tx_n * j)) for j in range(rk)]
+            scores = []
+            for i in range(rq):
+                for j in range(rk):
+                    e = self.expr(1)
+                    e.pin(self.qk.result, lambda _, x=dots[i * rk + j]: x)
+                    sc = e.at(self.score, [*bc, rows[i], kb.min(keys[j], self.sk - 1)])
+                    scores.append(kb.select(kb.lt(keys[j], limits[i]), sc, ninf) if masked else sc)
+            # Each row's max: the work-items' partial maxima, then one work-item per row.
+            for i in range(rq):
+                top = scores[i * rk]
+                for x in scores[i * rk + 1:(i + 1) * rk]:
+                    top = kb.val(arith.MaximumfOp(top, x))
+                store(top, shared, kb.add(kb.mul(mine[i], tx_n + 1), tx))
             kb.barrier()
-            return out
+            for e in range(-(-bq // threads)):
+                r = kb.add(flat, e * threads)
 
-        final = kb.for_(0, tiles_end, size, self.init(dv_chunks), tile)
+                def row_max(r: SSAValue = r) -> list[SSAValue]:
+                    base = kb.mul(r, tx_n + 1)
+                    store(fold(base, arith.MaximumfOp), shared, kb.add(base, tx_n))
+                    return []
 
-        def store() -> list[SSAValue]:
-            self.store(bc, i, dv_chunks, final)
-            return []
+                kb.if_(kb.lt(r, bq), row_max)
+            kb.barrier()
+            out, ps = [], []
+            for i in range(rq):
+                m, l = carried[2 * i], carried[2 * i + 1]
+                m_new = kb.val(arith.MaximumfOp(m, load(shared, kb.add(kb.mul(mine[i], tx_n + 1), tx_n))))
+                # While every score so far is -inf, shift by 0 (exp(-inf - -inf) is NaN).
+                shift = kb.select(cmp(kb, "eq", m_new, ninf, False), zero, m_new)
+                corr = kb.val(mathd.ExpOp(kb.val(arith.SubfOp(m, shift))))
+                p = [kb.val(mathd.ExpOp(kb.val(arith.SubfOp(x, shift)))) for x in scores[i * rk:(i + 1) * rk]]
+                total = p[0]
+                for x in p[1:]:
+                    total = kb.val(arith.AddfOp(total, x))
+                out += [m_new, self._fma(l, corr, total)]
+                ps.append((p, [kb.val(arith.MulfOp(o, corr)) for o in carried[2 * rq + i * cv:2 * rq + (i + 1) * cv]]))
+            kb.barrier()  # every row's max read, the keys used
+            for i, (p, _) in enumerate(ps):
+                for j in range(rk):
+                    store(p[j], shared, kb.add(kb.mul(mine[i], bk + 1), kb.add(tx, tx_n * j)))
+            stage(bk, dvp, lambda key, c: store(
+                self._value_or_zero(bc, kb.min(kb.add(k0, key), self.sk - 1), c, dvp), kv_tile,
+                kb.add(kb.mul(key, dvp), c)))
+            kb.barrier()
 
-        kb.if_(kb.lt(mine, self.sq), store)
-        return kb.lowered((-(-self.sq // size), max(numel(self.batch_shape), 1), 1), (size, 1, 1), states_block=True)
+            def pv_step(kk: SSAValue, o: list[SSAValue]) -> list[SSAValue]:
+                pk = [load(shared, kb.add(kb.mul(r, bk + 1), kk)) for r in mine]
+                vs = [load(kv_tile, kb.add(kb.mul(kk, dvp), kb.add(tx, tx_n * c))) for c in range(cv)]
+                return [self._fma(pk[i], vs[c], o[i * cv + c]) for i in range(rq) for c in range(cv)]
 
+            scaled = [x for _, o in ps for x in o]
+            return out + kb.for_(0, bk, 1, scaled, pv_step)
+
+        init = [ninf, zero] * rq + [zero] * (rq * cv)
+        final = kb.for_(0, keys_end, bk, init, tile)
+        # Each row's sum: the work-items' shares added once.
+        kb.barrier()
+        for i in range(rq):
+            store(final[2 * i + 1], shared, kb.add(kb.mul(mine[i], tx_n + 1), tx))
+        kb.barrier()
+        for i in range(rq):
+            total = fold(kb.mul(mine[i], tx_n + 1), arith.AddfOp)
+            inv = kb.val(arith.DivfOp(kb.const(1.0, et), total))
+            row = kb.add(q0, mine[i])
+            for c in range(cv):
+                col = kb.add(tx, tx_n * c)
+                value = kb.val(arith.MulfOp(final[2 * rq + i * cv + c], inv))
+
+                def put(row: SSAValue = row, col: SSAValue = col, value: SSAValue = value) -> list[SSAValue]:
+                    epilogue = self.expr(1)
+                    epilogue.pin(self.pv.result, lambda _: value)
+                    epilogue.store(self.outputs, [*bc, row, col])
+                    return []
+
+                inside = [kb.lt(row, self.sq)] if self.sq % bq else []
+                inside += [kb.lt(col, self.dv)] if (c + 1) * tx_n > self.dv else []
+                if inside:
+                    kb.if_(inside[0] if len(inside) == 1 else kb.val(arith.AndIOp(*inside)), put)
+                else:
+                    put()
+        grid = (groups, max(numel(self.batch_shape), 1), 1)
+        return kb.lowered(grid, (tx_n, ty_n, 1), states_block=True)
+
+    def _value_or_zero(self, bc: list[SSAValue], j: SSAValue, c: SSAValue, dvp: int) -> SSAValue:
+        """v at (key j, column c), 0 in the padding columns past Dv."""
+        kb = self.kb
+        if dvp == self.dv:
+            return self.v_at(bc, j, c, 1)
+        x = self.v_at(bc, j, kb.min(c, self.dv - 1), 1)
+        return kb.select(kb.lt(c, self.dv), x, kb.const(0.0, self.et))
+
+
+def _pow2_at_most(n: int) -> int:
+    """The largest power of two at most n (1 for n < 2)."""
+    return 1 << max(0, n.bit_length() - 1)
+
+
+#: Work-items of a GPU attention work-group along the keys of a tile (and
+#: the output columns), and query rows per work-item.
+GPU_KEY_THREADS = 16
+GPU_QUERY_ROWS = 8
