@@ -100,6 +100,20 @@ def _matmul(dims: Shape) -> str:
     return function_text([s, s], s, [generic_op("%r", "dot_general", ["%a0", "%a1"], [s, s], s, props)])
 
 
+def _matmul_bias_relu(dims: Shape) -> str:
+    """relu(a @ b + bias), the bias broadcast along rows."""
+    (n,) = dims
+    s = (n, n)
+    props = "lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>"
+    body = [
+        generic_op("%d", "dot_general", ["%a0", "%a1"], [s, s], s, props),
+        generic_op("%b", "broadcast", ["%a2"], [(n,)], s, "dims = array<i64: 1>"),
+        generic_op("%s", "add", ["%d", "%b"], [s, s], s),
+        generic_op("%r", "relu", ["%s"], [s], s),
+    ]
+    return function_text([s, s, (n,)], s, body)
+
+
 def _row_sum(dims: Shape) -> str:
     return function_text(
         [dims], dims[:1], [generic_op("%r", "reduce", ["%a0"], [dims], dims[:1], 'kind = "sum", axes = array<i64: 1>')]
@@ -127,11 +141,14 @@ def _attention_shapes(dims: Shape) -> list[Shape]:
     return [dims, dims, dims]
 
 
-def _attention(dims: Shape) -> str:
-    props = f"scale = {1.0 / math.sqrt(dims[-1])!r} : f32, causal = false"
-    return function_text(
-        [dims] * 3, dims, [generic_op("%r", "attention", ["%a0", "%a1", "%a2"], [dims] * 3, dims, props)]
-    )
+def _attention_program(causal: bool) -> Callable[[Shape], str]:
+    def program(dims: Shape) -> str:
+        props = f"scale = {1.0 / math.sqrt(dims[-1])!r} : f32, causal = {'true' if causal else 'false'}"
+        return function_text(
+            [dims] * 3, dims, [generic_op("%r", "attention", ["%a0", "%a1", "%a2"], [dims] * 3, dims, props)]
+        )
+
+    return program
 
 
 # --------------------------------------------------------------------------
@@ -150,8 +167,11 @@ def _np_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (x - mean) / np.sqrt(var + np.float32(LAYER_NORM_EPSILON)) * g + b
 
 
-def _np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
     scores = (q @ np.swapaxes(k, -1, -2)) * np.float32(1.0 / math.sqrt(q.shape[-1]))
+    if causal:  # top-left aligned, as torch's is_causal: query i sees keys 0..i
+        sq, sk = scores.shape[-2:]
+        scores = np.where(np.tri(sq, sk, dtype=bool), scores, np.float32(-np.inf))
     return _np_softmax(scores) @ v
 
 
@@ -159,8 +179,8 @@ def _torch_layer_norm(torch: Any, x: Any, g: Any, b: Any) -> Any:
     return torch.nn.functional.layer_norm(x, x.shape[-1:], g, b, LAYER_NORM_EPSILON)
 
 
-def _torch_attention(torch: Any, q: Any, k: Any, v: Any) -> Any:
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+def _torch_attention(torch: Any, q: Any, k: Any, v: Any, causal: bool = False) -> Any:
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 def _square(dims: Shape) -> list[Shape]:
@@ -196,6 +216,15 @@ WORKLOADS: list[Workload] = [
         lambda a, b: a @ b,
         lambda torch, a, b: a @ b,
         large_only=True,
+    ),
+    Workload(
+        "matmul_bias_relu",
+        "relu(a @ b + bias), square",
+        {"quick": (512,), "default": (1024,)},
+        lambda d: [*_square(d), d],
+        _matmul_bias_relu,
+        lambda a, b, bias: np.maximum(a @ b + bias, np.float32(0)),
+        lambda torch, a, b, bias: torch.relu(a @ b + bias),
     ),
     Workload(
         "row_sum",
@@ -238,9 +267,18 @@ WORKLOADS: list[Workload] = [
         "softmax(q k^T/sqrt(D)) v, B H S D",
         {"quick": (1, 2, 256, 64), "default": (1, 8, 1024, 64)},
         _attention_shapes,
-        _attention,
+        _attention_program(causal=False),
         _np_attention,
         _torch_attention,
+    ),
+    Workload(
+        "attention_causal",
+        "attention with a causal mask, B H S D",
+        {"quick": (1, 2, 256, 64), "default": (1, 8, 1024, 64)},
+        _attention_shapes,
+        _attention_program(causal=True),
+        lambda q, k, v: _np_attention(q, k, v, causal=True),
+        lambda torch, q, k, v: _torch_attention(torch, q, k, v, causal=True),
     ),
 ]
 
