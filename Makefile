@@ -5,6 +5,10 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.accy-installed
 export ACCY_CACHE_DIR ?= $(CURDIR)/.venv/accy-cache
+# `make bench` writes its JSON here and its chart beside it (bench.png);
+# BENCH_ARGS go to tools/bench/run.py (e.g. BENCH_ARGS=--quick).
+BENCH_JSON ?= bench-results/bench.json
+BENCH_ARGS ?=
 
 .PHONY: demo test lit unit conformance bench lint setup
 
@@ -38,5 +42,9 @@ lint: setup
 conformance: setup
 	$(BIN)/python -m pytest -q -m '' tests/conformance
 
-bench: setup
-	$(BIN)/python tools/bench/run.py
+# matplotlib (the `bench` extra) draws the chart; the bench runs without it.
+$(VENV)/.bench-installed: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]' && touch $@ || echo "make bench: matplotlib not installed, so no chart"
+
+bench: setup $(VENV)/.bench-installed
+	$(BIN)/python tools/bench/run.py --json $(BENCH_JSON) $(BENCH_ARGS)

@@ -25,7 +25,11 @@ Workers (measure.py --serve) live for the whole run; see measure.py.
 
 Every measurement warms up, then times `--repeat` calls (fewer, at least 3,
 when they would take more than `--budget` seconds) and keeps the median and
-the minimum. See tools/bench/README.md for the columns.
+the minimum. After the tables, issue 10's CPU targets (targets.py), met or
+missed. `--json FILE` writes everything, with a `ratios` list (accy's speed
+over each baseline, its target), and the chart of the ratios beside it
+(chart.py; needs matplotlib); `--chart-only FILE` redraws that chart. See
+tools/bench/README.md for the columns and the JSON.
 """
 
 from __future__ import annotations
@@ -43,7 +47,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
+import chart
 import numpy as np
+import targets
 from measure import REL_TOLERANCE, RESULT_PREFIX, Settings, measure
 from workloads import BY_NAME, Workload, select
 
@@ -340,6 +346,43 @@ def compile_table(compiles: dict[str, dict[str, Any]]) -> str:
     return table(header, rows, left=1)
 
 
+def ratio_entries(
+    records: list[dict[str, Any]], devices: list[str], baselines: list[str], cpus: int
+) -> list[dict[str, Any]]:
+    """accy's speed over each baseline (baseline median / accy median), per
+    workload, device and thread count, with issue 10's CPU target at the
+    default thread count (targets.py). A failed measurement, or an accy
+    result that did not match numpy's, has no value."""
+    entries = []
+    for rec in records:
+        dims = tuple(int(d) for d in rec["size"].split("x"))
+        for device in devices:
+            for thr in ("all", "1"):
+                a = rec["results"][accy_impl(device)].get(thr)
+                if a is None:
+                    continue
+                for b in baselines:
+                    base = rec["results"][b].get(thr, {})
+                    value = chart.speedup(a.get("median_s"), base.get("median_s")) if a.get("ok") else None
+                    target = targets.find(targets.CPU, rec["workload"], b, dims) if thr == "all" else None
+                    threads = cpus if thr == "all" else 1
+                    entries.append(chart.entry(device, rec["workload"], rec["size"], b, value, target, threads))
+    return entries
+
+
+def chart_title(cpus: int) -> str:
+    return f"make bench: accy on this machine's CPU ({cpus} cores) against numpy and torch"
+
+
+def chart_only(path: str) -> int:
+    """--chart-only: the chart of a saved run's JSON, beside it."""
+    doc = json.loads(Path(path).read_text())
+    records = doc["workloads"]
+    baselines = [impl for impl in (records[0]["results"] if records else {}) if not impl.startswith("accy:")]
+    ratios = ratio_entries(records, doc["devices"], baselines, doc["cpus"])
+    return 0 if chart.write_chart(ratios, chart.chart_path(path), chart_title(doc["cpus"])) else 1
+
+
 def problems(records: list[dict[str, Any]], compiles: dict[str, dict[str, Any]]) -> list[str]:
     """Measurements that failed, and accy results that did not match numpy."""
     found = []
@@ -390,7 +433,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--no-compile", action="store_true", help="skip the cold/warm compile times of the demo program")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    p.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    p.add_argument(
+        "--json", metavar="FILE", help="also write the results as JSON to FILE, and their chart beside it (FILE.png)"
+    )
+    p.add_argument("--chart-only", metavar="JSON", help="measure nothing: chart a saved run's JSON beside it")
     a = p.parse_args(argv)
     a.size = "quick" if a.quick else "default"
     a.repeat = 10 if a.repeat is None else a.repeat
@@ -408,6 +454,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.chart_only:
+        return chart_only(args.chart_only)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # keep order with stderr progress
     cpus = os.cpu_count() or 1
     args.devices = args.device or working_devices(list(DEFAULT_DEVICES))
@@ -459,26 +507,41 @@ def main(argv: list[str] | None = None) -> int:
             f"accy.compile of {DEMO.name} (medians of 3): cold = new process, empty cache; warm = new process, same cache"
         )
         print(compile_table(compiles))
+    ratios = ratio_entries(records, args.devices, baselines, cpus)
+    summary = chart.target_summary(ratios)
+    ran = {rec["workload"] for rec in records}
+    unchecked = list(
+        dict.fromkeys(
+            f"{t.workload} vs {t.baseline}" for t in targets.CPU if t.workload in ran and t.baseline not in baselines
+        )
+    )
+    if summary["lines"] or unchecked:
+        print()
+        print(
+            f"Issue 10's CPU targets (accy's speed over the baseline at {cpus} threads, above 1 accy is faster):"
+            f" {summary['met']} met, {summary['missed']} missed"
+        )
+        print("  " + "\n  ".join(summary["lines"]))
+        if unchecked:
+            print(f"  not checked ({torch_note}): {', '.join(unchecked)}")
     found = problems(records, compiles)
     if found:
         print("\nproblems:\n  " + "\n  ".join(found))
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
     if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                {
-                    "header": header,
-                    "cpus": cpus,
-                    "size": args.size,
-                    "repeat": args.repeat,
-                    "devices": args.devices,
-                    "workloads": records,
-                    "compile": compiles,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        doc = {
+            "header": header,
+            "cpus": cpus,
+            "size": args.size,
+            "repeat": args.repeat,
+            "devices": args.devices,
+            "baselines": baselines,
+            "workloads": records,
+            "ratios": ratios,
+            "targets": {"met": summary["met"], "missed": summary["missed"], "not_checked": unchecked},
+            "compile": compiles,
+        }
+        chart.write_results(doc, args.json, chart_title(cpus))
     # A wrong or failed accy result fails the run (after printing everything).
     failed = any(
         r.get("ok") is not True for rec in records for d in args.devices for r in rec["results"][accy_impl(d)].values()

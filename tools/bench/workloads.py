@@ -101,20 +101,17 @@ def _matmul(dims: Shape) -> str:
 
 
 def _matmul_bias_relu(dims: Shape) -> str:
+    """relu(a @ b + bias), the bias broadcast along rows."""
     (n,) = dims
-    s, row = (n, n), (n,)
+    s = (n, n)
     props = "lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>"
-    return function_text(
-        [s, s, row],
-        s,
-        [
-            generic_op("%p", "dot_general", ["%a0", "%a1"], [s, s], s, props),
-            generic_op("%b", "broadcast", ["%a2"], [row], s, "dims = array<i64: 1>"),
-            generic_op("%y", "add", ["%p", "%b"], [s, s], s),
-            f'%z = "accy.constant"() <{{value = dense<0.0> : tensor<{n}x{n}xf32>}}> : () -> tensor<{n}x{n}xf32>',
-            generic_op("%r", "max", ["%y", "%z"], [s, s], s),
-        ],
-    )
+    body = [
+        generic_op("%d", "dot_general", ["%a0", "%a1"], [s, s], s, props),
+        generic_op("%b", "broadcast", ["%a2"], [(n,)], s, "dims = array<i64: 1>"),
+        generic_op("%s", "add", ["%d", "%b"], [s, s], s),
+        generic_op("%r", "relu", ["%s"], [s], s),
+    ]
+    return function_text([s, s, (n,)], s, body)
 
 
 def _row_sum(dims: Shape) -> str:
@@ -144,11 +141,14 @@ def _attention_shapes(dims: Shape) -> list[Shape]:
     return [dims, dims, dims]
 
 
-def _attention(dims: Shape, causal: bool = False) -> str:
-    props = f"scale = {1.0 / math.sqrt(dims[-1])!r} : f32, causal = {str(causal).lower()}"
-    return function_text(
-        [dims] * 3, dims, [generic_op("%r", "attention", ["%a0", "%a1", "%a2"], [dims] * 3, dims, props)]
-    )
+def _attention_program(causal: bool) -> Callable[[Shape], str]:
+    def program(dims: Shape) -> str:
+        props = f"scale = {1.0 / math.sqrt(dims[-1])!r} : f32, causal = {'true' if causal else 'false'}"
+        return function_text(
+            [dims] * 3, dims, [generic_op("%r", "attention", ["%a0", "%a1", "%a2"], [dims] * 3, dims, props)]
+        )
+
+    return program
 
 
 # --------------------------------------------------------------------------
@@ -169,9 +169,9 @@ def _np_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
     scores = (q @ np.swapaxes(k, -1, -2)) * np.float32(1.0 / math.sqrt(q.shape[-1]))
-    if causal:
+    if causal:  # top-left aligned, as torch's is_causal: query i sees keys 0..i
         sq, sk = scores.shape[-2:]
-        scores = np.where(np.arange(sk)[None, :] > np.arange(sq)[:, None], np.finfo(np.float32).min, scores)
+        scores = np.where(np.tri(sq, sk, dtype=bool), scores, np.float32(-np.inf))
     return _np_softmax(scores) @ v
 
 
@@ -267,16 +267,16 @@ WORKLOADS: list[Workload] = [
         "softmax(q k^T/sqrt(D)) v, B H S D",
         {"quick": (1, 2, 256, 64), "default": (1, 8, 1024, 64)},
         _attention_shapes,
-        _attention,
+        _attention_program(causal=False),
         _np_attention,
         _torch_attention,
     ),
     Workload(
         "attention_causal",
-        "causal softmax(q k^T/sqrt(D)) v, B H S D",
+        "attention with a causal mask, B H S D",
         {"quick": (1, 2, 256, 64), "default": (1, 8, 1024, 64)},
         _attention_shapes,
-        lambda d: _attention(d, causal=True),
+        _attention_program(causal=True),
         lambda q, k, v: _np_attention(q, k, v, causal=True),
         lambda torch, q, k, v: _torch_attention(torch, q, k, v, causal=True),
     ),

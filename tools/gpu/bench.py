@@ -11,10 +11,18 @@ For each workload (tools/bench/workloads.py's programs, at GPU sizes):
   matmul and attention where TF32 is off);
 - torch: the same computation on CUDA tensors (eager ops,
   `torch.matmul` with TF32 off, `scaled_dot_product_attention`), timed with
-  CUDA events around each call, the median likewise.
+  CUDA events around each call, the median likewise;
+- for exp(a)·b+c, also torch's copy of as many floats (`Tensor.copy_`): the
+  card's copy bandwidth, read + write counted, which the issue's target for
+  that workload is a fraction of.
 
-Writes a table, and JSON with `--json` (every time, the ratios, TFLOP/s or
-TB/s where they mean something). Run on the H200 through the device tool:
+Prints a line per workload and size and issue 10's H200 targets
+(tools/bench/targets.py), met or missed; with `--json FILE`, writes every
+time, rate and ratio as JSON, and the chart of the ratios beside it
+(FILE.png, tools/bench/chart.py; needs matplotlib). `--chart-only FILE`
+draws the chart of a saved JSON and measures nothing (no GPU, torch or
+accy needed). Run on the H200 through the device tool with
+tools/gpu/h200.sh (the conformance suite, then this), or alone:
 
     tools/gpu/nvidia_opencl.sh python3 tools/gpu/bench.py --json $OUT/gpu-bench.json
 """
@@ -31,6 +39,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import chart  # noqa: E402
+import targets  # noqa: E402
 from workloads import BY_NAME  # noqa: E402
 
 #: Sizes on the GPU (the CPU bench's are too small to keep a card busy).
@@ -42,6 +52,7 @@ GPU_SIZES: dict[str, list[tuple[int, ...]]] = {
     "softmax": [(16384, 4096)],
     "layer_norm": [(16384, 4096)],
     "attention": [(1, 8, 1024, 64), (4, 16, 4096, 64)],
+    "attention_causal": [(1, 8, 1024, 64), (4, 16, 4096, 64)],
 }
 REL_TOLERANCE = 1e-3
 
@@ -49,9 +60,10 @@ REL_TOLERANCE = 1e-3
 def flops(name: str, dims: tuple[int, ...]) -> float | None:
     if name.startswith("matmul"):
         return 2.0 * dims[0] ** 3
-    if name == "attention":
+    if name.startswith("attention"):
         b, h, s, d = dims
-        return 4.0 * b * h * s * s * d
+        full = 4.0 * b * h * s * s * d
+        return full / 2 if name == "attention_causal" else full  # the masked half is skipped
     return None
 
 
@@ -83,12 +95,117 @@ def time_torch(torch: Any, fn: Any, tensors: list[Any], repeat: int) -> tuple[fl
     return statistics.median(times), out
 
 
+def copy_tbs(torch: Any, n: int, repeat: int) -> float:
+    """The card's copy bandwidth in TB/s (read + write counted): torch's
+    `copy_` of n floats."""
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    seconds, _ = time_torch(torch, lambda torch, a, b: b.copy_(a), [src, dst], repeat)
+    return 8.0 * n / seconds / 1e12
+
+
+def measure(torch: Any, accy: Any, device: Any, name: str, dims: tuple[int, ...], repeat: int) -> dict[str, Any]:
+    """One workload at one size: accy's and torch's device times, the check
+    of accy's result against torch's, rates (and, for exp(a)·b+c, the copy
+    bandwidth); `error` when accy failed."""
+    w = BY_NAME[name]
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(s, dtype=np.float32) for s in w.shapes(dims)]
+    record: dict[str, Any] = {"workload": name, "dims": list(dims)}
+    try:
+        exe = accy.compile(w.program(dims), device=device)
+        accy_s, got = time_accy(exe, inputs, repeat)
+        record.update(accy_s=accy_s, kernels=exe.stats.kernels, fallbacks=exe.stats.fallbacks)
+    except Exception as e:  # reported, and the run fails at the end
+        record["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        return record
+    tensors = [torch.from_numpy(a).cuda() for a in inputs]
+    with torch.inference_mode():
+        torch_s, want = time_torch(torch, w.torch_fn, tensors, repeat)
+    want_np = want.float().cpu().numpy()
+    err = float(np.abs(got.astype(np.float64) - want_np).max()) / (float(np.abs(want_np).max()) or 1.0)
+    record.update(torch_s=torch_s, accy_over_torch=accy_s / torch_s, rel_err=err, ok=err <= REL_TOLERANCE)
+    f, b = flops(name, dims), moved_bytes(name, dims)
+    if f:
+        record.update(accy_tflops=f / accy_s / 1e12, torch_tflops=f / torch_s / 1e12)
+    if b:
+        record.update(accy_tbs=b / accy_s / 1e12, torch_tbs=b / torch_s / 1e12)
+    if name == "exp_mul_add":
+        record["copy_tbs"] = copy_tbs(torch, int(np.prod(dims)), repeat)
+    return record
+
+
+def row_line(r: dict[str, Any]) -> str:
+    size = "x".join(map(str, r["dims"]))
+    if "error" in r:
+        return f"{r['workload']:16s} {size:>16s}  accy failed: {r['error']}"
+    rate = (
+        f"{r['accy_tflops']:.1f} vs {r['torch_tflops']:.1f} TFLOP/s"
+        if "accy_tflops" in r
+        else f"{r['accy_tbs']:.2f} vs {r['torch_tbs']:.2f} TB/s"
+        if "accy_tbs" in r
+        else ""
+    )
+    if "copy_tbs" in r:
+        rate += f" (copy {r['copy_tbs']:.2f})"
+    return (
+        f"{r['workload']:16s} {size:>16s}  accy {r['accy_s'] * 1e3:8.3f} ms  torch {r['torch_s'] * 1e3:8.3f} ms  "
+        f"torch/accy {r['torch_s'] / r['accy_s']:5.2f}  {rate}  kernels {r['kernels']}  rel err {r['rel_err']:.1e}"
+        f"{'' if r['ok'] else '  MISMATCH'}"
+    )
+
+
+def ratio_entries(rows: list[dict[str, Any]], device: str) -> list[dict[str, Any]]:
+    """accy's speed over torch (torch time / accy time), for exp(a)·b+c its
+    fraction of the copy bandwidth, for matmul its TFLOP/s, each with issue
+    10's H200 target (targets.GPU). A failed or wrong accy result has no
+    value."""
+    entries = []
+    for r in rows:
+        name, dims = r["workload"], tuple(r["dims"])
+        size = "x".join(map(str, dims))
+        good = r.get("ok") is True
+        measures = [("torch", targets.SPEEDUP, chart.speedup(r.get("accy_s"), r.get("torch_s")))]
+        if name == "exp_mul_add":
+            fraction = r["accy_tbs"] / r["copy_tbs"] if "copy_tbs" in r else None
+            measures.append(("torch copy", targets.COPY_FRACTION, fraction))
+        if name.startswith("matmul"):
+            measures.append(("accy", targets.TFLOPS, r.get("accy_tflops")))
+        for baseline, measure, value in measures:
+            target = targets.find(targets.GPU, name, baseline, dims, measure)
+            if value is None and target is None and measure != targets.SPEEDUP:
+                continue  # a measure this run (or an older JSON) lacks, with no target to report
+            entries.append(chart.entry(device, name, size, baseline, value if good else None, target, measure=measure))
+    return entries
+
+
+def chart_title(device: str, torch_note: str) -> str:
+    return f"tools/gpu/bench.py: accy on {device} against {torch_note}, device times"
+
+
+def chart_only(path: str) -> int:
+    """--chart-only: the chart of a saved run's JSON, beside it."""
+    doc = json.loads(Path(path).read_text())
+    ratios = ratio_entries(doc["rows"], doc.get("device_label", doc["device"]))
+    title = chart_title(doc["device"], doc.get("torch", "torch"))
+    return 0 if chart.write_chart(ratios, chart.chart_path(path), title) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="accy (OpenCL GPU) against torch (CUDA) on the same card, device times.")
-    p.add_argument("--only", default="", help="comma-separated workloads (default: all)")
+    p.add_argument("--only", default="", help=f"comma-separated workloads (default: all; {', '.join(GPU_SIZES)})")
     p.add_argument("--repeat", type=int, default=20)
-    p.add_argument("--json", metavar="FILE")
+    p.add_argument(
+        "--json", metavar="FILE", help="write the results as JSON to FILE, and their chart beside it (FILE.png)"
+    )
+    p.add_argument("--chart-only", metavar="JSON", help="measure nothing: chart a saved run's JSON beside it")
     args = p.parse_args(argv)
+    if args.chart_only:
+        return chart_only(args.chart_only)
+    names = [n for n in args.only.split(",") if n] or list(GPU_SIZES)
+    unknown = [n for n in names if n not in GPU_SIZES]
+    if unknown:
+        p.error(f"unknown workload {', '.join(unknown)} (known: {', '.join(GPU_SIZES)})")
     import torch
 
     import accy
@@ -96,51 +213,32 @@ def main(argv: list[str] | None = None) -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     device = accy.get_device("opencl")
-    names = [n for n in args.only.split(",") if n] or list(GPU_SIZES)
-    print(f"accy device: {getattr(device, 'description', device.name)}; torch {torch.__version__} on {torch.cuda.get_device_name()}")
-    rows, failed = [], False
+    device_name = getattr(device, "description", device.name)
+    cl_device = getattr(device, "cl_device", None)
+    label = f"{device.name} ({cl_device.name.strip()})" if cl_device is not None else device.name
+    torch_note = f"torch {torch.__version__} on {torch.cuda.get_device_name()}"
+    print(f"accy device: {device_name}; {torch_note}", flush=True)
+    rows = []
     for name in names:
-        w = BY_NAME[name]
         for dims in GPU_SIZES[name]:
-            shapes = w.shapes(dims)
-            rng = np.random.default_rng(0)
-            inputs = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
-            record: dict[str, Any] = {"workload": name, "dims": list(dims)}
-            try:
-                exe = accy.compile(w.program(dims), device=device)
-                accy_s, got = time_accy(exe, inputs, args.repeat)
-                record.update(accy_s=accy_s, kernels=exe.stats.kernels, fallbacks=exe.stats.fallbacks)
-            except Exception as e:  # reported, and the run fails at the end
-                record["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                failed = True
-                rows.append(record)
-                print(f"{name} {dims}: accy failed: {record['error']}")
-                continue
-            tensors = [torch.from_numpy(a).cuda() for a in inputs]
-            with torch.inference_mode():
-                torch_s, want = time_torch(torch, w.torch_fn, tensors, args.repeat)
-            want_np = want.float().cpu().numpy()
-            err = float(np.abs(got.astype(np.float64) - want_np).max()) / (float(np.abs(want_np).max()) or 1.0)
-            record.update(torch_s=torch_s, accy_over_torch=accy_s / torch_s, rel_err=err, ok=err <= REL_TOLERANCE)
-            failed |= not record["ok"]
-            f, b = flops(name, dims), moved_bytes(name, dims)
-            if f:
-                record.update(accy_tflops=f / accy_s / 1e12, torch_tflops=f / torch_s / 1e12)
-            if b:
-                record.update(accy_tbs=b / accy_s / 1e12, torch_tbs=b / torch_s / 1e12)
-            rows.append(record)
-            rate = (
-                f"{record['accy_tflops']:.1f} vs {record['torch_tflops']:.1f} TFLOP/s" if f
-                else f"{record['accy_tbs']:.2f} vs {record['torch_tbs']:.2f} TB/s" if b else ""
-            )
-            print(
-                f"{name:12s} {'x'.join(map(str, dims)):>16s}  accy {accy_s * 1e3:8.3f} ms  torch {torch_s * 1e3:8.3f} ms  "
-                f"torch/accy {torch_s / accy_s:5.2f}  {rate}  kernels {exe.stats.kernels}  rel err {err:.1e}"
-                f"{'' if record['ok'] else '  MISMATCH'}"
-            )
+            rows.append(measure(torch, accy, device, name, dims, args.repeat))
+            print(row_line(rows[-1]), flush=True)
+    ratios = ratio_entries(rows, label)
+    summary = chart.target_summary(ratios)
+    print(f"\nIssue 10's H200 targets: {summary['met']} met, {summary['missed']} missed")
+    print("  " + "\n  ".join(summary["lines"]))
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": getattr(device, "description", device.name), "rows": rows}, indent=2) + "\n")
-    return 1 if failed else 0
+        doc = {
+            "device": device_name,
+            "device_label": label,
+            "torch": torch_note,
+            "repeat": args.repeat,
+            "rows": rows,
+            "ratios": ratios,
+            "targets": {"met": summary["met"], "missed": summary["missed"]},
+        }
+        chart.write_results(doc, args.json, chart_title(device_name, torch_note))
+    return 1 if any(r.get("ok") is not True for r in rows) else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,142 @@
+"""The benchmarks' tooling (tools/bench, tools/gpu): the workloads added for
+issue 10's targets against the reference interpreter, the ratio entries both
+benchmarks write, and the chart with and without matplotlib. Nothing is
+timed and no device is used."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import accy
+
+TOOLS = Path(__file__).parents[2] / "tools"
+sys.path.insert(0, str(TOOLS / "bench"))
+
+import chart  # noqa: E402
+import targets  # noqa: E402
+from workloads import BY_NAME  # noqa: E402
+
+
+def load(path: Path, name: str) -> ModuleType:
+    """A script of tools/ as a module under its own name (tools/gpu/bench.py
+    would otherwise clash with the tools/bench folder)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench_run = load(TOOLS / "bench" / "run.py", "bench_run")
+gpu_bench = load(TOOLS / "gpu" / "bench.py", "gpu_bench")
+
+
+@pytest.mark.parametrize(("name", "dims"), [("matmul_bias_relu", (24,)), ("attention_causal", (1, 2, 19, 8))])
+def test_workload_matches_reference(name: str, dims: tuple[int, ...]) -> None:
+    w = BY_NAME[name]
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(s, dtype=np.float32) for s in w.shapes(dims)]
+    (want,) = accy.reference.run(accy.parse_module(w.program(dims)), "main", *inputs)
+    np.testing.assert_allclose(w.numpy_fn(*inputs), want, rtol=1e-5, atol=1e-5)
+
+
+def timing(median_s: float, ok: bool | None = None) -> dict[str, Any]:
+    return {"median_s": median_s} if ok is None else {"median_s": median_s, "ok": ok}
+
+
+def test_cpu_ratios_and_targets() -> None:
+    records = [
+        {
+            "workload": "cumsum",
+            "size": "64x64",
+            "results": {
+                "accy:llvm": {"all": timing(1.0, True), "1": timing(2.0, True)},
+                "numpy": {"all": timing(12.0), "1": timing(12.0)},
+                "torch": {"all": timing(1.5), "1": timing(3.0)},
+            },
+        },
+        {
+            "workload": "softmax",
+            "size": "64x64",
+            "results": {"accy:llvm": {"all": timing(1.0, False)}, "numpy": {"all": timing(9.0)}, "torch": {"all": {}}},
+        },
+    ]
+    entries = bench_run.ratio_entries(records, ["llvm"], ["numpy", "torch"], 2)
+    by = {(e["workload"], e["threads"], e["baseline"]): e for e in entries}
+    assert len(entries) == 6
+    assert by["cumsum", 2, "numpy"] | {"value": 12.0, "target": 10.0, "meets": True} == by["cumsum", 2, "numpy"]
+    assert by["cumsum", 2, "torch"]["value"] == 1.5 and by["cumsum", 2, "torch"]["meets"] is False
+    assert by["cumsum", 1, "numpy"]["value"] == 6.0 and by["cumsum", 1, "numpy"]["target"] is None
+    # a wrong accy result has no value, and misses its target
+    assert by["softmax", 2, "numpy"]["value"] is None and by["softmax", 2, "numpy"]["meets"] is False
+    summary = chart.target_summary(entries)
+    assert (summary["met"], summary["missed"]) == (1, 2)
+    assert summary["lines"][0] == "met    cumsum 64x64 on llvm (2 threads) vs numpy: 12.00x (target 10.00x)"
+
+
+def test_gpu_ratios_and_targets() -> None:
+    rows = [
+        {
+            "workload": "exp_mul_add",
+            "dims": [64],
+            "accy_s": 1.0,
+            "torch_s": 2.0,
+            "ok": True,
+            "accy_tbs": 3.8,
+            "copy_tbs": 4.0,
+        },
+        {"workload": "matmul", "dims": [4096], "accy_s": 2.0, "torch_s": 1.0, "ok": True, "accy_tflops": 31.0},
+        {"workload": "matmul", "dims": [1024], "accy_s": 2.0, "torch_s": 1.0, "ok": True, "accy_tflops": 20.0},
+        {"workload": "cumsum", "dims": [8, 8], "error": "RuntimeError: no"},
+    ]
+    entries = gpu_bench.ratio_entries(rows, "opencl (GPU)")
+    by = {(e["workload"], e["size"], e["measure"]): e for e in entries}
+    assert (
+        by["exp_mul_add", "64", targets.COPY_FRACTION] | {"value": 0.95, "target": 0.9, "meets": True}
+        == by["exp_mul_add", "64", targets.COPY_FRACTION]
+    )
+    assert by["exp_mul_add", "64", targets.SPEEDUP]["value"] == 2.0
+    assert by["matmul", "4096", targets.SPEEDUP]["meets"] is False  # 0.5 < 0.6
+    assert by["matmul", "4096", targets.TFLOPS]["meets"] is True
+    assert by["matmul", "1024", targets.SPEEDUP]["target"] is None
+    assert (
+        by["cumsum", "8x8", targets.SPEEDUP] | {"value": None, "target": 1.3, "meets": False}
+        == by["cumsum", "8x8", targets.SPEEDUP]
+    )
+
+
+def ratios() -> list[dict[str, Any]]:
+    return [
+        chart.entry("opencl", "softmax", "8x8", "numpy", 6.0, 5.0, threads=2),
+        chart.entry("opencl", "softmax", "8x8", "numpy", 3.0, None, threads=1),
+        chart.entry("llvm", "cumsum", "8x8", "torch", None, 2.0, threads=2),
+        chart.entry("llvm", "matmul", "8", "accy", 31.0, 30.0, measure=targets.TFLOPS),
+    ]
+
+
+def test_chart_is_written(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    png = chart.write_results({"ratios": ratios()}, tmp_path / "out" / "bench.json", "test")
+    assert png == tmp_path / "out" / "bench.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((tmp_path / "out" / "bench.json").read_text())["ratios"][0]["meets"] is True
+
+
+def test_without_matplotlib_the_json_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    assert chart.write_results({"ratios": ratios()}, tmp_path / "bench.json", "test") is None
+    assert (tmp_path / "bench.json").exists() and not (tmp_path / "bench.png").exists()
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("chart: no PNG, matplotlib is not importable")
