@@ -48,8 +48,9 @@ tuned) sizes compiles with them.
     row pipeline (softmax, layer norm, ...);
   - `query_rows`: query rows of a flash attention's block (CPU: of one
     work-item's register tiles; GPU: of one work-group);
-  - `key_tile`: keys of a CPU flash attention's register tile (whole
-    vectors of `vector_width` lanes);
+  - `key_tile`: keys of a flash attention's tile (CPU: of one register
+    tile, whole vectors of `vector_width` lanes; GPU: staged in local
+    memory at a time);
   - `dot_rows`: rows of a dot register tile (CPU: of its rows x
     `dot_vectors` vectors; GPU: each work-item's tile is `dot_rows` x
     `dot_rows` outputs);
@@ -188,7 +189,8 @@ GPU_PROFILE = TargetProfile(
     local_mem_bytes=49152,
     vector_width=4,
     group_size=256,
-    query_rows=32,
+    query_rows=64,
+    key_tile=32,
     dot_rows=8,
 )
 DEFAULTS = {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE}

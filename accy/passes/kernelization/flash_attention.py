@@ -40,10 +40,10 @@ work-item per (batch, query row): q's row, acc and the dot over D are
 `vector<WxT>` chunks in registers (scalars when the layout or the prologue
 does not allow W lanes). No barriers.
 
-GPU profile: a work-group of TY x 16 work-items per block of TY·8 query
-rows (the profile's `query_rows` at most) of one batch, tiles of 64 keys
-(`key_tile`) staged in local memory; each work-item computes 8 rows x 4
-keys of the scores and 8 rows x Dv/16 columns of the output in registers
+GPU profile: a work-group of TY x 8 work-items per block of TY·4 query
+rows (the profile's `query_rows`, 64, at most) of one batch, tiles of 32
+keys (`key_tile`) staged in local memory; each work-item computes 4 rows x
+4 keys of the scores and 4 rows x Dv/8 columns of the output in registers
 (`work_group_per_block`).
 """
 
@@ -735,5 +735,8 @@ def _pow2_at_most(n: int) -> int:
 
 #: Work-items of a GPU attention work-group along the keys of a tile (and
 #: the output columns), and query rows per work-item.
-GPU_KEY_THREADS = 16
-GPU_QUERY_ROWS = 8
+#: (On the H200 at B4 H16 S4096 D64: 8 x 4 gave 23.6 TFLOP/s, 16 x 8 (the
+#: tiles then halved to fit) 20.9, 8 x 8 23.9 but half the speed at S1024;
+#: halving the rows of a block for more work-groups at S1024 lost 25%.)
+GPU_KEY_THREADS = 8
+GPU_QUERY_ROWS = 4

@@ -33,16 +33,22 @@ func.func @main(%q: tensor<2x48x32xf32>, %k: tensor<2x48x32xf32>, %v: tensor<2x4
 // CHECK-NOT:  gpu.barrier
 // CHECK-NOT:  memref<4608x
 
+// The GPU form: a work-group of 16 x 8 work-items per block of 64 query rows: q
+// staged once ([64][32+1]), tiles of 32 keys ([32][32+1]) and p ([64][32+1]).
 // GPU-NOT:    memref<4608x
 // GPU:        "gpu.launch_func"({{.*}}@kernels::@main_k0_flash_attention
-// GPU:        memref.alloca() : memref<1024xf32, #gpu.address_space<workgroup>>
-// GPU:        memref.alloca() : memref<1024xf32, #gpu.address_space<workgroup>>
+// GPU:        memref.alloca() : memref<2112xf32, #gpu.address_space<workgroup>>
+// GPU:        memref.alloca() : memref<1056xf32, #gpu.address_space<workgroup>>
+// GPU:        memref.alloca() : memref<2112xf32, #gpu.address_space<workgroup>>
 // GPU:        "gpu.thread_id"
 // GPU:        "gpu.block_id"
 // GPU:        scf.for
 // GPU:        gpu.barrier
+// GPU:        math.fma
+// GPU:        gpu.barrier
 // GPU:        math.exp
 // GPU:        gpu.barrier
+// GPU:        math.fma
 // GPU-NOT:    memref<4608x
 
 // CL:         __kernel void main_k0_flash_attention(
