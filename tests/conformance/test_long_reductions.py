@@ -4,7 +4,7 @@ within a few ulp of a float64 sum however long they are.
 
 Drawn around the chunk boundaries of both profiles (CPU vector: 16 x 256
 per row piece or group of rows; CPU scalar: 256; GPU: 256 x 256 per
-work-group), with a prologue and an epilogue, every kind, integers exactly,
+work-group; rows of whole vectors per GPU work-item), with a prologue and an epilogue, every kind, integers exactly,
 NaN propagated by max, on random inputs of mixed signs and on the
 worst case for a running sum (one value repeated)."""
 
@@ -51,6 +51,9 @@ CASES = [
     ((1000, 257), (0, 1)),
     ((17, 33, 31), (0, 2)),
     ((5, 3000), (0, 1)),
+    # Rows of whole vectors for every GPU work-item (W x 256 elements): vector shares.
+    ((3, 4096), (1,)),
+    ((2, 5, 1024), (1, 2)),
 ]
 
 
@@ -95,6 +98,12 @@ def test_integer_sum_exact(device) -> None:
     x = np.random.default_rng(1).integers(-5, 6, n).astype(np.int32)
     (got,) = accy.compile(reduce_src((n,), (0,), "sum", "i32"), device=device)(x)
     assert int(got) == int(x.astype(np.int64).sum())
+
+
+def test_integer_row_sums_in_vector_shares(device) -> None:
+    x = np.random.default_rng(2).integers(-50, 51, (5, 2048)).astype(np.int32)
+    (got,) = accy.compile(reduce_src((5, 2048), (1,), "sum", "i32"), device=device)(x)
+    np.testing.assert_array_equal(got, x.astype(np.int64).sum(axis=1))
 
 
 def test_nan_propagates_through_partials(device) -> None:

@@ -112,6 +112,19 @@ def test_layer_norm(rows: int, n: int, form: str, device) -> None:
     check_program(layer_norm_src([rows, n], form == "named"), normal((rows, n), (n,), (n,)), device)
 
 
+#: Rows whose GPU work-item shares are held in registers (512 and 4096
+#: over 256 work-items: 2 and 16 elements each) and one just past it (4097:
+#: the strided loop).
+HELD = [(3, 512), (2, 4096), (2, 4097)]
+
+
+@pytest.mark.parametrize("rows,n", HELD)
+@pytest.mark.parametrize("form", ["named", "primitive"])
+def test_rows_held_in_registers(rows: int, n: int, form: str, device) -> None:
+    check_program(softmax_src(rows, n, False, form == "named"), normal((rows, n)), device)
+    check_program(layer_norm_src([rows, n], form == "named"), normal((rows, n), (n,), (n,)), device)
+
+
 def test_layer_norm_batched_rows(device) -> None:
     """Rows spread over two leading dims."""
     check_program(layer_norm_src([2, 3, 19], named=True), normal((2, 3, 19), (19,), (19,)), device)

@@ -88,6 +88,8 @@ GPU_MIN_BLOCKS = 256
 #: Multiply-adds per batch below which a CPU dot is not packed: two more
 #: launches (~10-20 us each) cost more than packing saves on a small product.
 PACK_MIN_WORK = 64 * 64 * 64
+#: k staged per step of a GPU dot, for a 16 x 16 work-group (scaled with it).
+GPU_K_STEP = 8
 
 
 class _Dot:
@@ -374,7 +376,7 @@ class _Dot:
         while r > 2 and max(self.B, 1) * -(-self.M // (t * r)) * -(-self.N // (t * r)) < GPU_MIN_BLOCKS:
             r //= 2
         bm = t * r  # block edge (rows and columns)
-        bk = max(1, t // 2)  # k per staged step
+        bk = max(1, t * GPU_K_STEP // 16)  # k per staged step
         st = buffer_element_type(self.et)
         a_tile = kb.local_array(bk * bm, st, workgroup=True)  # [k][m]
         b_tile = kb.local_array(bk * bm, st, workgroup=True)  # [k][n]

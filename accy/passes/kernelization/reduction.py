@@ -20,7 +20,9 @@ no views, it walks that dim W lanes at a time into a vector accumulator
 over the flattened reduced index space. No barriers.
 
 GPU profile: one work-group per output element (or per (output, chunk));
-each work-item accumulates a strided share, then a tree in local memory
+each work-item accumulates a strided share (W consecutive elements at a
+time, a vector load, when the last dim is reduced and is whole vectors for
+every work-item), then a tree in local memory
 (with barriers, `work_group_tree`) combines the shares, and work-item 0
 reads the total, runs the epilogue (or stores the partial) and stores.
 
@@ -83,15 +85,17 @@ class _Reduction:
         self.et = accy.elem_of(red.x)
         self.prologue = [op for op in kernel.ops if op is not red]
         self.width = self.profile.vector_width
-        self.use_vector = (
-            not self.gpu
-            and self.width > 1
+        lanes_ok = (
+            self.width > 1
             and (len(self.shape) - 1) in self.axes
             and self.shape[-1] >= self.width
             and vectorizable(self.prologue, kb)
             and (accy.is_float(self.et) or self.kind in ("sum", "prod", "mean"))
         )
+        self.use_vector = lanes_ok and not self.gpu
         self.threads = work_group_size(self.count, self.profile.reduce_threads, self.profile)
+        self.vector_shares = lanes_ok and self.gpu and self.shape[-1] % (self.width * self.threads) == 0
+        """GPU: each work-item's share of a row is W consecutive elements at a time (vector loads)."""
         lanes = self.threads if self.gpu else self.width if self.use_vector else 1
         self.chunk = lanes * self.profile.reduce_chunk
         """Reduced elements per output that one launch takes (per work-item on the CPU, per work-group on the GPU)."""
@@ -117,11 +121,12 @@ class _Reduction:
 
     def _vector_accumulate(
         self, kb: KernelBuilder, kept: list[SSAValue], rows: tuple[SSAValue | int, SSAValue | int],
-        cols: tuple[SSAValue | int, SSAValue | int],
+        cols: tuple[SSAValue | int, SSAValue | int], first: SSAValue | int = 0, every: int = 1,
     ) -> SSAValue:
         """The last dim is reduced: rows [r0, r1) of the other reduced dims
         (flat), each over columns [c0, c1) of the last dim, W lanes at a
-        time, then a scalar tail."""
+        time, then a scalar tail. Shared by `every` work-items, this one
+        taking the `first`-th vector (and tail element) of every `every`."""
         last = self.shape[-1]
         outer_shape = self.red_shape[:-1]
         width = self.width
@@ -142,8 +147,9 @@ class _Reduction:
 
                 return step
 
-            v = kb.for_(c0, vec_end, width, [carried[0]], lanes(width))[0]
-            s = kb.for_(vec_end, c1, 1, [carried[1]], lanes(1))[0]
+            v = kb.for_(kb.add(c0, kb.mul(kb.as_index(first), width)), vec_end, width * every, [carried[0]], lanes(width))[0]
+            whole = isinstance(vec_end, int) and vec_end == c1
+            s = carried[1] if whole else kb.for_(kb.add(vec_end, first), c1, every, [carried[1]], lanes(1))[0]
             return [v, s]
 
         assert last >= width
@@ -202,7 +208,11 @@ class _Reduction:
 
         def work(group: SSAValue, tid: SSAValue) -> tuple[SSAValue, Callable[[SSAValue], None]]:
             kept = kb.delinearize(group, self.out_shape)
-            share = self._scalar_accumulate(kb, kept, tid, self.count, self.threads, self._init(kb))
+            if self.vector_shares:
+                rows = numel(self.red_shape[:-1])
+                share = self._vector_accumulate(kb, kept, (0, rows), (0, self.shape[-1]), tid, self.threads)
+            else:
+                share = self._scalar_accumulate(kb, kept, tid, self.count, self.threads, self._init(kb))
             return share, lambda total: self._finish(kb, kept, total)
 
         return self._work_group_share(kb, self.n_out, self.threads, work)

@@ -22,7 +22,10 @@ time. No barriers.
 
 GPU profile: one work-group per row; in every pass each work-item takes a
 strided share of the row, and the shares are combined by a tree in local
-memory (`work_group_combine`) whose total every work-item reads.
+memory (`work_group_combine`) whose total every work-item reads. A share
+of at most `GPU_ROW_REGISTERS` elements (a row of 4096 over 256
+work-items) is held in registers: the row is read from memory once, not
+once a pass.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ from accy.passes.kernelization.lowered import Decline, LoweredKernel
 from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, varying_dims, walk_cone
 
 T = TypeVar("T")
+
+#: Elements of a GPU work-item's share of a row held in registers across
+#: passes (H200, softmax and layer norm rows of 4096: one read of the row
+#: instead of three).
+GPU_ROW_REGISTERS = 16
 
 def lower_row_pipeline(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
     """A row-pipeline kernel over the rows the schedule found (`rows`, `row_length`)."""
@@ -218,10 +226,14 @@ class RowPipeline:
         e = Expr(kb, self.ops, width)
         for v, acc in self.inputs.items():
             e.pin(v, lambda coords, acc=acc: kb.load(acc, coords, width))
-        for v, s in self.scalars.items():
-            e.pin(v, lambda _, v=v, s=s: s if width == 1 else self._splat(v, s, width))
+        self.pin_scalars(e, width)
         pin_aliases(e, self.aliases)
         return e
+
+    def pin_scalars(self, e: Expr, width: int) -> None:
+        """The row scalars computed so far, pinned in `e`."""
+        for v, s in self.scalars.items():
+            e.pin(v, lambda _, v=v, s=s: s if width == 1 else self._splat(v, s, width))
 
     def _splat(self, v: SSAValue, s: SSAValue, width: int) -> SSAValue:
         # Reused only where it dominates (one made inside a sweep's loop is no value after it).
@@ -330,28 +342,51 @@ class RowPipeline:
             raise Decline(f"{scratch_bytes} bytes of local memory for the row totals exceed the device's")
         scratch = {r: kb.local_array(size, buffer_element_type(accy.elem_of(r.x)), workgroup=True) for r in self.reduces}
 
+        full = [o for o in self.outputs if self.domain(o) == "full"]
+        reduced = [r.x for reds in self.levels for r in reds]
+        # A short row's share stays in registers, W lanes a vector when every
+        # pass computes them: each element's values are computed once (its
+        # evaluator's memo) for every pass, and the row is read once.
+        width = self._width([*reduced, *full], all(accy.is_float(accy.elem_of(x)) for x in reduced))
+        if self.n % (size * width):
+            width = 1
+        held = self.n % size == 0 and self.n // size <= GPU_ROW_REGISTERS
+
         def body(group: SSAValue, tid: SSAValue) -> None:
             row = kb.delinearize(group, self.rows)
+            cs = [kb.add(kb.mul(tid, width), size * width * k) for k in range(self.n // (size * width))] if held else []
+            exprs = [self.expr(width) for _ in cs]
             for reds in self.levels:
-                self._prepare(row, [r.x for r in reds], 1)
+                self._prepare(row, [r.x for r in reds], width if held else 1)
+                ets = [accy.elem_of(r.x) for r in reds]
+                if held:
+                    shares = [kb.const(identity(r.kind.data, t), VectorType(t, [width]) if width > 1 else t)
+                              for r, t in zip(reds, ets, strict=True)]
+                    for c, e in zip(cs, exprs, strict=True):
+                        self.pin_scalars(e, width)
+                        shares = [combine(kb, r.kind.data, a, e.at(r.x, self.at_c(row, c))) for r, a in zip(reds, shares, strict=True)]
+                    if width > 1:
+                        shares = [vector_total(kb, r.kind.data, v) for r, v in zip(reds, shares, strict=True)]
+                else:
+                    def step(c: SSAValue, acc: list[SSAValue], reds: list[accy.ReduceOp] = reds) -> list[SSAValue]:
+                        e = self.expr(1)
+                        return [combine(kb, r.kind.data, a, e.at(r.x, self.at_c(row, c))) for r, a in zip(reds, acc, strict=True)]
 
-                def step(c: SSAValue, acc: list[SSAValue], reds: list[accy.ReduceOp] = reds) -> list[SSAValue]:
-                    e = self.expr(1)
-                    return [combine(kb, r.kind.data, a, e.at(r.x, self.at_c(row, c))) for r, a in zip(reds, acc, strict=True)]
-
-                inits = [kb.const(identity(r.kind.data, accy.elem_of(r.x)), accy.elem_of(r.x)) for r in reds]
-                shares = kb.for_(tid, self.n, size, inits, step)
+                    inits = [kb.const(identity(r.kind.data, t), t) for r, t in zip(reds, ets, strict=True)]
+                    shares = kb.for_(tid, self.n, size, inits, step)
                 totals = [work_group_combine(kb, r.kind.data, s, scratch[r], tid, size) for r, s in zip(reds, shares, strict=True)]
                 self.finish_level(reds, totals)
-            full = [o for o in self.outputs if self.domain(o) == "full"]
             if full:
-                self._prepare(row, full, 1)
+                self._prepare(row, full, width if held else 1)
+                for c, e in zip(cs, exprs, strict=True):
+                    self.pin_scalars(e, width)
+                    e.store(full, self.at_c(row, c))
+                if not held:
+                    def write(c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                        self.expr(1).store(full, self.at_c(row, c))
+                        return []
 
-                def write(c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-                    self.expr(1).store(full, self.at_c(row, c))
-                    return []
-
-                kb.for_(tid, self.n, size, [], write)
+                    kb.for_(tid, self.n, size, [], write)
             if any(self.domain(o) == "row" for o in self.outputs):
 
                 def first() -> list[SSAValue]:
