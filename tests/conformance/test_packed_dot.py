@@ -122,3 +122,26 @@ def test_many_batches_take_the_full_gpu_register_tile(device) -> None:
     assert_matches(got, exe.reference_outputs(inputs)[0], rtol=1e-3, atol=1e-4)
     if device.target_profile().profile == "gpu":
         assert "__local float l0[1024];" in exe.program.source  # 8 k x 128 rows: the full tile
+
+
+@pytest.mark.parametrize("tile", [8, 4, 2])
+def test_gpu_register_tiles_of_every_size(tile: int, device) -> None:
+    """Batches enough for GPU register tiles of 8, 4 and 2, with M and N
+    ragged against the 16·tile blocks, the rhs transposed."""
+    from accy.passes.kernelization.dot import GPU_MIN_BLOCKS
+
+    m, n, k = 16 * tile + 13, 16 * tile + 5, 21
+    b = -(-GPU_MIN_BLOCKS // 4)  # 2 x 2 blocks a batch at this tile, 4x fewer at the next
+    ta, tb, to = ty([b, m, k]), ty([b, n, k]), ty([b, m, n])
+    src = f"""func.func @main(%a: {ta}, %b: {tb}) -> {to} {{
+  %d = "accy.dot_general"(%a, %b) <{{lhs_batch = {arr([0])}, rhs_batch = {arr([0])}, lhs_contract = {arr([2])}, rhs_contract = {arr([2])}}}> : ({ta}, {tb}) -> {to}
+  func.return %d : {to}
+}}"""
+    exe = accy.compile(src, device=device)
+    rng = np.random.default_rng(tile)
+    inputs = [rand(rng, (b, m, k), "float32"), rand(rng, (b, n, k), "float32")]
+    (got,) = exe(*inputs)
+    assert exe.stats.fallbacks == 0
+    assert_matches(got, exe.reference_outputs(inputs)[0], rtol=1e-3, atol=1e-4)
+    if device.target_profile().profile == "gpu":
+        assert f"__local float l0[{8 * 16 * tile}];" in exe.program.source  # 8 k x 16·tile rows
