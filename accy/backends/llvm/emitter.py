@@ -768,6 +768,14 @@ class _KernelEmitter:
     def extract(self, op: Operation) -> None:
         self.set(op, self.builder.extract_element(self.get(op.operands[0]), self._static_lane(op)))
 
+    def shuffle(self, op: Operation) -> None:
+        """vector.shuffle as shufflevector (lanes numbered across both operands)."""
+        mask = op.properties["mask"].get_values()  # type: ignore[union-attr]
+        if min(mask) < 0:
+            raise self.fail(op, "only shuffles by a mask of known lanes are supported")
+        a, b = (self.get(v) for v in op.operands)
+        self.set(op, self.builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(I32, len(mask)), list(mask))))
+
     def insert(self, op: Operation) -> None:
         lane = self._static_lane(op)
         self.set(op, self.builder.insert_element(self.get(op.operands[1]), self.get(op.operands[0]), lane))
@@ -849,6 +857,7 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Operation], None]] = 
     vector.BroadcastOp: _KernelEmitter.broadcast,
     vector.ReductionOp: _KernelEmitter.reduction,
     vector.ExtractOp: _KernelEmitter.extract,
+    vector.ShuffleOp: _KernelEmitter.shuffle,
     vector.InsertOp: _KernelEmitter.insert,
     scf.ForOp: _KernelEmitter.for_,
     scf.IfOp: _KernelEmitter.if_,

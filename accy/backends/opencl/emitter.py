@@ -645,6 +645,19 @@ class _KernelEmitter:
         lane = self._static_lane(op)
         self.define(op.results[0], f"{self.get(op.operands[0])}.{_lane(lane)}")
 
+    def shuffle(self, op: Operation) -> None:
+        """vector.shuffle as shuffle2 (lanes numbered across both operands)."""
+        mask = op.properties["mask"].get_values()  # type: ignore[union-attr]
+        width = _width(op.operands[0].type)
+        if width != _width(op.operands[1].type) or len(mask) not in (2, 4, 8, 16) or min(mask) < 0:
+            raise self.fail(op, "only shuffles of two equal vectors by a mask of known lanes are supported")
+        elem = _elem(op.results[0].type)
+        bits = 32 if _is_bool(elem) else {"half": 16, "float": 32, "double": 64}.get(scalar_c_type(elem), elem.width.data)  # type: ignore[attr-defined]
+        unsigned = {8: "uchar", 16: "ushort", 32: "uint", 64: "ulong"}[bits]
+        lanes = ", ".join(map(str, mask))
+        a, b = self.get(op.operands[0]), self.get(op.operands[1])
+        self.define(op.results[0], f"shuffle2({a}, {b}, ({unsigned}{len(mask)})({lanes}))")
+
     def insert(self, op: Operation) -> None:
         lane = self._static_lane(op)
         source, dest = op.operands[0], op.operands[1]
@@ -751,6 +764,7 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Operation], None]] = 
     vector.BroadcastOp: _KernelEmitter.broadcast,
     vector.ReductionOp: _KernelEmitter.reduction,
     vector.ExtractOp: _KernelEmitter.extract,
+    vector.ShuffleOp: _KernelEmitter.shuffle,
     vector.InsertOp: _KernelEmitter.insert,
     scf.ForOp: _KernelEmitter.for_,
     scf.IfOp: _KernelEmitter.if_,

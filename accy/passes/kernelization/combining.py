@@ -4,6 +4,8 @@
   (`sum`, `mean`, `prod`, `max`, `min`) on scalars or lane-wise on vectors,
   and its neutral element (max/min propagate NaN, as the reference does);
 - `vector_total`: the lanes of one vector combined (`vector.reduction`);
+- `vector_prefix` / `last_lane`: the inclusive scan of one vector's lanes
+  (log2 W shuffles) and its last lane in every lane (a scan's carry);
 - `work_group_tree` / `work_group_total` / `work_group_combine`: the shares
   of the work-items of a work-group combined by a tree in local memory, with
   barriers (`work_group_size` picks the work-group);
@@ -16,6 +18,7 @@ import math
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, memref, vector
+from xdsl.dialects.builtin import DenseArrayBase, VectorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from accy.dialects import accy
@@ -61,6 +64,42 @@ def vector_total(kb: KernelBuilder, kind: str, v: SSAValue) -> SSAValue:
                     "fastmath": arith.FastMathFlagsAttr("none")},
     )
     return kb.val(op)
+
+
+def _shuffle(kb: KernelBuilder, a: SSAValue, b: SSAValue, lanes: Sequence[int]) -> SSAValue:
+    """Lanes of a (0..W-1) and b (W..2W-1) picked by `lanes`."""
+    assert isinstance(a.type, VectorType)
+    return kb.val(vector.ShuffleOp(a, b, DenseArrayBase.from_list(i64, list(lanes)), result_type=a.type))
+
+
+def vector_prefix(kb: KernelBuilder, kind: str, v: SSAValue, shift: int = 0) -> SSAValue:
+    """The inclusive scan of `v`'s lanes by `kind` (Hillis-Steele: lane i
+    combines lane i-k for k = 1, 2, 4, ...), its lanes first moved up by
+    `shift` (the identity shifted in: 1 gives the exclusive scan)."""
+    assert isinstance(v.type, VectorType)
+    w = v.type.get_shape()[0]
+    ident = kb.const(identity(kind, v.type), v.type)
+    if shift:
+        v = _shuffle(kb, v, ident, [w + i if i < shift else i - shift for i in range(w)])
+    k = 1
+    while k < w:
+        v = combine(kb, kind, v, _shuffle(kb, v, ident, [w + i if i < k else i - k for i in range(w)]))
+        k *= 2
+    return v
+
+
+def last_lane(kb: KernelBuilder, v: SSAValue) -> SSAValue:
+    """`v`'s last lane in every lane."""
+    assert isinstance(v.type, VectorType)
+    w = v.type.get_shape()[0]
+    return _shuffle(kb, v, v, [w - 1] * w)
+
+
+def reversed_lanes(kb: KernelBuilder, v: SSAValue) -> SSAValue:
+    """`v`'s lanes in reverse order."""
+    assert isinstance(v.type, VectorType)
+    w = v.type.get_shape()[0]
+    return _shuffle(kb, v, v, list(reversed(range(w))))
 
 
 def work_group_size(n: int, cap: int, profile: TargetProfile) -> int:
