@@ -45,7 +45,10 @@ tuned) sizes compiles with them.
   - `reduce_chunk`: reduced elements one accumulator lane takes before a
     long reduction is split into partials (bounds float rounding drift);
   - `row_threads`: work-items of a GPU work-group that shares one row of a
-    row pipeline (softmax, layer norm, ...);
+    row pipeline (softmax, layer norm, ...), and of one holding the lines of
+    a GPU scan;
+  - `scan_vectors`: vectors (of `vector_width` elements) each work-item of
+    a GPU scan takes per tile of a line;
   - `query_rows`: query rows of one GPU flash-attention work-group;
   - `dot_rows`: rows of a dot register tile (CPU: of its rows x
     `dot_vectors` vectors; GPU: each work-item's tile is `dot_rows` x
@@ -80,7 +83,8 @@ MATH_TIERS = ("exact", "fast")
 
 #: Tile and work-group sizes of the lowerings (module docstring).
 TUNING_FIELDS = (
-    "group_size", "reduce_threads", "reduce_chunk", "row_threads", "query_rows", "dot_rows", "dot_vectors", "dot_tile",
+    "group_size", "reduce_threads", "reduce_chunk", "row_threads", "scan_vectors", "query_rows", "dot_rows", "dot_vectors",
+    "dot_tile",
 )
 #: Fields no longer part of a profile, and why (a file that sets one is told).
 REMOVED_FIELDS = {
@@ -105,6 +109,7 @@ class TargetProfile:
     reduce_threads: int = 256
     reduce_chunk: int = 256
     row_threads: int = 256
+    scan_vectors: int = 4
     query_rows: int = 64
     dot_rows: int = 12
     dot_vectors: int = 2

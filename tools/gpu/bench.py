@@ -17,6 +17,11 @@ Writes a table, and JSON with `--json` (every time, the ratios, TFLOP/s or
 TB/s where they mean something). Run on the H200 through the device tool:
 
     tools/gpu/nvidia_opencl.sh python3 tools/gpu/bench.py --json $OUT/gpu-bench.json
+
+`--target` sets tile sizes in every program's module target (the fields
+of accy/dialects/target.py), to compare them in one run:
+
+    ... tools/gpu/bench.py --only cumsum --target "row_threads = 512, scan_vectors = 8"
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ GPU_SIZES: dict[str, list[tuple[int, ...]]] = {
     "exp_mul_add": [(1 << 26,)],
     "matmul": [(1024,), (2048,), (4096,)],
     "row_sum": [(16384, 4096)],
-    "cumsum": [(16384, 4096)],
+    "cumsum": [(4096, 4096), (16384, 4096)],
     "softmax": [(16384, 4096)],
     "layer_norm": [(16384, 4096)],
     "attention": [(1, 8, 1024, 64), (4, 16, 4096, 64)],
@@ -83,11 +88,22 @@ def time_torch(torch: Any, fn: Any, tensors: list[Any], repeat: int) -> tuple[fl
     return statistics.median(times), out
 
 
+def with_target(program: str, fields: str) -> str:
+    """`program` in a module whose `accy.target` sets `fields` (none: as it is)."""
+    if not fields:
+        return program
+    return f"builtin.module attributes {{accy.target = #accy.target<{fields}>}} {{\n{program}}}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="accy (OpenCL GPU) against torch (CUDA) on the same card, device times.")
     p.add_argument("--only", default="", help="comma-separated workloads (default: all)")
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--json", metavar="FILE")
+    p.add_argument(
+        "--target", default="", metavar="FIELDS",
+        help='tile sizes for every program\'s module target, e.g. "row_threads = 512, scan_vectors = 8"',
+    )
     args = p.parse_args(argv)
     import torch
 
@@ -107,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             inputs = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
             record: dict[str, Any] = {"workload": name, "dims": list(dims)}
             try:
-                exe = accy.compile(w.program(dims), device=device)
+                exe = accy.compile(with_target(w.program(dims), args.target), device=device)
                 accy_s, got = time_accy(exe, inputs, args.repeat)
                 record.update(accy_s=accy_s, kernels=exe.stats.kernels, fallbacks=exe.stats.fallbacks)
             except Exception as e:  # reported, and the run fails at the end
