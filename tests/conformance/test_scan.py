@@ -4,8 +4,10 @@ than a vector, of one work-item's share, around a chunk row (T·V) and a
 tile (J·T·V), several tiles and a remainder; lines along a non-innermost
 axis, batches of lines in 3-D, a line count that is no multiple of the
 lines per work-group; every kind, exclusive and reverse, f32 and i32,
-prologue and epilogue fused, with views in the kernel. Every test runs on
-both profiles and the LLVM device (conftest.py).
+prologue and epilogue fused, with views in the kernel; and the CPU
+profile's W lines a work-item along a non-innermost axis, with a last block
+of fewer lines. Every test runs on both profiles and the LLVM device
+(conftest.py).
 
 Most programs set a small `row_threads` and `scan_vectors` in their module
 target (8 work-items, 2 vectors of 4: tiles of at most 64 elements), so
@@ -101,7 +103,7 @@ def test_kinds(kind: str, et: str, exclusive: bool, reverse: bool, device) -> No
 #: lines in 3-D, and an innermost axis that is not the last dim.
 SHAPES = [
     ([133, 5], 0), ([70, 40], 0), ([3, 70, 5], 1), ([3, 5, 70], 2), ([70, 3, 5], 0), ([4, 70, 1], 1), ([1, 200], 1),
-    ([200, 1], 0), ([6, 1, 65], 2),
+    ([200, 1], 0), ([6, 1, 65], 2), ([9, 3, 32], 1), ([33, 17], 0),
 ]
 
 
@@ -109,6 +111,13 @@ SHAPES = [
 @pytest.mark.parametrize("kind,exclusive,reverse", [("sum", False, True), ("min", True, True), ("prod", True, False)])
 def test_axes(shape: list[int], axis: int, kind: str, exclusive: bool, reverse: bool, device) -> None:
     run(scan_src(shape, axis, kind, exclusive, reverse), shape, kind, "f32", device, len(shape) + axis)
+
+
+@pytest.mark.parametrize("kind", ["sum", "prod", "max", "min"])
+def test_int_lines_across(kind: str, device) -> None:
+    """i32 along axis 0 of 17 columns: on the CPU profile 16 lines a
+    work-item as vectors, then the 17th alone."""
+    run(scan_src([33, 17], 0, kind, True, False, "i32"), [33, 17], kind, "i32", device)
 
 
 @pytest.mark.parametrize("target", [SMALL, DEFAULT], ids=["small", "default"])

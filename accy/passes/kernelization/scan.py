@@ -9,7 +9,11 @@ is the identity). The prologue is evaluated at each element and the
 epilogue at each stored element.
 
 CPU profile: one work-item per line walks it in order, one element at a
-time. No barriers.
+time. No barriers. When the scan axis is not the last dim, the lines
+adjacent along the last dim are adjacent in memory: a work-item then walks
+W of them (the profile's `vector_width`) at once, as `vector<WxT>` loads,
+combines and stores (a last block of fewer than W lines a line at a time),
+where the prologue and epilogue can be evaluated W lanes at a time.
 
 GPU profile: one work-group holds R lines of T work-items each (R x T at
 most `row_threads`). A line is walked in tiles of J x T x V elements (V the
@@ -123,24 +127,56 @@ class _Scan:
         epilogue.pin(self.scan.result, lambda _: result)
         epilogue.store(self.kernel.outputs, self.coords(kept, pos))
 
-    # -- one work-item per line ----------------------------------------------------
+    # -- one work-item per line (or per W adjacent lines) ----------------------------
 
     def work_item_per_line(self) -> LoweredKernel:
         kb = self.kb
+        width = kb.profile.vector_width
+        last = self.shape[-1] if self.rank else 1
+        if not (
+            width > 1 and self.rank >= 2 and self.axis != self.rank - 1 and last >= width
+            and vectorizable(self.others, kb)
+        ):
+            return work_item_per(kb, self.lines, lambda gid: self._walk(kb.delinearize(gid, self.line_shape), 1))
+        # W lines adjacent along the last dim at a time; a last block of
+        # fewer than W lines is walked a line at a time.
+        blocks = -(-last // width)
+        outer_shape = self.line_shape[:-1]
 
         def body(gid: SSAValue) -> None:
-            kept = kb.delinearize(gid, self.line_shape)
+            outer = kb.delinearize(kb.div(gid, blocks), outer_shape)
+            block = kb.rem(gid, blocks)
+            first = kb.mul(block, width)
+            if last % width == 0:
+                self._walk([*outer, first], width)
+                return
 
-            def step(k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-                pos = self.actual(k)
-                x = Expr(kb, self.others).at(self.scan.x, self.coords(kept, pos))
-                acc = combine(kb, self.kind, carried[0], x)
-                self.store(kept, pos, carried[0] if self.exclusive else acc)
-                return [acc]
+            def lanes() -> list[SSAValue]:
+                self._walk([*outer, first], width)
+                return []
 
-            kb.for_(0, self.n, 1, [self.identity()], step)
+            def one(c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                self._walk([*outer, c], 1)
+                return []
 
-        return work_item_per(kb, self.lines, body)
+            kb.if_(kb.lt(block, last // width), lanes, lambda: kb.for_(first, last, 1, [], one))
+
+        return work_item_per(kb, numel(outer_shape) * blocks, body)
+
+    def _walk(self, kept: list[SSAValue], width: int) -> None:
+        """The line at `kept` in order (width > 1: the W lines from `kept`
+        along the last dim, as `vector<WxT>`)."""
+        kb = self.kb
+        t = VectorType(self.et, [width]) if width > 1 else self.et
+
+        def step(k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            pos = self.actual(k)
+            x = Expr(kb, self.others, width).at(self.scan.x, self.coords(kept, pos))
+            acc = combine(kb, self.kind, carried[0], x)
+            self.store(kept, pos, carried[0] if self.exclusive else acc, width)
+            return [acc]
+
+        kb.for_(0, self.n, 1, [kb.const(identity(self.kind, self.et), t)], step)
 
     # -- GPU: lines in tiles, a work-group scan per tile --------------------------------
 
