@@ -74,8 +74,9 @@ def run(src: str, shape, kind: str, et: str, device, seed: int = 0) -> None:
 
 #: Line lengths around the small tiles' boundaries: 1; below, at and past a
 #: vector (4) and a work-item's share (8); around a chunk row of 8
-#: work-items (32) and a tile (64); several tiles and a remainder.
-SMALL_LENGTHS = [1, 3, 4, 5, 7, 8, 9, 17, 31, 32, 33, 63, 64, 65, 200, 256]
+#: work-items (32) and a tile (64); several tiles and a remainder, walked
+#: by one work-group; from 8 tiles (512) on, lines split into segments.
+SMALL_LENGTHS = [1, 3, 4, 5, 7, 8, 9, 17, 31, 32, 33, 63, 64, 65, 200, 256, 511, 512, 513, 1000]
 
 
 @pytest.mark.parametrize("n", SMALL_LENGTHS)
@@ -94,9 +95,11 @@ def test_line_lengths_default_tiles(n: int, device) -> None:
 @pytest.mark.parametrize("kind", ["sum", "prod", "max", "min"])
 @pytest.mark.parametrize("et", ["f32", "i32"])
 @pytest.mark.parametrize("exclusive,reverse", [(False, False), (True, True)])
-def test_kinds(kind: str, et: str, exclusive: bool, reverse: bool, device) -> None:
-    """7 lines of 133: 2 whole tiles and a remainder of 5, 8 lines to a work-group."""
-    run(scan_src([7, 133], 1, kind, exclusive, reverse, et), [7, 133], kind, et, device)
+@pytest.mark.parametrize("n", [133, 700])
+def test_kinds(kind: str, et: str, exclusive: bool, reverse: bool, n: int, device) -> None:
+    """7 lines of 133 (2 whole tiles and a remainder of 5, one work-group a
+    line) or of 700 (10 whole tiles and 60: 11 segments a line)."""
+    run(scan_src([7, n], 1, kind, exclusive, reverse, et), [7, n], kind, et, device)
 
 
 #: (shape, axis): lines along a non-innermost axis (strided), batches of
@@ -146,25 +149,56 @@ def test_views_and_two_outputs(target: str, device) -> None:
     check(module(target, body), inputs, device)
 
 
-@pytest.mark.parametrize(
-    "shape,axis,target,barriers,vectors",
-    [
-        ([3, 200], 1, SMALL, True, True),
-        ([3, 8], 1, SMALL, False, True),  # one work-item's share: no work-group scan
-        ([133, 5], 0, SMALL, True, False),
-        ([16, 4096], 1, DEFAULT, True, True),
-    ],
-)
-def test_gpu_kernel_shape(shape: list[int], axis: int, target: str, barriers: bool, vectors: bool) -> None:
-    """The GPU profile builds the tiled scan (barriers where a line has
-    more than one work-item, vector loads along the last dim)."""
-    mod = accy.parse_module(scan_src(shape, axis, target=target))
+@pytest.mark.parametrize("exclusive,reverse", [(False, False), (True, True)])
+def test_many_lines_of_several_tiles(exclusive: bool, reverse: bool, device) -> None:
+    """Enough lines that each line's tiles are walked by one work-group,
+    the carry passed from tile to tile (fewer lines are split into
+    segments, as in the tests above): 600 lines of 3 whole tiles and 8
+    elements; along axis 0, 16400 lines of 2 tiles and 4 elements, 32
+    lines a work-group."""
+    run(scan_src([600, 200], 1, "sum", exclusive, reverse), [600, 200], "sum", "f32", device)
+    target = "row_threads = 64, scan_vectors = 1"
+    run(scan_src([20, 16400], 0, "max", exclusive, reverse, target=target), [20, 16400], "max", "f32", device)
+
+
+def test_long_line(device) -> None:
+    """One line of 2^17 + 3 at the GPU defaults: 33 tiles in 33 segments."""
+    n = (1 << 17) + 3
+    run(scan_src([1, n], 1, "sum", target=DEFAULT), [1, n], "sum", "f32", device)
+
+
+def gpu_kernels(src: str, target: str) -> list:
+    mod = accy.parse_module(src)
     fields = dict(GPU_PROFILE.fields())
-    fields.update({"row_threads": 8, "scan_vectors": 2} if target else {})
+    fields.update({"row_threads": 8, "scan_vectors": 2} if target == SMALL else {})
+    fields.update({"row_threads": 64, "scan_vectors": 1} if target.startswith("row_threads = 64") else {})
     GPU_PROFILE.replace(**fields).attach(mod)
     PassManager([KernelizePass()]).run(mod)
-    (kernel,) = kernel_funcs(mod)
-    names = {op.name for op in kernel.walk()}
+    return kernel_funcs(mod)
+
+
+@pytest.mark.parametrize(
+    "shape,axis,target,kernels,barriers,vectors",
+    [
+        ([3, 200], 1, SMALL, 1, True, True),  # 4 tiles: one work-group a line
+        ([3, 600], 1, SMALL, 2, True, True),  # 10 tiles of 3 lines: segments, a totals launch first
+        ([600, 200], 1, SMALL, 1, True, True),
+        ([3, 8], 1, SMALL, 1, False, True),  # one work-item's share: no work-group scan
+        ([133, 5], 0, SMALL, 2, True, False),
+        ([20, 16400], 0, "row_threads = 64, scan_vectors = 1", 1, True, False),
+        ([16, 4096], 1, DEFAULT, 1, True, True),
+        ([1, 100000], 1, DEFAULT, 2, True, True),
+    ],
+)
+def test_gpu_kernel_shape(
+    shape: list[int], axis: int, target: str, kernels: int, barriers: bool, vectors: bool
+) -> None:
+    """The GPU profile builds the tiled scan (barriers where a line has
+    more than one work-item, vector loads along the last dim, a launch of
+    segment totals before the scan where lines are split)."""
+    funcs = gpu_kernels(scan_src(shape, axis, target=target), target)
+    assert len(funcs) == kernels
+    names = {op.name for op in funcs[-1].walk()}
     assert ("gpu.barrier" in names) == barriers
     assert ("vector.load" in names) == vectors
     assert "gpu.thread_id" in names

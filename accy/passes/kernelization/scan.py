@@ -46,18 +46,26 @@ and treats the elements past it as the identity.
 - Float sums (and products) combine in another order than a walk along
   the line: within a few ulp of it, as the reference's pairwise sums are.
 
-A line longer than a tile is walked tile after tile by one work-group, so
-a few very long lines use a few work-groups (a decoupled look-back across
-work-groups would spread them; not built).
+A line longer than a tile is walked tile after tile by one work-group.
+Where lines of at least `SPLIT_TILES` tiles would take at most half of
+`FILL_GROUPS` work-groups (a few long lines), each is split into segments
+of whole tiles, so that about `FILL_GROUPS` work-groups share them, in two
+launches: the first stores each segment's total into a scratch buffer
+(`<kernel>_partials`), the second scans each segment from the totals of
+the segments before it (combined by the line's work-items and a
+work-group scan). The input is read twice, and every work-item of the
+second launch reaches the same barriers: the last segment's masked tile is
+run by every segment, masking all of it but there. (A decoupled look-back
+across work-groups would read the input once; not built.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from xdsl.dialects import vector
+from xdsl.dialects import arith, memref, vector
 from xdsl.dialects.builtin import VectorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from accy.dialects import accy
 from accy.dialects.host import buffer_element_type
@@ -76,11 +84,18 @@ from accy.passes.kernelization.combining import (
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
 from accy.passes.kernelization.launch import work_group_per, work_item_per
-from accy.passes.kernelization.lowered import LoweredKernel
+from accy.passes.kernelization.lowered import LoweredKernel, Scratch
 
 #: Lines that are adjacent in memory a GPU work-group takes at least (up to
 #: the lines there are), when the scan axis is not the innermost dim.
 ADJACENT_LINES = 32
+#: Work-groups that keep a large GPU busy (8 a multiprocessor of a 132-SM
+#: H200): lines of at least SPLIT_TILES tiles held by at most half as many
+#: work-groups are split into segments, up to this many work-groups in all.
+#: (Fewer tiles take less time one after the other than a second launch
+#: and a second read of the input cost.)
+FILL_GROUPS = 1024
+SPLIT_TILES = 8
 
 
 def lower_scan(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
@@ -88,7 +103,7 @@ def lower_scan(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile)
     kb, scan = anchored_kernel(kernel, plan, profile, accy.ScanOp, "scan")
     lowering = _Scan(kb, kernel, scan)
     if profile.profile == "gpu" and lowering.rank:
-        tiled = lowering.tiled()
+        tiled = lowering.tiled(plan)
         if tiled is not None:
             return tiled
     return lowering.work_item_per_line()
@@ -180,89 +195,213 @@ class _Scan:
 
     # -- GPU: lines in tiles, a work-group scan per tile --------------------------------
 
-    def tiled(self) -> LoweredKernel | None:
-        """The GPU kernel (module docstring), or None where its local array
-        would not fit the device's local memory even with one vector per
-        work-item."""
+    def _plan(self) -> bool:
+        """The GPU kernels' shape (module docstring): `chunks` (J),
+        `threads` (T) and `rows` (R), the local array of the work-group
+        scan; False where it would not fit the device's local memory even
+        with one vector per work-item."""
         kb, profile = self.kb, self.kb.profile
         self.width = width = profile.vector_width
         self.vector = (
             width > 1 and self.axis == self.rank - 1 and self.n >= width and vectorizable(self.others, kb)
         )
-        contiguous = numel(self.shape[self.axis + 1:]) == 1
+        self.contiguous = numel(self.shape[self.axis + 1:]) == 1
         cap = work_group_size(profile.row_threads, profile.row_threads, profile)
         chunks = profile.scan_vectors
-        storage = buffer_element_type(self.et)
+        self.storage = buffer_element_type(self.et)
         while True:
             per_item = chunks * width
-            if contiguous:
+            if self.contiguous:
                 threads = work_group_size(-(-self.n // per_item), cap, profile)
             else:
                 least = work_group_size(self.lines, min(ADJACENT_LINES, cap), profile)
                 threads = work_group_size(-(-self.n // per_item), cap // least, profile)
             rows = work_group_size(self.lines, cap // threads, profile)
-            group = rows * threads
-            scratch_size = scan_scratch_size(threads, chunks, group)
-            if scratch_size * element_bytes(storage) <= profile.local_mem_bytes:
+            self.group = rows * threads
+            self.scratch_size = scan_scratch_size(threads, chunks, self.group)
+            if self.scratch_size * element_bytes(self.storage) <= profile.local_mem_bytes:
                 break
             if chunks == 1:
-                return None
+                return False
             chunks //= 2
         self.chunks, self.threads, self.rows = chunks, threads, rows
         self.tile = chunks * threads * width
-        scratch = kb.local_array(scratch_size, storage, workgroup=True) if scratch_size else None
+        self.whole = self.n // self.tile * self.tile
+        """Where the line's whole tiles end (a masked tile follows when it is short of n)."""
+        return True
+
+    def tiled(self, plan: BufferPlan) -> LoweredKernel | None:
+        """The GPU kernel, or kernels (module docstring); None where `_plan` finds none."""
+        if not self._plan():
+            return None
+        tiles = -(-self.n // self.tile)
+        groups = -(-self.lines // self.rows)
+        if tiles >= SPLIT_TILES and 2 * groups <= FILL_GROUPS:
+            per = -(-tiles // min(tiles, -(-FILL_GROUPS // groups)))
+            return self._segments(plan, -(-tiles // per), per * self.tile)
+        return self._one_pass()
+
+    def _line_of(
+        self, lines_group: SSAValue, lid: SSAValue
+    ) -> tuple[list[SSAValue], SSAValue, SSAValue, int, SSAValue | None]:
+        """Work-item `lid` of the work-group that holds lines group
+        `lines_group`: its line's coordinates, the line, its position t
+        along the line, the local-id distance between positions, and
+        whether the line exists (None when every one does)."""
+        kb, rows, threads = self.kb, self.rows, self.threads
+        if rows == 1:
+            r, t, stride = kb.idx(0), lid, 1
+        elif self.contiguous:
+            r, t, stride = kb.div(lid, threads), kb.rem(lid, threads), 1
+        else:
+            r, t, stride = kb.rem(lid, rows), kb.div(lid, rows), rows
+        line = kb.add(kb.mul(lines_group, rows), r)
+        inside: SSAValue | None = None
+        if self.lines % rows:
+            # The last work-group's spare lines walk the last line again
+            # (every work-item reaches the barriers) and store nothing.
+            inside = kb.lt(line, self.lines)
+            line = kb.min(line, self.lines - 1)
+        return kb.delinearize(line, self.line_shape), line, t, stride, inside
+
+    def _scratch(self, series: int) -> SSAValue | None:
+        size = scan_scratch_size(self.threads, series, self.group)
+        return self.kb.local_array(size, self.storage, workgroup=True) if size else None
+
+    def _one_pass(self) -> LoweredKernel:
+        """A work-group walks its lines' tiles from the first to the last."""
+        kb = self.kb
+        scratch = self._scratch(self.chunks)
 
         def body(wg: SSAValue, lid: SSAValue) -> None:
-            if rows == 1:
-                r, t, stride = kb.idx(0), lid, 1
-            elif contiguous:
-                r, t, stride = kb.div(lid, threads), kb.rem(lid, threads), 1
-            else:
-                r, t, stride = kb.rem(lid, rows), kb.div(lid, rows), rows
-            line = kb.add(kb.mul(wg, rows), r)
-            inside: SSAValue | None = None
-            if self.lines % rows:
-                # The last work-group's spare lines walk the last line again
-                # (every work-item reaches the barriers) and store nothing.
-                inside = kb.lt(line, self.lines)
-                line = kb.min(line, self.lines - 1)
-            kept = kb.delinearize(line, self.line_shape)
+            kept, _, t, stride, inside = self._line_of(wg, lid)
 
-            def tile(base: SSAValue, carry: SSAValue, masked: bool) -> SSAValue:
-                return self._tile(kept, base, carry, masked, inside, scratch, lid, t, stride, group)
+            def tile(base: SSAValue, carry: SSAValue, end: SSAValue | int | None) -> SSAValue:
+                return self._tile(kept, base, carry, end, inside, scratch, lid, t, stride)
 
-            whole = self.n // self.tile * self.tile
-            carry = kb.for_(0, whole, self.tile, [self.identity()], lambda b, c: [tile(b, c[0], False)])[0]
-            if whole < self.n:
-                tile(kb.idx(whole), carry, True)
+            carry = kb.for_(0, self.whole, self.tile, [self.identity()], lambda b, c: [tile(b, c[0], None)])[0]
+            if self.whole < self.n:
+                tile(kb.idx(self.whole), carry, self.n)
 
-        return work_group_per(kb, -(-self.lines // rows), group, body)
+        return work_group_per(kb, -(-self.lines // self.rows), self.group, body)
+
+    def _segments(self, plan: BufferPlan, segments: int, length: int) -> LoweredKernel:
+        """Lines split into `segments` segments of `length` elements (whole
+        tiles), a work-group each: a first launch stores each segment's
+        total into a scratch buffer; the second scans each segment from the
+        total of the segments before it."""
+        partials = Scratch(self.et, self.lines * segments)
+        first_kb = KernelBuilder(
+            f"{self.kernel.name}_partials", self.kernel.kind, self.kb.profile, plan, list(self.kernel.inputs),
+            ops=self.kernel.ops,
+        )
+        out = first_kb.scratch_argument(partials)
+        first = _Scan(first_kb, self.kernel, self.scan)
+        first._plan()
+        stage1 = first._segment_totals(out, segments, length)
+        stage2 = self._segment_scans(self.kb.scratch_argument(partials), segments, length)
+        stage2.before = stage1
+        return stage2
+
+    def _segment(self, wg: SSAValue, segments: int, length: int) -> tuple[SSAValue, SSAValue, SSAValue]:
+        """Work-group `wg`'s segment, and where its whole tiles start and end."""
+        kb = self.kb
+        segment = kb.rem(wg, segments)
+        start = kb.mul(segment, length)
+        return segment, start, kb.min(kb.add(start, length), self.whole)
+
+    def _segment_totals(self, out: SSAValue, segments: int, length: int) -> LoweredKernel:
+        kb, kind = self.kb, self.kind
+        scratch = self._scratch(1)
+
+        def body(wg: SSAValue, lid: SSAValue) -> None:
+            segment, start, end = self._segment(wg, segments, length)
+            kept, line, t, stride, inside = self._line_of(kb.div(wg, segments), lid)
+
+            def tile(base: SSAValue, share: SSAValue, end: SSAValue | int | None) -> SSAValue:
+                for chunk in self._chunk_starts(base, t):
+                    for x in self._load(kept, chunk, end):
+                        share = combine(kb, kind, share, x)
+                return share
+
+            share = kb.for_(start, end, self.tile, [self.identity()], lambda b, c: [tile(b, c[0], None)])[0]
+            if self.whole < self.n:
+                share = kb.if_(
+                    kb.lt(segments - 2, segment), lambda: [tile(kb.idx(self.whole), share, self.n)], lambda: [share],
+                    [self.et],
+                )[0]
+            _, (total,) = work_group_scan(kb, kind, [share], scratch, lid, t, self.threads, stride, self.group)
+
+            def store() -> list[SSAValue]:
+                kb.op(memref.StoreOp.get(total, out, [kb.add(kb.mul(line, segments), segment)]))
+                return []
+
+            first = kb.lt(t, 1)
+            kb.if_(first if inside is None else kb.val(arith.AndIOp(first, inside)), store)
+
+        return work_group_per(kb, -(-self.lines // self.rows) * segments, self.group, body)
+
+    def _segment_scans(self, partials: SSAValue, segments: int, length: int) -> LoweredKernel:
+        kb, kind = self.kb, self.kind
+        scratch, carry_scratch = self._scratch(self.chunks), self._scratch(1)
+
+        def body(wg: SSAValue, lid: SSAValue) -> None:
+            segment, start, end = self._segment(wg, segments, length)
+            kept, line, t, stride, inside = self._line_of(kb.div(wg, segments), lid)
+            base = kb.mul(line, segments)
+
+            def before(i: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
+                return [combine(kb, kind, c[0], kb.val(memref.LoadOp.get(partials, [kb.add(base, i)])))]
+
+            share = kb.for_(t, segment, self.threads, [self.identity()], before)[0]
+            _, (carry,) = work_group_scan(kb, kind, [share], carry_scratch, lid, t, self.threads, stride, self.group)
+
+            def tile(base: SSAValue, carry: SSAValue, end: SSAValue | int | None) -> SSAValue:
+                return self._tile(kept, base, carry, end, inside, scratch, lid, t, stride)
+
+            carry = kb.for_(start, end, self.tile, [carry], lambda b, c: [tile(b, c[0], None)])[0]
+            if self.whole < self.n:
+                # The masked tile, run by every segment (each reaches its
+                # barriers) and ending at the line's end in the last one,
+                # where it begins elsewhere (nothing loaded or stored). Run
+                # under a branch or in a loop, PoCL 3.1 took a store's
+                # mask, computed before the work-group scan's barriers,
+                # from another work-item.
+                last = kb.lt(segments - 2, segment)
+                tile(kb.idx(self.whole), carry, kb.select(last, kb.idx(self.n), kb.idx(self.whole)))
+
+        return work_group_per(kb, -(-self.lines // self.rows) * segments, self.group, body)
+
+    def _chunk_starts(self, base: SSAValue, t: SSAValue) -> list[SSAValue]:
+        """Where (logical) work-item t's chunks of the tile at `base` start."""
+        kb, width = self.kb, self.width
+        return [kb.add(base, kb.add(kb.mul(t, width), j * self.threads * width)) for j in range(self.chunks)]
 
     def _tile(
-        self, kept: list[SSAValue], base: SSAValue, carry: SSAValue, masked: bool, inside: SSAValue | None,
-        scratch: SSAValue | None, lid: SSAValue, t: SSAValue, stride: int, group: int,
+        self, kept: list[SSAValue], base: SSAValue, carry: SSAValue, end: SSAValue | int | None,
+        inside: SSAValue | None, scratch: SSAValue | None, lid: SSAValue, t: SSAValue, stride: int,
     ) -> SSAValue:
         """One tile of the line at `kept` from `base` (logical), after
-        `carry`; `masked` guards the elements past the line's end. Returns
-        the carry for the next tile."""
-        kb, width = self.kb, self.width
-        starts = [kb.add(base, kb.add(kb.mul(t, width), j * self.threads * width)) for j in range(self.chunks)]
+        `carry`; with an `end`, the elements from `end` on are masked (the
+        identity, not stored). Returns the carry for the next tile."""
+        kb = self.kb
+        starts = self._chunk_starts(base, t)
         prefixes: list[list[SSAValue]] = []
         for start in starts:
-            lanes = self._load(kept, start, masked)
+            lanes = self._load(kept, start, end)
             running = [lanes[0]]
             for x in lanes[1:]:
                 running.append(combine(kb, self.kind, running[-1], x))
             prefixes.append(running)
         before, totals = work_group_scan(
-            kb, self.kind, [p[-1] for p in prefixes], scratch, lid, t, self.threads, stride, group
+            kb, self.kind, [p[-1] for p in prefixes], scratch, lid, t, self.threads, stride, self.group
         )
         run = carry
         for start, running, b, total in zip(starts, prefixes, before, totals, strict=True):
             offset = combine(kb, self.kind, run, b)
             shifted = [None, *running[:-1]] if self.exclusive else running
             out = [offset if p is None else combine(kb, self.kind, offset, p) for p in shifted]
-            self._store(kept, start, out, masked, inside)
+            self._store(kept, start, out, end, inside)
             run = combine(kb, self.kind, run, total)
         return run
 
@@ -272,8 +411,8 @@ class _Scan:
         """Where along the axis the vector of the chunk at `start` (logical) begins."""
         return self.kb.sub(self.n - self.width, start) if self.reverse else start
 
-    def _load(self, kept: list[SSAValue], start: SSAValue, masked: bool) -> list[SSAValue]:
-        """The chunk's elements, in the walk's order (the identity past the line's end when `masked`)."""
+    def _load(self, kept: list[SSAValue], start: SSAValue, end: SSAValue | int | None) -> list[SSAValue]:
+        """The chunk's elements, in the walk's order (the identity from `end` on)."""
         kb, width = self.kb, self.width
 
         def element(k: int) -> SSAValue:
@@ -287,23 +426,47 @@ class _Scan:
             return lanes[::-1] if self.reverse else lanes
 
         def guarded() -> list[SSAValue]:
+            assert end is not None
             return [
-                kb.if_(kb.lt(kb.add(start, k), self.n), lambda k=k: [element(k)], lambda: [self.identity()], [self.et])[0]
+                self._branch(
+                    self._below(kb.add(start, k), end), lambda k=k: [element(k)], lambda: [self.identity()], [self.et]
+                )[0]
                 for k in range(width)
             ]
 
-        if not masked:
+        if end is None:
             return whole()
         if not self.vector:
             return guarded()
-        return kb.if_(self._fits(start), whole, guarded, [self.et] * width)
+        return self._branch(self._fits(start, end), whole, guarded, [self.et] * width)
 
-    def _fits(self, start: SSAValue) -> SSAValue:
-        """Whether the chunk at `start` ends within the line."""
-        return self.kb.lt(start, self.n - self.width + 1)
+    def _fits(self, start: SSAValue, end: SSAValue | int) -> SSAValue | bool:
+        """Whether the chunk at `start` ends by `end`."""
+        return self._below(start, self.kb.sub(end, self.width - 1))
+
+    def _below(self, a: SSAValue, b: SSAValue | int) -> SSAValue | bool:
+        """a < b, as a Python bool where both are known (one work-item a
+        line: every chunk's place is a constant)."""
+        kb = self.kb
+        known_a, known_b = kb.const_value.get(a), b if isinstance(b, int) else kb.const_value.get(b)
+        if known_a is not None and known_b is not None:
+            return known_a < known_b
+        return kb.lt(a, b)
+
+    def _branch(
+        self, cond: SSAValue | bool, then: Callable[[], list[SSAValue]],
+        else_: Callable[[], list[SSAValue]] | None = None, types: Sequence[Attribute] = (),
+    ) -> list[SSAValue]:
+        """`KernelBuilder.if_`, or the one branch a known condition takes."""
+        if cond is True:
+            return then()
+        if cond is False:
+            return else_() if else_ is not None else []
+        return self.kb.if_(cond, then, else_, types)
 
     def _store(
-        self, kept: list[SSAValue], start: SSAValue, out: list[SSAValue], masked: bool, inside: SSAValue | None
+        self, kept: list[SSAValue], start: SSAValue, out: list[SSAValue], end: SSAValue | int | None,
+        inside: SSAValue | None,
     ) -> None:
         """The chunk's results (in the walk's order) through the epilogue."""
         kb, width = self.kb, self.width
@@ -323,20 +486,22 @@ class _Scan:
             return []
 
         def guarded() -> list[SSAValue]:
+            assert end is not None
             for k in range(width):
 
                 def then(k: int = k) -> list[SSAValue]:
                     element(k)
                     return []
 
-                kb.if_(kb.lt(kb.add(start, k), self.n), then)
+                self._branch(self._below(kb.add(start, k), end), then)
             return []
 
         def either() -> list[SSAValue]:
-            return kb.if_(self._fits(start), whole, guarded)
+            assert end is not None
+            return self._branch(self._fits(start, end), whole, guarded)
 
         write: Callable[[], list[SSAValue]] = whole
-        if masked:
+        if end is not None:
             write = either if self.vector else guarded
         if inside is None:
             write()
