@@ -22,11 +22,13 @@ takes the chunks of V consecutive elements that start at j·T·V + t·V (j <
 J), so that the T work-items of a line read J runs of T·V consecutive
 elements. Each work-item scans its chunks in registers; a Hillis-Steele
 scan of the J chunk totals across the line's T work-items in local memory
-(`work_group_scan`, log2 T barriers) gives each chunk what comes before it
-in the tile; the carry from the earlier tiles is combined in, and the
-results go out through the epilogue. The last tile, when the line is no
-multiple of a tile, guards every chunk that reaches past the line's end
-and treats the elements past it as the identity.
+(`work_group_scan`, log2 T + 1 barriers) gives each chunk what comes
+before it in the tile; the carry from the earlier tiles is combined in,
+and the results go out through the epilogue. The last tile, when the line
+is no multiple of a tile, guards every chunk that reaches past the line's
+end and treats the elements past it as the identity. Where the local
+arrays do not fit the device's local memory even with J = 1, the GPU
+takes the CPU profile's kernel.
 
 - A line gets one work-item per J·V elements, up to `row_threads`: T is
   the largest power of two within ceil(n / (J·V)) and `row_threads`, and
@@ -218,8 +220,9 @@ class _Scan:
                 threads = work_group_size(-(-self.n // per_item), cap // least, profile)
             rows = work_group_size(self.lines, cap // threads, profile)
             self.group = rows * threads
-            self.scratch_size = scan_scratch_size(threads, chunks, self.group)
-            if self.scratch_size * element_bytes(self.storage) <= profile.local_mem_bytes:
+            # The tiles' scan, and the carry's in a segmented scan.
+            local = scan_scratch_size(threads, chunks, self.group) + scan_scratch_size(threads, 1, self.group)
+            if local * element_bytes(self.storage) <= profile.local_mem_bytes:
                 break
             if chunks == 1:
                 return False
