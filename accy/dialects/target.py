@@ -45,7 +45,10 @@ tuned) sizes compiles with them.
   - `reduce_chunk`: reduced elements one accumulator lane takes before a
     long reduction is split into partials (bounds float rounding drift);
   - `row_threads`: work-items of a GPU work-group that shares one row of a
-    row pipeline (softmax, layer norm, ...);
+    row pipeline (softmax, layer norm, ...), and of one holding the lines of
+    a GPU scan;
+  - `scan_vectors`: vectors (of `vector_width` elements) each work-item of
+    a GPU scan takes per tile of a line;
   - `query_rows`: query rows of a flash attention's block (CPU: of one
     work-item's register tiles; GPU: of one work-group);
   - `key_tile`: keys of a flash attention's tile (CPU: of one register
@@ -84,7 +87,8 @@ MATH_TIERS = ("exact", "fast")
 
 #: Tile and work-group sizes of the lowerings (module docstring).
 TUNING_FIELDS = (
-    "group_size", "reduce_threads", "reduce_chunk", "row_threads", "query_rows", "key_tile", "dot_rows", "dot_vectors", "dot_tile",
+    "group_size", "reduce_threads", "reduce_chunk", "row_threads", "scan_vectors", "query_rows", "key_tile", "dot_rows",
+    "dot_vectors", "dot_tile",
 )
 #: Fields no longer part of a profile, and why (a file that sets one is told).
 REMOVED_FIELDS = {
@@ -109,6 +113,7 @@ class TargetProfile:
     reduce_threads: int = 256
     reduce_chunk: int = 256
     row_threads: int = 256
+    scan_vectors: int = 4
     query_rows: int = 4
     key_tile: int = 64
     dot_rows: int = 12

@@ -29,8 +29,8 @@ class SetTargetPass(AccyPass):
     Options are the profile's fields: `format`, `math`; the device limits
     `max_work_group_size`, `local_mem_bytes`, `vector_width`, `fp16`, `fp64`;
     the tile and work-group sizes `group_size`, `reduce_threads`,
-    `reduce_chunk`, `row_threads`, `query_rows`, `key_tile`, `dot_rows`, `dot_vectors`,
-    `dot_tile`. A
+    `reduce_chunk`, `row_threads`, `scan_vectors`, `query_rows`, `key_tile`, `dot_rows`,
+    `dot_vectors`, `dot_tile`. A
     field set here is kept when a device compiles the module. Changing the
     target invalidates every analysis (they may read it)."""
 
@@ -49,6 +49,7 @@ class SetTargetPass(AccyPass):
     reduce_threads: int | None = None
     reduce_chunk: int | None = None
     row_threads: int | None = None
+    scan_vectors: int | None = None
     query_rows: int | None = None
     key_tile: int | None = None
     dot_rows: int | None = None

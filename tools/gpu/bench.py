@@ -25,6 +25,11 @@ accy needed). Run on the H200 through the device tool with
 tools/gpu/h200.sh (the conformance suite, then this), or alone:
 
     tools/gpu/nvidia_opencl.sh python3 tools/gpu/bench.py --json $OUT/gpu-bench.json
+
+`--target` sets tile sizes in every program's module target (the fields
+of accy/dialects/target.py), to compare them in one run:
+
+    ... tools/gpu/bench.py --only cumsum --target "row_threads = 512, scan_vectors = 8"
 """
 
 from __future__ import annotations
@@ -104,7 +109,16 @@ def copy_tbs(torch: Any, n: int, repeat: int) -> float:
     return 8.0 * n / seconds / 1e12
 
 
-def measure(torch: Any, accy: Any, device: Any, name: str, dims: tuple[int, ...], repeat: int) -> dict[str, Any]:
+def with_target(program: str, fields: str) -> str:
+    """`program` in a module whose `accy.target` sets `fields` (none: as it is)."""
+    if not fields:
+        return program
+    return f"builtin.module attributes {{accy.target = #accy.target<{fields}>}} {{\n{program}}}\n"
+
+
+def measure(
+    torch: Any, accy: Any, device: Any, name: str, dims: tuple[int, ...], repeat: int, target: str = ""
+) -> dict[str, Any]:
     """One workload at one size: accy's and torch's device times, the check
     of accy's result against torch's, rates (and, for exp(a)·b+c, the copy
     bandwidth); `error` when accy failed."""
@@ -113,7 +127,7 @@ def measure(torch: Any, accy: Any, device: Any, name: str, dims: tuple[int, ...]
     inputs = [rng.standard_normal(s, dtype=np.float32) for s in w.shapes(dims)]
     record: dict[str, Any] = {"workload": name, "dims": list(dims)}
     try:
-        exe = accy.compile(w.program(dims), device=device)
+        exe = accy.compile(with_target(w.program(dims), target), device=device)
         accy_s, got = time_accy(exe, inputs, repeat)
         record.update(accy_s=accy_s, kernels=exe.stats.kernels, fallbacks=exe.stats.fallbacks)
     except Exception as e:  # reported, and the run fails at the end
@@ -199,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         "--json", metavar="FILE", help="write the results as JSON to FILE, and their chart beside it (FILE.png)"
     )
     p.add_argument("--chart-only", metavar="JSON", help="measure nothing: chart a saved run's JSON beside it")
+    p.add_argument(
+        "--target", default="", metavar="FIELDS",
+        help='tile sizes for every program\'s module target, e.g. "row_threads = 512, scan_vectors = 8"',
+    )
     args = p.parse_args(argv)
     if args.chart_only:
         return chart_only(args.chart_only)
@@ -221,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in names:
         for dims in GPU_SIZES[name]:
-            rows.append(measure(torch, accy, device, name, dims, args.repeat))
+            rows.append(measure(torch, accy, device, name, dims, args.repeat, args.target))
             print(row_line(rows[-1]), flush=True)
     ratios = ratio_entries(rows, label)
     summary = chart.target_summary(ratios)

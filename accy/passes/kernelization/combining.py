@@ -9,6 +9,9 @@
 - `work_group_tree` / `work_group_total` / `work_group_combine`: the shares
   of the work-items of a work-group combined by a tree in local memory, with
   barriers (`work_group_size` picks the work-group);
+- `work_group_scan`: the prefixes of the shares of the work-items of a
+  segment of a work-group, by Hillis-Steele steps in local memory
+  (`scan_scratch_size` sizes its local array);
 - `place`: full coordinates from the reduced and the kept dims'.
 """
 
@@ -147,6 +150,78 @@ def work_group_combine(
     it needs a barrier first."""
     work_group_tree(kb, kind, share, scratch, tid, size)
     return work_group_total(kb, scratch)
+
+
+def _scan_steps(size: int) -> int:
+    return size.bit_length() - 1
+
+
+def scan_scratch_size(size: int, series: int, group: int) -> int:
+    """Elements of the local array `work_group_scan` needs for `series`
+    values per work-item over segments of `size` work-items in a work-group
+    of `group` (0 when a segment is one work-item: nothing to share)."""
+    steps = _scan_steps(size)
+    if steps == 0:
+        return 0
+    return (2 if steps % 2 else 3) * series * group
+
+
+def work_group_scan(
+    kb: KernelBuilder, kind: str, shares: Sequence[SSAValue], scratch: SSAValue | None,
+    lid: SSAValue, pos: SSAValue, size: int, stride: int, group: int,
+) -> tuple[list[SSAValue], list[SSAValue]]:
+    """Scans across a segment of a work-group: `size` work-items (a power of
+    two) at positions `pos` 0..size-1, `stride` local ids apart, each
+    holding one share of every series in `shares`. Returns, per series, the
+    shares of the positions before `pos` combined (the identity at 0) and
+    the segment's total. Every work-item of the work-group (`group` of them,
+    local id `lid`) must call it, all with the same segment shape.
+
+    Hillis-Steele: log2(size) steps, step k combining the value 2^k
+    positions back, one barrier per step. Steps write alternating regions of
+    `scratch` (`scan_scratch_size` elements) and the first write goes to a
+    region the last step does not, so a second call may follow at once: a
+    work-item still reading the last region of one call is not overwritten
+    before every work-item passed the first barrier of the next."""
+    steps = _scan_steps(size)
+    et = shares[0].type
+    if steps == 0:
+        return [kb.const(identity(kind, et), et) for _ in shares], list(shares)
+    assert scratch is not None
+    count = len(shares)
+
+    def slot(region: int, j: int, at: SSAValue) -> SSAValue:
+        return kb.add(at, (region * count + j) * group)
+
+    def store_all(region: int, values: Sequence[SSAValue]) -> None:
+        for j, v in enumerate(values):
+            kb.op(memref.StoreOp.get(v, scratch, [slot(region, j, lid)]))
+        kb.barrier()
+
+    def load(region: int, j: int, at: SSAValue) -> SSAValue:
+        return kb.val(memref.LoadOp.get(scratch, [slot(region, j, at)]))
+
+    region = 0 if steps % 2 else 2
+    values = list(shares)
+    store_all(region, values)
+    for k in range(steps):
+        back, prev, region = 1 << k, region, (k + 1) % 2
+
+        def fold(back: int = back, prev: int = prev, values: list[SSAValue] = values) -> list[SSAValue]:
+            at = kb.sub(lid, back * stride)
+            return [combine(kb, kind, load(prev, j, at), v) for j, v in enumerate(values)]
+
+        values = kb.if_(kb.lt(back - 1, pos), fold, lambda values=values: values, [et] * count)
+        store_all(region, values)
+    last = kb.add(kb.sub(lid, kb.mul(pos, stride)), (size - 1) * stride)
+    totals = [load(region, j, last) for j in range(count)]
+    before = kb.if_(
+        kb.lt(0, pos),
+        lambda: [load(region, j, kb.sub(lid, stride)) for j in range(count)],
+        lambda: [kb.const(identity(kind, et), et) for _ in range(count)],
+        [et] * count,
+    )
+    return before, totals
 
 
 def place(rank: int, axes: Sequence[int], reduced: Sequence[SSAValue], kept: Sequence[SSAValue]) -> list[SSAValue]:

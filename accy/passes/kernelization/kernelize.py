@@ -97,7 +97,7 @@ class KernelizePass(AccyPass):
     kind) and a host schedule of buffers, launches and host fallbacks."""
 
     name: ClassVar[str] = "kernelize"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
 
     strict: bool = False
 
