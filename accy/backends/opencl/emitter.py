@@ -652,8 +652,8 @@ class _KernelEmitter:
         if width != _width(op.operands[1].type) or len(mask) not in (2, 4, 8, 16) or min(mask) < 0:
             raise self.fail(op, "only shuffles of two equal vectors by a mask of known lanes are supported")
         elem = _elem(op.results[0].type)
-        bits = 32 if _is_bool(elem) else {"half": 16, "float": 32, "double": 64}.get(scalar_c_type(elem), elem.width.data)  # type: ignore[attr-defined]
-        unsigned = {8: "uchar", 16: "ushort", 32: "uint", 64: "ulong"}[bits]
+        name = "int" if _is_bool(elem) else scalar_c_type(elem)
+        unsigned = {"half": "ushort", "float": "uint", "double": "ulong"}.get(name) or ("u" + name.removeprefix("u"))
         lanes = ", ".join(map(str, mask))
         a, b = self.get(op.operands[0]), self.get(op.operands[1])
         self.define(op.results[0], f"shuffle2({a}, {b}, ({unsigned}{len(mask)})({lanes}))")

@@ -4,8 +4,10 @@
   (`sum`, `mean`, `prod`, `max`, `min`) on scalars or lane-wise on vectors,
   and its neutral element (max/min propagate NaN, as the reference does);
 - `vector_total`: the lanes of one vector combined (`vector.reduction`);
-- `vector_prefix` / `last_lane`: the inclusive scan of one vector's lanes
-  (log2 W shuffles) and its last lane in every lane (a scan's carry);
+- `vector_prefix`, `shifted_lanes`, `last_lane`, `reversed_lanes`: the
+  inclusive scan of one vector's lanes (log2 W shuffles), lanes moved up
+  (the exclusive scan), the last lane in every lane (a scan's carry), the
+  lanes reversed;
 - `work_group_tree` / `work_group_total` / `work_group_combine`: the shares
   of the work-items of a work-group combined by a tree in local memory, with
   barriers (`work_group_size` picks the work-group);
@@ -75,20 +77,24 @@ def _shuffle(kb: KernelBuilder, a: SSAValue, b: SSAValue, lanes: Sequence[int]) 
     return kb.val(vector.ShuffleOp(a, b, DenseArrayBase.from_list(i64, list(lanes)), result_type=a.type))
 
 
-def vector_prefix(kb: KernelBuilder, kind: str, v: SSAValue, shift: int = 0) -> SSAValue:
+def vector_prefix(kb: KernelBuilder, kind: str, v: SSAValue) -> SSAValue:
     """The inclusive scan of `v`'s lanes by `kind` (Hillis-Steele: lane i
-    combines lane i-k for k = 1, 2, 4, ...), its lanes first moved up by
-    `shift` (the identity shifted in: 1 gives the exclusive scan)."""
+    combines lane i-k for k = 1, 2, 4, ...)."""
+    assert isinstance(v.type, VectorType)
+    k = 1
+    while k < v.type.get_shape()[0]:
+        v = combine(kb, kind, v, shifted_lanes(kb, kind, v, k))
+        k *= 2
+    return v
+
+
+def shifted_lanes(kb: KernelBuilder, kind: str, v: SSAValue, k: int) -> SSAValue:
+    """`v`'s lanes moved up by k, the identity of `kind` shifted in (of an
+    inclusive scan, k = 1 gives the exclusive one)."""
     assert isinstance(v.type, VectorType)
     w = v.type.get_shape()[0]
     ident = kb.const(identity(kind, v.type), v.type)
-    if shift:
-        v = _shuffle(kb, v, ident, [w + i if i < shift else i - shift for i in range(w)])
-    k = 1
-    while k < w:
-        v = combine(kb, kind, v, _shuffle(kb, v, ident, [w + i if i < k else i - k for i in range(w)]))
-        k *= 2
-    return v
+    return _shuffle(kb, v, ident, [w + i if i < k else i - k for i in range(w)])
 
 
 def last_lane(kb: KernelBuilder, v: SSAValue) -> SSAValue:

@@ -8,8 +8,12 @@ after combining the element, an exclusive one before (so the first element
 is the identity). The prologue is evaluated at each element and the
 epilogue at each stored element.
 
-CPU profile: one work-item per line walks it in order, one element at a
-time. No barriers. When the scan axis is not the last dim, the lines
+CPU profile: one work-item per line walks it in order. No barriers. When
+the scan axis is the last dim, W consecutive elements (the profile's
+`vector_width`) a step: each vector scanned in registers (log2 W lane
+shuffles, Hillis-Steele) and combined with the carry, the last lane of
+which is the next carry; the elements past the last whole vector one at a
+time. When the scan axis is not the last dim, the lines
 adjacent along the last dim are adjacent in memory: a work-item then walks
 W of them (the profile's `vector_width`) at once, as `vector<WxT>` loads,
 combines and stores (a last block of fewer than W lines a line at a time),
@@ -78,8 +82,12 @@ from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.combining import (
     combine,
     identity,
+    last_lane,
     place,
+    reversed_lanes,
     scan_scratch_size,
+    shifted_lanes,
+    vector_prefix,
     work_group_scan,
     work_group_size,
 )
@@ -150,6 +158,8 @@ class _Scan:
         kb = self.kb
         width = kb.profile.vector_width
         last = self.shape[-1] if self.rank else 1
+        if width > 1 and self.rank and self.axis == self.rank - 1 and self.n >= width and vectorizable(self.others, kb):
+            return work_item_per(kb, self.lines, lambda gid: self._walk_along(kb.delinearize(gid, self.line_shape)))
         if not (
             width > 1 and self.rank >= 2 and self.axis != self.rank - 1 and last >= width
             and vectorizable(self.others, kb)
@@ -180,9 +190,10 @@ class _Scan:
 
         return work_item_per(kb, numel(outer_shape) * blocks, body)
 
-    def _walk(self, kept: list[SSAValue], width: int) -> None:
-        """The line at `kept` in order (width > 1: the W lines from `kept`
-        along the last dim, as `vector<WxT>`)."""
+    def _walk(self, kept: list[SSAValue], width: int, first: int = 0, carry: SSAValue | None = None) -> None:
+        """The line at `kept` in order from its `first` element on, after
+        `carry` (width > 1: the W lines from `kept` along the last dim, as
+        `vector<WxT>`)."""
         kb = self.kb
         t = VectorType(self.et, [width]) if width > 1 else self.et
 
@@ -193,7 +204,31 @@ class _Scan:
             self.store(kept, pos, carried[0] if self.exclusive else acc, width)
             return [acc]
 
-        kb.for_(0, self.n, 1, [kb.const(identity(self.kind, self.et), t)], step)
+        kb.for_(first, self.n, 1, [carry or kb.const(identity(self.kind, self.et), t)], step)
+
+    def _walk_along(self, kept: list[SSAValue]) -> None:
+        """The line at `kept`, its axis the last dim, W consecutive elements a
+        step: each vector scanned in registers (`vector_prefix`, log2 W
+        shuffles; lanes reversed for a reverse scan), the carry (the last
+        lane so far, in every lane) combined in; the n mod W elements left
+        at the end of the walk one at a time."""
+        kb, w = self.kb, self.kb.profile.vector_width
+        full = self.n - self.n % w
+
+        def step(k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            start = kb.sub(self.n - w, k) if self.reverse else k  # the vector's first element in memory
+            x = Expr(kb, self.others, w).at(self.scan.x, self.coords(kept, start))
+            x = reversed_lanes(kb, x) if self.reverse else x
+            prefix = vector_prefix(kb, self.kind, x)
+            inclusive = combine(kb, self.kind, carried[0], prefix)
+            out = combine(kb, self.kind, carried[0], shifted_lanes(kb, self.kind, prefix, 1)) if self.exclusive else inclusive
+            self.store(kept, start, reversed_lanes(kb, out) if self.reverse else out, w)
+            return [last_lane(kb, inclusive)]
+
+        init = kb.const(identity(self.kind, self.et), VectorType(self.et, [w]))
+        carry = kb.for_(0, full, w, [init], step)[0]
+        if full < self.n:
+            self._walk(kept, 1, full, kb.val(vector.ExtractOp(carry, [0], self.et)))
 
     # -- GPU: lines in tiles, a work-group scan per tile --------------------------------
 

@@ -8,14 +8,26 @@ func.func @main(%x: tensor<5x37xf32>) -> tensor<5x37xf32> {
   func.return %s : tensor<5x37xf32>
 }
 
-// CPU profile: one work-item per line walks it from the end, storing the
-// running sum before adding the element.
+// CPU profile: one work-item per line walks it from the end, 16 elements a
+// step: the vector's lanes reversed, scanned in registers (4 shuffles and
+// adds), shifted by one (exclusive) and added to the carry, reversed back
+// and stored; the carry is the last lane. The first 5 elements (the walk's
+// last) one at a time, storing the running sum before adding the element.
 // CHECK:      "gpu.launch_func"({{.*}}@kernels::@main_k0_scan
+// CHECK:      scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>)
+// CHECK:        %[[X:.*]] = vector.load
+// CHECK:        %[[N:.*]] = arith.negf %[[X]] : vector<16xf32>
+// CHECK:        vector.shuffle %[[N]], %[[N]] [15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]
+// CHECK-COUNT-4: vector.shuffle
+// CHECK:        vector.shuffle {{.*}} [16, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+// CHECK:        vector.store
+// CHECK:        vector.shuffle {{.*}} [15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15]
+// CHECK:      vector.extract
 // CHECK:      scf.for {{.*}} iter_args({{.*}}) -> (f32)
-// CHECK:      arith.subi
-// CHECK:      arith.negf
-// CHECK:      arith.addf
-// CHECK:      memref.store
+// CHECK:        arith.subi
+// CHECK:        arith.negf
+// CHECK:        arith.addf
+// CHECK:        memref.store
 // CHECK:      accy.kind = "scan"
 
 // GPU profile: 2 work-items per line (one per 16 elements, a power of two),
