@@ -1177,6 +1177,23 @@ class IterateOp(IRDLOperation):
 KERNEL_GLOBAL_SIZE_ATTR = "accy.global_size"
 
 
+#: Words OpenCL C (and C) reserve, which no kernel may be called.
+RESERVED_KERNEL_NAMES = frozenset(
+    "kernel global local constant private read_only write_only read_write auto break case char const continue "
+    "default do double else enum extern float for goto if inline int long register restrict return short signed "
+    "sizeof static struct switch typedef union unsigned void volatile while bool half uchar ushort uint ulong "
+    "size_t main".split()
+)
+
+
+def kernel_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a kernel (every backend prints it as a C
+    function name), or None when it can."""
+    if not name.isidentifier() or not name.isascii() or name in RESERVED_KERNEL_NAMES or name.startswith("__"):
+        return f"kernel name {name!r} is not usable: give an ASCII identifier that is no OpenCL C keyword"
+    return None
+
+
 class _KernelCallSymbolUser(SymbolUserOpInterface):
     def verify(self, op: Operation) -> None:
         # KernelCallOp.verify_ resolves the callee, after its other checks.
@@ -1261,6 +1278,9 @@ class KernelCallOp(IRDLOperation):
             )
         if not isinstance(callee, gpu.FuncOp):
             raise VerifyException(f"'{self.name}' callee {self.callee} is a '{callee.name}', not a gpu.func")
+        problem = kernel_name_problem(callee.sym_name.data)
+        if problem is not None:
+            raise VerifyException(f"'{self.name}' callee {self.callee}: {problem}")
         want = len(self.inputs) + len(self.outs)
         have = len(callee.function_type.inputs.data)
         if have != want:

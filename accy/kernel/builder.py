@@ -40,14 +40,17 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.printer import Printer
 
 from accy.dialects import accy
+from accy.dialects.accy import kernel_name_problem
 from accy.dialects.host import buffer_element_type
 from accy.dialects.target import CPU_PROFILE
+from accy.passes.kernelization.combining import vector_total
 from accy.passes.kernelization.kernel_builder import Access, KernelBuilder
 from accy.passes.kernelization.scalar_semantics import apply_scalar, cast
 from accy.reference.constants import element_type_for_dtype, numpy_dtype
 
 if TYPE_CHECKING:
     from accy.kernel.compiled import CompiledKernel
+    from accy.runtime.device import Device
 
 
 class KernelError(ValueError):
@@ -161,14 +164,6 @@ class Buffer:
 
 _DIMS = "xyz"
 
-#: Words OpenCL C (and C) reserve, which no kernel may be called.
-RESERVED_NAMES = frozenset(
-    "kernel global local constant private read_only write_only read_write auto break case char const continue "
-    "default do double else enum extern float for goto if inline int long register restrict return short signed "
-    "sizeof static struct switch typedef union unsigned void volatile while bool half uchar ushort uint ulong "
-    "size_t main".split()
-)
-
 
 def _dim(dim: int) -> str:
     if dim not in (0, 1, 2):
@@ -189,13 +184,15 @@ def _user_frame() -> str | None:
 
 
 class Kernel:
-    """A kernel under construction for `device` (a `DeviceId` or a device
-    name); `name` is its function's name (a C identifier)."""
+    """A kernel under construction for `device` (a `DeviceId`, a device
+    name, or a `Device` object such as `LLVMDevice(poison=True)`); `name` is
+    its function's name (an identifier, no OpenCL C keyword)."""
 
-    def __init__(self, device: DeviceId | str = DeviceId.AUTO, name: str = "custom_kernel") -> None:
-        if not name.isidentifier() or not name.isascii() or name in RESERVED_NAMES or name.startswith("__"):
-            raise KernelError(f"kernel name {name!r} is not usable: give an ASCII identifier that is no OpenCL C keyword")
-        self.device = device.value if isinstance(device, DeviceId) else str(device)
+    def __init__(self, device: DeviceId | str | Device = DeviceId.AUTO, name: str = "custom_kernel") -> None:
+        problem = kernel_name_problem(name)
+        if problem is not None:
+            raise KernelError(problem)
+        self.device: str | Device = device.value if isinstance(device, DeviceId) else device
         self.name = name
         self.kb = KernelBuilder.standalone(name, "custom", CPU_PROFILE)
         self.buffers: list[Buffer] = []
@@ -343,15 +340,17 @@ class Kernel:
         return self._op(vector.ExtractOp(v, [lane], v.type.element_type))
 
     def reduce(self, x: Value, kind: str) -> Value:
-        """The lanes of vector `x` combined: kind "add", "mul", "max" or "min"."""
+        """The lanes of vector `x` combined: kind "add", "mul", "max" or "min"
+        (max and min for floats, NaN-propagating)."""
         v = self._ssa(x)
         if not isinstance(v.type, VectorType):
             raise KernelError(f"reduce: expects a vector, got {v.type}")
-        fl = accy.is_float(v.type.element_type)
-        names = {"add": "add", "mul": "mul", "max": "maximumf" if fl else "maxsi", "min": "minimumf" if fl else "minsi"}
-        if kind not in names:
-            raise KernelError(f"reduce: kind must be one of {', '.join(names)}, got {kind!r}")
-        return self._op(vector.ReductionOp(v, vector.CombiningKindAttr([vector.CombiningKindFlag(names[kind])])))
+        kinds = {"add": "sum", "mul": "prod", "max": "max", "min": "min"}
+        if kind not in kinds:
+            raise KernelError(f"reduce: kind must be one of {', '.join(kinds)}, got {kind!r}")
+        if kind in ("max", "min") and not accy.is_float(v.type.element_type):
+            raise KernelError(f"reduce: {kind} takes float vectors, got {v.type}")
+        return self._wrap(vector_total(self.kb, kinds[kind], v))
 
     # -- memory --------------------------------------------------------------
 

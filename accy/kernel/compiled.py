@@ -56,10 +56,6 @@ def _verified(k: Kernel) -> tuple[gpu.FuncOp, list[Buffer], list[Buffer]]:
     f = _ordered(f, [b.index for b in (*inputs, *outputs)])
     region_dce(f.body)
     try:
-        f.verify()
-    except VerifyException as e:
-        raise KernelError(f"kernel @{k.name} does not verify: {e}") from None
-    try:
         check_dominance(f, "as built")
     except InvalidKernelError as e:
         text = str(e).removeprefix("internal error: ")
@@ -67,6 +63,10 @@ def _verified(k: Kernel) -> tuple[gpu.FuncOp, list[Buffer], list[Buffer]]:
             f"{text.splitlines()[0]}\n(a value made inside a `with k.loop(...)` or `with k.if_(...)` block was used "
             "after it; keep it in a PRIVATE buffer instead)"
         ) from None
+    try:
+        f.verify()
+    except VerifyException as e:
+        raise KernelError(f"kernel @{k.name} does not verify: {e}") from None
     read_only = {f.body.block.args[i] for i in range(len(inputs))}
     for op in f.walk():
         if isinstance(op, memref.StoreOp | vector.StoreOp) and op.operands[1] in read_only:
@@ -124,7 +124,8 @@ def compile_kernel(k: Kernel) -> CompiledKernel:
     try:
         exe = compile_module(module, device=k.device)
     except (ValueError, RuntimeError) as e:
-        raise KernelError(f"kernel @{k.name} cannot be built for device '{k.device}': {e}") from None
+        device = k.device if isinstance(k.device, str) else k.device.name
+        raise KernelError(f"kernel @{k.name} cannot be built for device '{device}': {e}") from None
     return CompiledKernel(k.name, f, inputs, outputs, exe)
 
 

@@ -123,10 +123,15 @@ class KernelDevice(Device):
         self.profile_for(module).attach(module)
         identity = self.cache_identity()
         key = None
+        from accy.passes.kernelization.bounds import bounds_requested_by_env
+
+        # ACCY_DEBUG and ACCY_VERIFY_BOUNDS prove every kernel in bounds;
+        # what the compile cache keeps of a run that did is kept apart.
+        verify = debug_level() >= 1 or bounds_requested_by_env()
         if identity is not None and debug_level() < 3:
             from accy.runtime.compile_cache import compile_key
 
-            key = compile_key(f"{type(self).__name__}:{identity}", module, fn, strict)
+            key = compile_key(f"{type(self).__name__}:{identity}{':bounds' if verify else ''}", module, fn, strict)
             payload = self.compiled.get(key)
             program = self.thaw(payload) if payload is not None else None
             if program is not None:
@@ -136,7 +141,7 @@ class KernelDevice(Device):
         from accy.passes.kernelization.kernelize import KernelizePass
         from accy.passes.pass_manager import PassManager
 
-        pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
+        pm = PassManager([KernelizePass(strict=strict, verify_bounds=verify)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
         pm.run(module)
         program = self.load(module, fn)
         if key is not None:
