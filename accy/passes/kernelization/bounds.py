@@ -44,7 +44,7 @@ from xdsl.dialects import arith, gpu, memref, scf, vector
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefType, ModuleOp, SymbolRefAttr, VectorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
-from accy.dialects.accy import KERNEL_GLOBAL_SIZE_ATTR
+from accy.dialects.accy import KERNEL_GLOBAL_SIZE_ATTR, KernelCallOp
 
 #: Setting this environment variable (to anything but "" or "0") makes the
 #: kernelize pass verify every kernel it produces (the test suite sets it).
@@ -268,11 +268,9 @@ class _Ranges:
             same = _delinearized(a_v, b_v) or _delinearized(b_v, a_v)
             if same is not None:
                 return self.of(same, env)
-            r = _clamp(a.shift(b), t)
-            return Interval(r.lo, min(r.hi, self.symbolic_hi(op.results[0], env))) if self.upper else r
+            return self._symbolic(op.results[0], _clamp(a.shift(b), t), env)
         if isinstance(op, arith.SubiOp):
-            r = _clamp(Interval(a.lo - b.hi, a.hi - b.lo), t)
-            return Interval(r.lo, min(r.hi, self.symbolic_hi(op.results[0], env))) if self.upper else r
+            return self._symbolic(op.results[0], _clamp(Interval(a.lo - b.hi, a.hi - b.lo), t), env)
         if isinstance(op, arith.MuliOp):
             return _clamp(_corners(a, b, _mul), t)
         if isinstance(op, arith.DivSIOp | arith.DivUIOp | arith.FloorDivSIOp):
@@ -388,6 +386,41 @@ class _Ranges:
             self.refine(op.operands[0], r, into, depth + 1)
 
     # -- loop variables below a bound that depends on other values ---------
+
+    def _symbolic(self, v: SSAValue, r: Interval, env: _Env) -> Interval:
+        """`r` (the interval of a sum) tightened by `symbolic_lo` / `symbolic_hi`."""
+        hi = min(r.hi, self.symbolic_hi(v, env)) if self.upper else r.hi
+        return Interval(max(r.lo, self.symbolic_lo(v, env)), hi)
+
+    def symbolic_lo(self, v: SSAValue, env: _Env) -> float:
+        """A lower bound of `v` found by replacing a `min(a, b)` in its linear
+        form (with a positive coefficient) by a and by b in turn, so that
+        `min(x + 4096, n) - x` is at least min(4096, n - x.hi)."""
+        form = _linear(v)
+        if form is None:
+            return -INF
+        coefs, const = form
+        for atom, c in coefs.items():
+            choices = _min_operands(atom)
+            if c <= 0 or len(choices) < 2:
+                continue
+            lows = []
+            for choice in choices[1:]:
+                sub = _linear(choice)
+                if sub is None:
+                    return -INF
+                terms = dict(coefs)
+                del terms[atom]
+                for a, k in sub[0].items():
+                    terms[a] = terms.get(a, 0) + c * k
+                lo = const + c * sub[1]
+                for a, k in terms.items():
+                    if k:
+                        r = self.of(a, env)
+                        lo += k * (r.lo if k > 0 else r.hi)
+                lows.append(lo)
+            return min(lows)
+        return -INF
 
     def symbolic_hi(self, v: SSAValue, env: _Env) -> float:
         """An upper bound of `v` found by replacing each loop variable in its
@@ -721,8 +754,8 @@ def launch_of(global_size: list[int], local_size: list[int]) -> LaunchSizes:
 
 def module_launches(module: ModuleOp) -> Iterator[tuple[gpu.FuncOp, LaunchSizes | None]]:
     """Every kernel of `module` with each launch it gets: from the host
-    schedule's `gpu.launch_func`s (constant sizes), else the sizes it states;
-    None for a kernel without either."""
+    schedule's `gpu.launch_func`s (constant sizes) and the `accy.kernel_call`s
+    of it, else the sizes it states; None for a kernel without any."""
     kernels: dict[str, gpu.FuncOp] = {}
     for op in module.walk():
         if isinstance(op, gpu.FuncOp):
@@ -735,6 +768,13 @@ def module_launches(module: ModuleOp) -> Iterator[tuple[gpu.FuncOp, LaunchSizes 
             sizes = [_constant(v) for v in (op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ)]
             if name in seen and all(s is not None for s in sizes):
                 seen[name].add(LaunchSizes(tuple(sizes[:3]), tuple(sizes[3:])))  # type: ignore[arg-type]
+        if isinstance(op, KernelCallOp):
+            callee = kernels.get(op.callee.nested_references.data[-1].data if op.callee.nested_references.data else "")
+            if callee is not None:
+                try:
+                    seen[callee.sym_name.data].add(launch_of(*op.launch_sizes(callee)))
+                except ValueError:
+                    pass  # no launch size: reported below unless another call or the kernel states one
     for name, func in kernels.items():
         launches = seen[name] or ({stated_launch(func)} if stated_launch(func) is not None else set())
         if not launches:
