@@ -16,11 +16,13 @@ from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
+from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp
 
 from accy.debug import debug, debug_level
 from accy.dialects.target import TargetProfile
 from accy.runtime.disk_cache import DiskCache
+from accy.runtime.kernel_sources import dumping_or_overriding
 
 
 @dataclass
@@ -119,7 +121,11 @@ class KernelDevice(Device):
     def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
         """Attaches the profile, then takes the program from the compile
         cache, or kernelizes and loads it (and keeps it there). At
-        `ACCY_DEBUG=3`, which prints the IR after kernelize, it always kernelizes."""
+        `ACCY_DEBUG=3`, which prints the IR after kernelize, and while
+        `ACCY_DUMP_DIR` or `ACCY_OVERRIDE_DIR` is set (kernel_sources.py), it
+        always kernelizes. `ACCY_DEBUG=2` prints the kernel IR; any
+        `ACCY_DEBUG` level (or `ACCY_VERIFY_BOUNDS`) proves every kernel in
+        bounds (kernelize's `verify_bounds`)."""
         self.profile_for(module).attach(module)
         identity = self.cache_identity()
         key = None
@@ -128,7 +134,7 @@ class KernelDevice(Device):
         # ACCY_DEBUG and ACCY_VERIFY_BOUNDS prove every kernel in bounds;
         # what the compile cache keeps of a run that did is kept apart.
         verify = debug_level() >= 1 or bounds_requested_by_env()
-        if identity is not None and debug_level() < 3:
+        if identity is not None and debug_level() < 3 and not dumping_or_overriding():
             from accy.runtime.compile_cache import compile_key
 
             key = compile_key(f"{type(self).__name__}:{identity}{':bounds' if verify else ''}", module, fn, strict)
@@ -143,6 +149,8 @@ class KernelDevice(Device):
 
         pm = PassManager([KernelizePass(strict=strict, verify_bounds=verify)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
         pm.run(module)
+        if debug_level() >= 2:
+            debug(2, "\n".join(str(op) for op in module.ops if isinstance(op, gpu.ModuleOp)))
         program = self.load(module, fn)
         if key is not None:
             payload = self.freeze(program)

@@ -616,3 +616,39 @@ def test_accy_run_check_on_a_kernel_call(tmp_path: Path) -> None:
         [sys.executable, "-m", "accy.cli.run", str(path), "--device", "llvm", "--check"], capture_output=True, text=True, timeout=300
     )
     assert run.returncode == 0, run.stderr
+
+
+# --------------------------------------------------------------------------
+# Debugging: ACCY_DEBUG, ACCY_DUMP_DIR, ACCY_OVERRIDE_DIR
+# --------------------------------------------------------------------------
+
+SQUARE_OR_DOUBLE = EXAMPLE.replace("DeviceId.AUTO", "{device!r}").replace("assert result.tolist() == [2.0, 4.0, 6.0, 8.0]\n", "print(result.tolist())\n")
+
+
+def _run_example(device: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    import os
+
+    full = {**os.environ, "ACCY_CACHE_DIR": str(tmp_path / "cache"), **env}
+    return subprocess.run(
+        [sys.executable, "-c", SQUARE_OR_DOUBLE.format(device=device)], capture_output=True, text=True, timeout=300, env=full
+    )
+
+
+@pytest.mark.parametrize("name,ext,edit", [("llvm", "ll", ("fadd float", "fmul float")), ("opencl", "cl", ("v1 + v1", "v1 * v1"))])
+def test_dump_edit_and_override_a_kernel_source(tmp_path: Path, name: str, ext: str, edit: tuple[str, str]) -> None:
+    if name == "opencl":
+        _device("opencl")  # skips without OpenCL
+    dump, override = tmp_path / "dump", tmp_path / "override"
+    run = _run_example(name, {"ACCY_DEBUG": "2", "ACCY_DUMP_DIR": str(dump)}, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "[2.0, 4.0, 6.0, 8.0]" in run.stdout
+    # ACCY_DEBUG=2: the kernel IR, the generated source and each launch.
+    assert '"gpu.func"' in run.stderr and "custom_kernel" in run.stderr and "accy: launch @custom_kernel" in run.stderr
+    (dumped,) = dump.glob(f"*.{ext}")
+    assert edit[0] in dumped.read_text()
+    override.mkdir()
+    (override / dumped.name).write_text(dumped.read_text().replace(*edit))
+    run = _run_example(name, {"ACCY_OVERRIDE_DIR": str(override)}, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "[1.0, 4.0, 9.0, 16.0]" in run.stdout  # x * x now
+    assert "AccyOverrideWarning" in run.stderr and dumped.name in run.stderr
