@@ -206,6 +206,7 @@ class _Ranges:
         self.launch = launch
         #: Ranges of block arguments and region results, set as the walk reaches them.
         self.facts: dict[SSAValue, Interval] = {}
+        self._multiples: dict[SSAValue, int] = {}
         #: Loop variable -> its loop, whose bounds `symbolic_hi` reads.
         self.upper: dict[SSAValue, scf.ForOp] = {}
 
@@ -286,6 +287,8 @@ class _Ranges:
         if isinstance(op, arith.RemSIOp | arith.RemUIOp):
             if b.lo <= 0:
                 return type_range(t)
+            if b.lo == b.hi and self.multiple(a_v) % b.lo == 0:
+                return Interval(0, 0)  # a multiple of b
             if a.lo >= 0:
                 return Interval(0, min(a.hi, b.hi - 1)) if a.hi >= b.lo else a
             if isinstance(op, arith.RemUIOp):
@@ -355,6 +358,11 @@ class _Ranges:
         """Records that `v` lies within `bound` on the path `into`, and what
         that says of the values `v` was computed from."""
         r = self.of(v, into) & bound
+        m = self.multiple(v)
+        if m > 1 and not r.empty:
+            # v is a multiple of m: its ends are too (`col < 48` with col a
+            # multiple of 16 is col <= 32).
+            r = Interval(r.lo if math.isinf(r.lo) else -((-r.lo) // m) * m, r.hi if math.isinf(r.hi) else (r.hi // m) * m)
         into.refined[v] = r
         into.memo.clear()
         op = v.owner
@@ -385,10 +393,43 @@ class _Ranges:
         elif isinstance(op, arith.IndexCastOp | arith.ExtSIOp):
             self.refine(op.operands[0], r, into, depth + 1)
 
+    def multiple(self, v: SSAValue, depth: int = 0) -> int:
+        """A number `v` is always a multiple of (1 when nothing is known; 0
+        for the constant 0): from constants, sums, products, and loop
+        variables whose start and step are multiples."""
+        hit = self._multiples.get(v)
+        if hit is not None:
+            return hit
+        m = 1
+        op = v.owner
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+            m = abs(op.value.value.data)
+        elif depth < 12 and isinstance(op, arith.AddiOp | arith.SubiOp):
+            m = math.gcd(self.multiple(op.operands[0], depth + 1), self.multiple(op.operands[1], depth + 1))
+        elif depth < 12 and isinstance(op, arith.MuliOp):
+            m = self.multiple(op.operands[0], depth + 1) * self.multiple(op.operands[1], depth + 1)
+        elif depth < 12 and isinstance(op, arith.IndexCastOp):
+            m = self.multiple(op.operands[0], depth + 1)
+        elif isinstance(v, BlockArgument) and isinstance(v.block.parent_op(), scf.ForOp) and v.index == 0:
+            loop = v.block.parent_op()
+            assert isinstance(loop, scf.ForOp)
+            m = math.gcd(self.multiple(loop.lb, depth + 1), self.multiple(loop.step, depth + 1))
+        self._multiples[v] = m
+        return m
+
     # -- loop variables below a bound that depends on other values ---------
 
     def _symbolic(self, v: SSAValue, r: Interval, env: _Env) -> Interval:
-        """`r` (the interval of a sum) tightened by `symbolic_lo` / `symbolic_hi`."""
+        """`r` (the interval of a sum) tightened by the interval of its
+        linear form (where terms cancel) and `symbolic_lo` / `symbolic_hi`."""
+        form = _linear(v)
+        if form is not None and v not in form[0]:
+            lo = hi = float(form[1])
+            for a, k in form[0].items():
+                ra = self.of(a, env)
+                lo += k * (ra.lo if k > 0 else ra.hi) if not math.isinf(ra.lo if k > 0 else ra.hi) else -INF
+                hi += k * (ra.hi if k > 0 else ra.lo) if not math.isinf(ra.hi if k > 0 else ra.lo) else INF
+            r = r & Interval(lo, hi)
         hi = min(r.hi, self.symbolic_hi(v, env)) if self.upper else r.hi
         return Interval(max(r.lo, self.symbolic_lo(v, env)), hi)
 
@@ -513,8 +554,29 @@ def _linear(
         terms = dict(a[0])
         for x, n in b[0].items():
             terms[x] = terms.get(x, 0) + s * n
-        return terms, a[1] + s * b[1]
+        return _merge_div_rem(terms), a[1] + s * b[1]
     return {v: 1}, 0
+
+
+def _merge_div_rem(terms: dict[SSAValue, int]) -> dict[SSAValue, int]:
+    """`terms` with each c * n * (x / n) + c * (x % n) replaced by c * x (n a
+    positive constant; true of truncating division at any sign)."""
+    for r, c in list(terms.items()):
+        op = r.owner
+        if not c or not isinstance(op, arith.RemSIOp) or r not in terms:
+            continue
+        x, n = op.operands
+        nv = n.owner
+        if not isinstance(nv, arith.ConstantOp) or not isinstance(nv.value, IntegerAttr) or nv.value.value.data <= 0:
+            continue
+        for d, k in list(terms.items()):
+            dop = d.owner
+            if isinstance(dop, arith.DivSIOp) and dop.operands[0] is x and _same_constant(dop.operands[1], n) and k == c * nv.value.value.data:
+                del terms[d]
+                del terms[r]
+                terms[x] = terms.get(x, 0) + c
+                break
+    return {x: k for x, k in terms.items() if k}
 
 
 def _min_operands(v: SSAValue) -> list[SSAValue]:
