@@ -252,8 +252,6 @@ def test_if_else_and_a_padded_launch(device: Device) -> None:
 
 
 def test_local_memory_and_barriers_reverse_each_work_group(device: Device) -> None:
-    if device.name == "llvm":
-        pytest.skip("the LLVM device runs a work-group's work-items one after the other: no barriers")
     n, b = 48, 16
     k = Kernel(device, name="reverse_groups")
     inp = k.define(np.float32, MemScope.GLOBAL, read_only=True, size=n)
@@ -266,6 +264,38 @@ def test_local_memory_and_barriers_reverse_each_work_group(device: Device) -> No
     x = rng().standard_normal(n).astype(np.float32)
     (got,) = k.compile().forward([x], [(n,)])
     np.testing.assert_array_equal(got, x.reshape(-1, b)[:, ::-1].reshape(-1))
+
+
+def test_work_group_tree_reduction_normalises_each_group(device: Device) -> None:
+    """Each work-group of 16 sums its elements in local memory (a tree of
+    barriers), then every work-item divides its own element, which it
+    loaded before the barriers, by the group's sum."""
+    groups, b = 7, 16
+    n = groups * b
+    k = Kernel(device, name="normalise_groups")
+    x = k.define(np.float32, MemScope.GLOBAL, read_only=True, size=n)
+    out = k.define(np.float32, MemScope.GLOBAL, size=n)
+    sums = k.define(np.float32, MemScope.GLOBAL, size=groups)
+    tile = k.define(np.float32, MemScope.LOCAL, size=b)
+    g, t = k.group_index(0, groups), k.local_index(0, b)
+    mine = k.load(x, g * b + t)
+    k.store(tile, mine, t)
+    k.barrier()
+    s = b // 2
+    while s:
+        with k.if_(k.lt(t, s)):
+            k.store(tile, k.load(tile, t) + k.load(tile, t + s), t)
+        k.barrier()
+        s //= 2
+    total = k.load(tile, 0)
+    k.store(out, mine / total, g * b + t)
+    with k.if_(k.eq(t, 0)):
+        k.store(sums, total, g)
+    a = rng().uniform(0.5, 1.5, n).astype(np.float32)
+    got, got_sums = k.compile().forward([a], [(groups, b), (groups,)])
+    want = a.reshape(groups, b).sum(axis=1)
+    np.testing.assert_allclose(got_sums, want, rtol=1e-5)
+    np.testing.assert_allclose(got, a.reshape(groups, b) / want[:, None], rtol=1e-5)
 
 
 def tiled_matmul(device: Device | str, m: int, n: int, kk: int, t: int = 4) -> Kernel:
@@ -294,17 +324,24 @@ def tiled_matmul(device: Device | str, m: int, n: int, kk: int, t: int = 4) -> K
 
 def test_tiled_matmul_with_local_memory(device: Device) -> None:
     m, n, kk = 12, 8, 16
-    if getattr(device, "name", "") == "llvm":
-        pytest.skip("2-D launches and barriers: the LLVM kernel ABI runs x-dimension launches of independent work-items")
     a = rng().standard_normal((m, kk)).astype(np.float32)
     b = rng().standard_normal((kk, n)).astype(np.float32)
     (got,) = tiled_matmul(device, m, n, kk).compile().forward([a, b], [(m, n)])
     np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)
 
 
-def test_barriers_on_the_llvm_device_are_refused_clearly() -> None:
-    with pytest.raises(KernelError, match="cannot be built for device 'llvm'"):
-        tiled_matmul("llvm", 8, 8, 8).compile()
+def test_a_barrier_in_a_loop_whose_bounds_differ_per_work_item_is_refused_on_llvm() -> None:
+    # On the LLVM device a work-group runs as loops between its barriers
+    # (work_groups.py): a barrier loop must run alike in every work-item.
+    k = Kernel("llvm")
+    x = k.define(np.float32, MemScope.GLOBAL, read_only=True, size=8)
+    out = k.define(np.float32, MemScope.GLOBAL, size=8)
+    t = k.local_index(0, 8)
+    with k.loop(0, t):
+        k.barrier()
+    k.store(out, k.load(x, t), t)
+    with pytest.raises(KernelError, match="must be the same for every work-item"):
+        k.compile()
 
 
 def test_vector_loads_and_stores(device: Device) -> None:

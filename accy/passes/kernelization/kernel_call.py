@@ -9,6 +9,11 @@ inputs then its outputs, with the call's launch sizes (`global_size`,
 always (a custom kernel gets the verifier that `Kernel.compile()` runs);
 one that is not is an error (`OutOfBoundsError`), not a host fallback.
 
+Under the LLVM IR format (the LLVM device runs x-dimension launches of
+independent work-items), a kernel with barriers or work-group memory, or a
+2-D or 3-D launch, is launched in its work-group-per-work-item form
+(work_groups.py), made once and kept beside it.
+
 It declines (the call then runs on the host reference path, which
 interprets the kernel IR) where a buffer is not the whole value: an input
 that is a strided view or a splat constant.
@@ -17,7 +22,7 @@ that is a strided view or a splat constant.
 from __future__ import annotations
 
 from xdsl.dialects import gpu
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 from xdsl.traits import SymbolTable
 
 from accy.dialects import accy
@@ -26,8 +31,9 @@ from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, is_row_major
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
-from accy.passes.kernelization.bounds import launch_of, verify_bounds
+from accy.passes.kernelization.bounds import LaunchSizes, launch_of, verify_bounds
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
+from accy.passes.kernelization.work_groups import KernelShapeError, needs_serializing, serialize_work_groups
 
 
 class KernelCallError(ValueError):
@@ -59,4 +65,48 @@ def lower_kernel_call(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetP
         if buffer_element_type(accy.elem_of(v)) != t.element_type or buf.nbytes < element_bytes(t.element_type) * t.get_shape()[0]:
             raise Decline(f"{what} of the call of {call.callee} does not fit the kernel's buffer {t}")
         buffers.append(buf)
+    if profile.format == "llvm-ir" and needs_serializing(callee, launch):
+        # The LLVM device runs x-dimension launches of independent
+        # work-items: run each work-group as one (work_groups.py).
+        callee = _serialized(callee, launch)
+        launch = LaunchSizes((launch.grid[0] * launch.grid[1] * launch.grid[2], 1, 1), (1, 1, 1))
     return LoweredKernel(callee, launch.grid, launch.block, buffers, list(values), existing=True)
+
+
+def _serialized(callee: gpu.FuncOp, launch: LaunchSizes) -> gpu.FuncOp:
+    """The work-group-per-work-item form of `callee` under `launch`, made
+    once and kept beside it in its gpu.module (named after it and the launch)."""
+    g, b = launch.grid, launch.block
+    name = f"{callee.sym_name.data}_groups_{'x'.join(map(str, g))}_{'x'.join(map(str, b))}"
+    holder = callee.parent_block()
+    assert holder is not None
+    for op in holder.ops:
+        if isinstance(op, gpu.FuncOp) and op.sym_name.data == name:
+            return op
+    try:
+        serial = serialize_work_groups(callee, launch, name)
+    except KernelShapeError as e:
+        raise KernelCallError(str(e)) from None
+    holder.insert_op_after(serial, callee)
+    callee.attributes[SERIALIZED_ATTR] = StringAttr(name)
+    return serial
+
+
+#: On a custom kernel launched in its work-group-per-work-item form: that
+#: form's name. `drop_serialized` removes such kernels when nothing launches them.
+SERIALIZED_ATTR = "accy.serialized_as"
+
+
+def drop_serialized(module: ModuleOp) -> None:
+    """Erases the custom kernels replaced by their work-group-per-work-item
+    form that no `gpu.launch_func` of `module` launches (a backend that
+    needs the replacement cannot print them)."""
+    launched = set()
+    for op in module.walk():
+        if isinstance(op, gpu.LaunchFuncOp):
+            ref = op.kernel
+            launched.add((ref.nested_references.data[-1] if ref.nested_references.data else ref.root_reference).data)
+    for op in list(module.walk()):
+        if isinstance(op, gpu.FuncOp) and SERIALIZED_ATTR in op.attributes and op.sym_name.data not in launched:
+            op.detach()
+            op.erase()

@@ -68,7 +68,7 @@ from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
 from accy.passes.kernelization.flash_attention import lower_flash_attention
 from accy.passes.kernelization.kernel_builder import buffer_type
-from accy.passes.kernelization.kernel_call import lower_kernel_call
+from accy.passes.kernelization.kernel_call import drop_serialized, lower_kernel_call
 from accy.passes.kernelization.kernel_checks import check_dominance, simplify_kernel
 from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 from accy.passes.kernelization.reduction import lower_reduction
@@ -122,6 +122,7 @@ class KernelizePass(AccyPass):
                 host = _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict, ctx)
                 host.verify_bounds = self.verify_bounds or bounds_requested_by_env()
                 host.build()
+        drop_serialized(module)
         module.attributes["gpu.container_module"] = UnitAttr()
         return PreservedAnalyses.none()
 
