@@ -507,7 +507,8 @@ class Kernel:
         data = ops[1:] if op is accy.SelectOp else ops
         types = {_element(v.type) for v in data}
         if len(types) > 1 or len({v.type for v in data}) > 1:
-            raise KernelError(f"{what}: operands have different types ({', '.join(str(v.type) for v in data)})")
+            hint = " (convert integers to an index with index(), or an index with cast())" if IndexType() in types else ""
+            raise KernelError(f"{what}: operands have different types ({', '.join(str(v.type) for v in data)}){hint}")
         if op is accy.SelectOp and _element(ops[0].type) != IntegerType(1):
             raise KernelError(f"{what}: the condition must be bool (i1), got {ops[0].type}")
         (et,) = types
