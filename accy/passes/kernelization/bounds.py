@@ -182,6 +182,16 @@ class _Env:
     parent: _Env | None = None
     refined: dict[SSAValue, Interval] = field(default_factory=dict)
     memo: dict[SSAValue, Interval] = field(default_factory=dict)
+    #: A guard no value satisfies: the path never runs.
+    dead: bool = False
+
+    def unreachable(self) -> bool:
+        env: _Env | None = self
+        while env is not None:
+            if env.dead:
+                return True
+            env = env.parent
+        return False
 
     def lookup(self, v: SSAValue) -> Interval | None:
         env: _Env | None = self
@@ -365,6 +375,8 @@ class _Ranges:
             r = Interval(r.lo if math.isinf(r.lo) else -((-r.lo) // m) * m, r.hi if math.isinf(r.hi) else (r.hi // m) * m)
         into.refined[v] = r
         into.memo.clear()
+        if r.empty:
+            into.dead = True
         op = v.owner
         if depth > 4 or not isinstance(op, Operation) or r.empty:
             return
@@ -688,7 +700,7 @@ def check_bounds(
         for d, (i, n) in enumerate(zip(index, shape, strict=True)):
             w = width if d == len(shape) - 1 else 1
             r = ranges.of(i, env)
-            if r.empty:
+            if r.empty or env.unreachable():
                 continue  # a path that never runs
             if n < 0 or r.lo < 0 or r.hi + w - 1 > n - 1:
                 problems.append(BoundsProblem(kernel, op, _message(kernel, op, mem, t, names, i, r, n, w, d, launch, where)))
