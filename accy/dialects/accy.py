@@ -1278,9 +1278,6 @@ class KernelCallOp(IRDLOperation):
             )
         if not isinstance(callee, gpu.FuncOp):
             raise VerifyException(f"'{self.name}' callee {self.callee} is a '{callee.name}', not a gpu.func")
-        problem = kernel_name_problem(callee.sym_name.data)
-        if problem is not None:
-            raise VerifyException(f"'{self.name}' callee {self.callee}: {problem}")
         want = len(self.inputs) + len(self.outs)
         have = len(callee.function_type.inputs.data)
         if have != want:

@@ -689,3 +689,36 @@ def test_dump_edit_and_override_a_kernel_source(tmp_path: Path, name: str, ext: 
     assert run.returncode == 0, run.stderr
     assert "[1.0, 4.0, 9.0, 16.0]" in run.stdout  # x * x now
     assert "AccyOverrideWarning" in run.stderr and dumped.name in run.stderr
+
+
+def test_kernelize_refuses_a_generated_kernel_that_is_out_of_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verifier the test suite turns on (ACCY_VERIFY_BOUNDS) stands
+    between every lowering and the module: an elementwise lowering made to
+    store one element past its index is refused, naming the store."""
+    from xdsl.dialects import arith, memref
+    from xdsl.dialects.builtin import IndexType
+
+    from accy.passes.kernelization import kernelize
+    from accy.passes.pass_manager import PassFailure, PassManager
+
+    real = kernelize.LOWERINGS["elementwise"]
+
+    def off_by_one(kernel, plan, profile):  # type: ignore[no-untyped-def]
+        lowered = real(kernel, plan, profile)
+        store = next(op for op in lowered.func.walk() if isinstance(op, memref.StoreOp))
+        one = arith.ConstantOp.from_int_and_width(1, IndexType())
+        moved = arith.AddiOp(store.indices[0], one.result)
+        block = store.parent_block()
+        block.insert_op_before(one, store)
+        block.insert_op_before(moved, store)
+        store.operands[2] = moved.result
+        return lowered
+
+    monkeypatch.setitem(kernelize.LOWERINGS, "elementwise", off_by_one)
+    module = accy.parse_module(
+        'func.func @main(%x: tensor<7xf32>) -> tensor<7xf32> {\n'
+        '  %e = "accy.exp"(%x) : (tensor<7xf32>) -> tensor<7xf32>\n'
+        "  func.return %e : tensor<7xf32>\n}\n"
+    )
+    with pytest.raises(PassFailure, match=r"kernel @main_k0_elementwise: 'memref.store' stores to buffer #1 \(memref<7xf32>\) at index `global_id\(x\) \+ 1`, which ranges over \[1, 7\]"):
+        PassManager([kernelize.KernelizePass()]).run(module)

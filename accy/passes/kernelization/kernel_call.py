@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 from xdsl.traits import SymbolTable
 
 from accy.dialects import accy
+from accy.dialects.accy import kernel_name_problem
 from accy.dialects.host import buffer_element_type
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, is_row_major
@@ -47,6 +48,9 @@ def lower_kernel_call(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetP
     call = calls[0]
     callee = SymbolTable.lookup_symbol(call, call.callee)
     assert isinstance(callee, gpu.FuncOp)  # the op's verifier checked it
+    problem = kernel_name_problem(callee.sym_name.data)
+    if problem is not None:  # every backend prints it as a C function name
+        raise KernelCallError(f"'{call.name}' of {call.callee}: {problem}")
     try:
         global_size, local_size = call.launch_sizes(callee)
     except ValueError as e:

@@ -34,6 +34,7 @@ from xdsl.dialects import arith, gpu, memref, scf, vector
 from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType, StringAttr, VectorType, i8
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
+from xdsl.transforms.dead_code_elimination import region_dce
 
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.passes.kernelization.bounds import LaunchSizes
@@ -120,6 +121,7 @@ class _Serializer:
         self.group = [gx, gy, gz]
         self.region(self.src.body.block, b)
         b.insert(gpu.ReturnOp([]))
+        region_dce(self.func.body)  # the ids a work-item loop does not use
         return self.func
 
     # -- regions -------------------------------------------------------------
