@@ -239,6 +239,7 @@ class Kernel:
     # -- work-item ids and launch sizes ---------------------------------------
 
     def _declare(self, sizes: list[int | None], dim: int, n: int, what: str) -> None:
+        _dim(dim)
         if not isinstance(n, int | np.integer) or n < 1:
             raise KernelError(f"{what}: size must be a positive integer, got {n!r}")
         if sizes[dim] is not None and sizes[dim] != n:

@@ -28,7 +28,7 @@ from io import StringIO
 import numpy as np
 from xdsl.dialects import func, gpu, memref, vector
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, SymbolRefAttr, TensorType, i32, i64
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Operation, Region
 from xdsl.printer import Printer
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import VerifyException
@@ -58,10 +58,12 @@ def _verified(k: Kernel) -> tuple[gpu.FuncOp, list[Buffer], list[Buffer]]:
     try:
         check_dominance(f, "as built")
     except InvalidKernelError as e:
-        text = str(e).removeprefix("internal error: ")
+        at = f" ({where[e.op]})" if e.op in where else ""
+        made = e.operand.owner.name if e.operand is not None and isinstance(e.operand.owner, Operation) else "a value"
         raise KernelError(
-            f"{text.splitlines()[0]}\n(a value made inside a `with k.loop(...)` or `with k.if_(...)` block was used "
-            "after it; keep it in a PRIVATE buffer instead)"
+            f"kernel @{k.name}: '{e.op.name if e.op else '?'}'{at} uses a value ({made}) made inside a "
+            "`with k.loop(...)` or `with k.if_(...)` block after that block: values do not leave their block; "
+            "keep it in a PRIVATE buffer (define(dtype, MemScope.PRIVATE, size=1)) and load it after the block"
         ) from None
     try:
         f.verify()
