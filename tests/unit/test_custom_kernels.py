@@ -184,6 +184,8 @@ INT_BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
     "and_": np.bitwise_and, "or_": np.bitwise_or, "xor": np.bitwise_xor,
     "div": lambda a, b: np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))).astype(np.int32),
+    "rem": lambda a, b: np.fmod(a, np.where(b == 0, 1, b)).astype(np.int32),
+    "pow": lambda a, b: np.power(a, np.abs(b) % 4),
 }  # fmt: skip
 
 
@@ -192,6 +194,10 @@ def test_integer_ops_match_numpy(device: Device, op: str) -> None:
     n = 29
     a = rng().integers(-50, 50, n).astype(np.int32)
     b = rng().integers(-6, 6, n).astype(np.int32)
+    if op == "rem":
+        b = np.where(b == 0, 1, b).astype(np.int32)  # C's remainder by 0 is undefined
+    if op == "pow":
+        b = (np.abs(b) % 4).astype(np.int32)
     got = _run(_map_kernel(device, [np.int32, np.int32], np.int32, n, lambda k, x, y: getattr(k, op)(x, y)), [a, b], n)
     np.testing.assert_array_equal(got, INT_BINARY[op](a, b))
 
@@ -356,6 +362,25 @@ def test_vector_loads_and_stores(device: Device) -> None:
     a, b = (rng().standard_normal(n).astype(np.float32) for _ in range(2))
     (got,) = k.compile().forward([a, b], [(n,)])
     np.testing.assert_allclose(got, 3 * a + b, rtol=1e-6)
+
+
+def test_elementwise_ops_on_vectors(device: Device) -> None:
+    """Compares, selects, math and casts lane-wise on vectors (a scalar next
+    to a vector is broadcast)."""
+    n, w = 32, 8
+    k = Kernel(device, name="vector_ops")
+    x = k.define(np.float32, MemScope.GLOBAL, read_only=True, size=n)
+    y = k.define(np.float32, MemScope.GLOBAL, size=n)
+    z = k.define(np.int32, MemScope.GLOBAL, size=n)
+    i = k.group_index(0, n // w) * w
+    v = k.load(x, i, MemLayout.VECTOR, w)
+    r = k.select(k.gt(v, 0.0), k.exp(v), k.neg(v) * k.load(x, 0))
+    k.store(y, r, i, MemLayout.VECTOR, w)
+    k.store(z, k.cast(v * 10.0, np.int32), i, MemLayout.VECTOR, w)
+    a = rng().standard_normal(n).astype(np.float32)
+    got_y, got_z = k.compile().forward([a], [(n,), (n,)])
+    np.testing.assert_allclose(got_y, np.where(a > 0, np.exp(a), -a * a[0]), rtol=2e-6)
+    np.testing.assert_array_equal(got_z, np.trunc(a * np.float32(10)).astype(np.int32))
 
 
 def test_vector_reduction_over_a_strided_loop(device: Device) -> None:
