@@ -123,21 +123,25 @@ class KernelDevice(Device):
         cache, or kernelizes and loads it (and keeps it there). At
         `ACCY_DEBUG=3`, which prints the IR after kernelize, and while
         `ACCY_DUMP_DIR` or `ACCY_OVERRIDE_DIR` is set (kernel_sources.py), it
-        always kernelizes. `ACCY_DEBUG=2` prints the kernel IR; any
-        `ACCY_DEBUG` level (or `ACCY_VERIFY_BOUNDS`) proves every kernel in
-        bounds (kernelize's `verify_bounds`)."""
+        always kernelizes. `ACCY_DEBUG=2` prints the kernel IR. Any
+        `ACCY_DEBUG` level reports whether every kernel is proved in bounds;
+        `ACCY_VERIFY_BOUNDS` makes one that is not an error (kernelize's
+        `verify_bounds`)."""
         self.profile_for(module).attach(module)
         identity = self.cache_identity()
         key = None
         from accy.passes.kernelization.bounds import bounds_requested_by_env
 
-        # ACCY_DEBUG and ACCY_VERIFY_BOUNDS prove every kernel in bounds;
-        # what the compile cache keeps of a run that did is kept apart.
-        verify = debug_level() >= 1 or bounds_requested_by_env()
+        # ACCY_VERIFY_BOUNDS makes a kernel not proved in bounds an error,
+        # ACCY_DEBUG a report; what the compile cache keeps of such a run is
+        # kept apart (its kernels were checked).
+        verify = bounds_requested_by_env()
+        report = debug_level() >= 1 and not verify
         if identity is not None and debug_level() < 3 and not dumping_or_overriding():
             from accy.runtime.compile_cache import compile_key
 
-            key = compile_key(f"{type(self).__name__}:{identity}{':bounds' if verify else ''}", module, fn, strict)
+            checked = ":bounds" if verify or report else ""
+            key = compile_key(f"{type(self).__name__}:{identity}{checked}", module, fn, strict)
             payload = self.compiled.get(key)
             program = self.thaw(payload) if payload is not None else None
             if program is not None:
@@ -149,6 +153,8 @@ class KernelDevice(Device):
 
         pm = PassManager([KernelizePass(strict=strict, verify_bounds=verify)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
         pm.run(module)
+        if report:
+            _report_bounds(module)
         if debug_level() >= 2:
             debug(2, "\n".join(str(op) for op in module.ops if isinstance(op, gpu.ModuleOp)))
         program = self.load(module, fn)
@@ -170,6 +176,19 @@ class KernelDevice(Device):
         cached = " (from the compile cache)" if program.compile_cached else ""
         debug(1, f"accy: @{fn} on {self.name}{cached}: {program.describe()}")
         debug(2, program.source)
+
+
+def _report_bounds(module: ModuleOp) -> None:
+    """What `ACCY_DEBUG` says of the kernels' loads and stores (bounds.py)."""
+    from accy.passes.kernelization.bounds import OutOfBoundsError, verify_module_bounds
+
+    try:
+        verify_module_bounds(module)
+    except OutOfBoundsError as e:
+        for problem in e.problems:
+            debug(1, f"accy: not proved in bounds: {problem.message}")
+        return
+    debug(1, "accy: every load and store of every kernel proved in bounds")
 
 
 def _ir_out(text: str) -> None:
