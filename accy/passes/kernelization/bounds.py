@@ -139,6 +139,15 @@ def _tdiv(x: float, y: float) -> float:
     return q if (x >= 0) == (y > 0) else -q
 
 
+def _ceil_div(x: float, y: float) -> float:
+    """ceil(x / y) for x >= 0, y > 0, on possibly infinite ends."""
+    if math.isinf(x):
+        return x
+    if math.isinf(y):
+        return 0 if x == 0 else 1
+    return -((-x) // y)
+
+
 @dataclass(frozen=True)
 class LaunchSizes:
     """Work-groups per dimension (`grid`) and work-items per work-group (`block`)."""
@@ -293,7 +302,7 @@ class _Ranges:
         if isinstance(op, arith.CeilDivSIOp | arith.CeilDivUIOp):
             if a.lo < 0 or b.lo <= 0:
                 return type_range(t)
-            return _clamp(_corners(a, b, lambda x, y: x if math.isinf(x) else -((-x) // y) if not math.isinf(y) else 1), t)
+            return _clamp(_corners(a, b, _ceil_div), t)
         if isinstance(op, arith.RemSIOp | arith.RemUIOp):
             if b.lo <= 0:
                 return type_range(t)
