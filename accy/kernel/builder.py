@@ -500,6 +500,8 @@ class Kernel:
                     v = self.kb.val(vector.BroadcastOp(v, VectorType(v.type, vec.get_shape())))
                 out.append(v)
             else:
+                if isinstance(a, float) and not a.is_integer() and not accy.is_float(_element(like)):
+                    raise KernelError(f"{what}: {a} is no value of {_element(like)} (cast() the other operand to a float)")
                 out.append(self.kb.const(a, like))
         return out
 

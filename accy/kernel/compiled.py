@@ -162,8 +162,8 @@ class CompiledKernel:
         """Runs the kernel once over its launch. `inputs` are the read-only
         buffers in the order defined, each an array of the buffer's dtype
         with as many elements as the buffer (any shape: it is read
-        row-major); `output_shapes` give each output's shape, as many
-        elements as its buffer. Returns the outputs as numpy arrays of those
+        row-major); `output_shapes` give each output's shape (an int is a
+        1-D shape), as many elements as its buffer. Returns the outputs as numpy arrays of those
         shapes. (Device arrays, which stay on the device, come with
         `accy.Array`: `_to_device` / `_from_device` below are where they plug in.)"""
         if len(inputs) != len(self.inputs):
@@ -174,7 +174,7 @@ class CompiledKernel:
         shapes = []
         for i, (shape, b) in enumerate(zip(output_shapes, self.outputs, strict=True)):
             try:
-                shape = tuple(int(n) for n in shape)
+                shape = (int(shape),) if isinstance(shape, int | np.integer) else tuple(int(n) for n in shape)
             except TypeError:
                 raise KernelError(f"output #{i} of @{self.name}: shape must be a sequence of integers, got {shape!r}") from None
             if int(np.prod(shape)) != b.size or any(n < 0 for n in shape):

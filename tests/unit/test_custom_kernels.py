@@ -551,6 +551,10 @@ def test_forward_says_which_input_is_wrong() -> None:
         c.forward([np.zeros(6, np.float32)], [(7,)])
     (got,) = c.forward([np.arange(6, dtype=np.float32).reshape(2, 3)], [(3, 2)])
     np.testing.assert_array_equal(got, (np.arange(6) * 2).reshape(3, 2))
+    (got,) = c.forward([np.arange(6, dtype=np.float32)], [6])
+    assert got.shape == (6,)
+    with pytest.raises(KernelError, match="must be a numpy array of float32, got list"):
+        c.forward([[0.0] * 6], [6])
 
 
 def test_builder_errors_are_clear() -> None:
@@ -565,6 +569,8 @@ def test_builder_errors_are_clear() -> None:
         k.store(out, k.load(x, 0), 0)
     with pytest.raises(KernelError, match="different types"):
         k.add(k.load(x, 0), k.constant(1, np.int32))
+    with pytest.raises(KernelError, match="1.5 is no value of i32"):
+        k.add(k.constant(1, np.int32), 1.5)
     with pytest.raises(KernelError, match="no OpenCL C keyword"):
         Kernel(DeviceId.REFERENCE, name="kernel")
     with pytest.raises(KernelError, match="dimension 0 was declared with 4, now 5"):
