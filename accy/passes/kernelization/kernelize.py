@@ -104,7 +104,7 @@ class KernelizePass(AccyPass):
     kind) and a host schedule of buffers, launches and host fallbacks."""
 
     name: ClassVar[str] = "kernelize"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4  # 4: accy.kernel_call is launched, not a host fallback
 
     strict: bool = False
     verify_bounds: bool = False
