@@ -753,3 +753,18 @@ def test_kernelize_refuses_a_generated_kernel_that_is_out_of_bounds(monkeypatch:
     )
     with pytest.raises(PassFailure, match=r"kernel @main_k0_elementwise: 'memref.store' stores to buffer #1 \(memref<7xf32>\) at index `global_id\(x\) \+ 1`, which ranges over \[1, 7\]"):
         PassManager([kernelize.KernelizePass()]).run(module)
+
+
+def test_the_llvm_work_group_form_is_proved_in_bounds_too() -> None:
+    """work_groups.py keeps every access of the kernel it rewrites in bounds:
+    private memory per work-item, values kept across barriers, ids from the
+    work-item loop (the tiled matmul: a 2-D launch, barriers in a loop)."""
+    from accy.passes.kernelization.work_groups import needs_serializing, serialize_work_groups
+
+    k = tiled_matmul(DeviceId.REFERENCE, 12, 8, 16)
+    k.compile()
+    launch = launch_of([8, 12], [4, 4])
+    assert needs_serializing(k.kb.func, launch)
+    serial = serialize_work_groups(k.kb.func, launch, "serial")
+    assert not any(op.name == "gpu.barrier" for op in serial.walk())
+    assert not check_bounds(serial, launch_of([launch.grid[0] * launch.grid[1]], [1]))

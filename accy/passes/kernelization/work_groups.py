@@ -18,7 +18,8 @@ over `launch`'s work-groups (flattened, x fastest) in blocks of 1:
 - a value computed before a barrier and used after it is kept per
   work-item in a private array (a spill), unless it is uniform (the same
   for every work-item: constants and arithmetic on them and on work-group
-  ids), which is computed once per work-group instead;
+  ids), which is computed once per work-group instead, or arithmetic on
+  ids, which the later loop computes again;
 - an `scf.for` or `scf.if` holding a barrier stays a loop or branch of the
   work-group; its bounds or condition must be uniform, and it may carry no
   values (`KernelShapeError` otherwise: such a kernel has no defined result
@@ -198,6 +199,29 @@ class _Serializer:
         # Not cached: computed at `at`, it may not dominate a later use elsewhere.
         return value
 
+    def recomputable(self, v: SSAValue, depth: int = 0) -> bool:
+        """Whether `v` is arithmetic on ids and uniform values, which a later
+        work-item loop computes again rather than keeping it across a
+        barrier (cheaper, and its range stays known to the bounds verifier)."""
+        if v in self.uniform or isinstance(v.owner, _IDS):
+            return True
+        op = v.owner
+        return (
+            depth < 32 and isinstance(op, _PURE_ARITH) and not op.regions
+            and all(self.recomputable(o, depth + 1) for o in op.operands)
+        )
+
+    def recompute(self, v: SSAValue, b: Builder, local: list[SSAValue], glob: list[SSAValue]) -> SSAValue:
+        """`v` (`recomputable`) computed again at `b`, in the work-item loop of `local`, `glob`."""
+        if v in self.uniform:
+            return self.uniform[v]
+        op = v.owner
+        assert isinstance(op, Operation)
+        if isinstance(op, _IDS):
+            return self.id_value(op, local, glob)
+        operands = [self.recompute(o, b, local, glob) for o in op.operands]
+        return b.insert(op.clone(value_mapper=dict(zip(op.operands, operands, strict=True)))).results[0]
+
     def is_uniform(self, v: SSAValue, depth: int = 0) -> bool:
         """Whether `v` is the same for every work-item (see `uniform_value`)."""
         if v in self.uniform:
@@ -282,7 +306,7 @@ class _Serializer:
                 mapping[old_r] = new_r
             self.patch(new, local, glob, t, b)
             for r in op.results:
-                if not self.is_uniform(r) and not isinstance(op, _IDS) and any(u.operation not in inside for u in r.uses):
+                if not self.recomputable(r) and any(u.operation not in inside for u in r.uses):
                     self.store_spill(r, new.results[list(op.results).index(r)], t, b)
         b.insert(scf.YieldOp())
 
@@ -304,12 +328,12 @@ class _Serializer:
         work-item), uniform (an argument, memory, a group-level loop
         variable, arithmetic on constants and work-group ids), or a spill of
         an earlier segment."""
-        if isinstance(v.owner, _IDS):
-            return self.id_value(v.owner, local, glob)
         if v in self.uniform:
             return self.uniform[v]
         if self.is_uniform(v):
             return self.uniform_value(v, at, "a value used across a barrier")
+        if self.recomputable(v):
+            return self.recompute(v, b, local, glob)
         if v in self.spills:
             return self.load_spill(v, t, b)
         raise KernelShapeError(f"@{self.src.sym_name.data}: a value is used where it is not defined")
