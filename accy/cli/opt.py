@@ -85,6 +85,7 @@ class AccyOptMain(xDSLOptMain):
         add("--list-passes", action="store_true", help="list the passes and exit")
         add("--list-analyses", action="store_true", help="list the analyses and exit")
         add("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
+        add("--verify-bounds", action="store_true", help="after the pipeline, prove every load and store of every kernel in bounds under its launches (an error names each access that is not)")
 
     # -- pipeline ------------------------------------------------------
 
@@ -134,6 +135,16 @@ class AccyOptMain(xDSLOptMain):
 
     def apply_passes(self, prog: ModuleOp) -> None:
         self._chunk += 1
+        self._run_pipeline(prog)
+        if self.args.verify_bounds:
+            from accy.passes.kernelization.bounds import OutOfBoundsError, verify_module_bounds
+
+            try:
+                verify_module_bounds(prog)
+            except OutOfBoundsError as e:
+                raise ReportedError("\n".join(f"error: {p.message}" for p in e.problems)) from e
+
+    def _run_pipeline(self, prog: ModuleOp) -> None:
         if not self.passes:
             return
         # xDSL's --print-between-passes means the same as --print-ir-after-all.

@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -1171,6 +1172,28 @@ class IterateOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' yielded types ({', '.join(str(v.type) for v in last.values)}) must match {shown}")
 
 
+#: The launch a hand-written kernel states (global size per dimension; its
+#: local size is `gpu.known_block_size`), used by a call that gives none.
+KERNEL_GLOBAL_SIZE_ATTR = "accy.global_size"
+
+
+#: Words OpenCL C (and C) reserve, which no kernel may be called.
+RESERVED_KERNEL_NAMES = frozenset(
+    "kernel global local constant private read_only write_only read_write auto break case char const continue "
+    "default do double else enum extern float for goto if inline int long register restrict return short signed "
+    "sizeof static struct switch typedef union unsigned void volatile while bool half uchar ushort uint ulong "
+    "size_t main".split()
+)
+
+
+def kernel_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a kernel (every backend prints it as a C
+    function name), or None when it can."""
+    if not name.isidentifier() or not name.isascii() or name in RESERVED_KERNEL_NAMES or name.startswith("__"):
+        return f"kernel name {name!r} is not usable: give an ASCII identifier that is no OpenCL C keyword"
+    return None
+
+
 class _KernelCallSymbolUser(SymbolUserOpInterface):
     def verify(self, op: Operation) -> None:
         # KernelCallOp.verify_ resolves the callee, after its other checks.
@@ -1218,6 +1241,32 @@ class KernelCallOp(IRDLOperation):
                 raise VerifyException(f"'{self.name}' {name} must have 1 to 3 positive entries")
         self._verify_callee()
 
+    def launch_sizes(self, callee: gpu.FuncOp) -> tuple[list[int], list[int]]:
+        """(global size, local size) per dimension of the call: its own
+        `global_size` / `local_size`, else what the callee states
+        (`accy.global_size`, `gpu.known_block_size`); local sizes default to
+        1. ValueError when neither says the global size, or a global size is
+        not a multiple of its local size."""
+        stated = callee.attributes.get(KERNEL_GLOBAL_SIZE_ATTR)
+        sizes = self.global_size or stated
+        if sizes is None:
+            raise ValueError(
+                f"'{self.name}' of {self.callee} states no launch size: give it global_size (and local_size), "
+                f"or put {KERNEL_GLOBAL_SIZE_ATTR} on the kernel"
+            )
+        glob = list(sizes.get_values())  # type: ignore[attr-defined]
+        known = callee.known_block_size
+        if self.local_size is not None:
+            local = list(self.local_size.get_values())
+        elif known is not None and self.global_size is None:
+            local = list(known.get_values())[: len(glob)]
+        else:
+            local = [1] * len(glob)
+        local = [*local, *[1] * (len(glob) - len(local))]
+        if len(local) != len(glob) or any(g % b for g, b in zip(glob, local, strict=True)):
+            raise ValueError(f"'{self.name}' of {self.callee}: global size {glob} is not a multiple of local size {local}")
+        return glob, local
+
     def _verify_callee(self) -> None:
         # The callee is a gpu.func of a gpu.module in the same module, taking
         # the inputs' buffers, then the outputs'.
@@ -1236,6 +1285,19 @@ class KernelCallOp(IRDLOperation):
                 f"'{self.name}' callee {self.callee} takes {have} buffer(s); the call passes "
                 f"{len(self.inputs)} input(s) and {len(self.outs)} output(s)"
             )
+        # Each buffer holds its tensor flat (i1 stored as i8).
+        values = [*self.inputs, *self.outs]
+        for i, (v, t) in enumerate(zip(values, callee.function_type.inputs.data, strict=True)):
+            what = f"input #{i}" if i < len(self.inputs) else f"result #{i - len(self.inputs)}"
+            tt = v.type
+            assert isinstance(tt, TensorType)
+            et = tt.element_type
+            stored = IntegerType(8) if isinstance(et, IntegerType) and et.width.data == 1 else et
+            want_t = MemRefType(stored, [math.prod(tt.get_shape())])
+            if not isinstance(t, MemRefType) or t.element_type != want_t.element_type or t.get_shape() != want_t.get_shape():
+                raise VerifyException(
+                    f"'{self.name}' {what} is {tt}, but buffer #{i} of {self.callee} is {t} (expected {want_t})"
+                )
 
 
 ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (*UNARY_OPS, *BINARY_OPS, NotOp, CmpOp, SelectOp, CastOp)

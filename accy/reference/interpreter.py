@@ -516,13 +516,35 @@ def _evaluate(op: Operation, args: list[np.ndarray], env: Env) -> list[np.ndarra
             raise ValueError(f"func.call: no function @{op.callee.string_value()} in the module")
         return [_as_value(r, t, op) for r, t in zip(_call(callee, args), op.result_types, strict=True)]
     if isinstance(op, KernelCallOp):
-        raise ValueError(f"custom kernel @{op.callee.string_value()} cannot run on the reference interpreter")
+        return _kernel_call(op, args)
     semantics = _SEMANTICS.get(type(op))
     if semantics is None:
         raise ValueError(f"the reference interpreter has no semantics for '{op.name}'")
     with np.errstate(all="ignore"):  # inf/NaN and integer wrap-around are defined results here
         result = semantics(op, args)
     return [_as_value(result, op.results[0].type, op)]
+
+
+def _kernel_call(op: KernelCallOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    """Runs the callee's kernel IR (kernel_interpreter.py) on the inputs'
+    buffers and fresh, zeroed output buffers, over the call's launch."""
+    from accy.reference.kernel_interpreter import run_kernel
+
+    callee = SymbolTable.lookup_symbol(op, op.callee)
+    assert callee is not None  # the op's verifier resolved it
+    global_size, local_size = op.launch_sizes(callee)  # type: ignore[arg-type]
+    storage = [np.ascontiguousarray(a).reshape(-1) for a in args]
+    storage = [a.view(np.int8) if a.dtype == np.bool_ else a.copy() for a in storage]
+    outs = []
+    for r in op.outs:
+        dtype = numpy_dtype(r.type.element_type)  # type: ignore[attr-defined]
+        outs.append(np.zeros(math.prod(_shape(r.type)), np.int8 if dtype == np.bool_ else dtype))
+    run_kernel(callee, [*storage, *outs], global_size, local_size)  # type: ignore[arg-type]
+    results = []
+    for buf, r in zip(outs, op.outs, strict=True):
+        value = buf.reshape(_shape(r.type))
+        results.append(_as_value(value != 0 if value.dtype == np.int8 and numpy_dtype(r.type.element_type) == np.bool_ else value, r.type, op))  # type: ignore[attr-defined]
+    return results
 
 
 def evaluate_op(
@@ -534,8 +556,7 @@ def evaluate_op(
     already are). `scope` holds the values of the enclosing block that the
     op's regions may read (an `accy.iterate` body reads any value defined
     before it); constants need not be in it. Raises ValueError for a wrong
-    operand count, an op without reference semantics, an `accy.kernel_call`,
-    or a region reading an outside value that is neither in `scope` nor a
+    operand count, an op without reference semantics, or a region reading an outside value that is neither in `scope` nor a
     constant.
     """
     if len(args) != len(op.operands):

@@ -16,11 +16,13 @@ from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
+from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp
 
 from accy.debug import debug, debug_level
 from accy.dialects.target import TargetProfile
 from accy.runtime.disk_cache import DiskCache
+from accy.runtime.kernel_sources import dumping_or_overriding
 
 
 @dataclass
@@ -119,14 +121,27 @@ class KernelDevice(Device):
     def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
         """Attaches the profile, then takes the program from the compile
         cache, or kernelizes and loads it (and keeps it there). At
-        `ACCY_DEBUG=3`, which prints the IR after kernelize, it always kernelizes."""
+        `ACCY_DEBUG=3`, which prints the IR after kernelize, and while
+        `ACCY_DUMP_DIR` or `ACCY_OVERRIDE_DIR` is set (kernel_sources.py), it
+        always kernelizes. `ACCY_DEBUG=2` prints the kernel IR. Any
+        `ACCY_DEBUG` level reports whether every kernel is proved in bounds;
+        `ACCY_VERIFY_BOUNDS` makes one that is not an error (kernelize's
+        `verify_bounds`)."""
         self.profile_for(module).attach(module)
         identity = self.cache_identity()
         key = None
-        if identity is not None and debug_level() < 3:
+        from accy.passes.kernelization.bounds import bounds_requested_by_env
+
+        # ACCY_VERIFY_BOUNDS makes a kernel not proved in bounds an error,
+        # ACCY_DEBUG a report; what the compile cache keeps of such a run is
+        # kept apart (its kernels were checked).
+        verify = bounds_requested_by_env()
+        report = debug_level() >= 1 and not verify
+        if identity is not None and debug_level() < 3 and not dumping_or_overriding():
             from accy.runtime.compile_cache import compile_key
 
-            key = compile_key(f"{type(self).__name__}:{identity}", module, fn, strict)
+            checked = ":bounds" if verify or report else ""
+            key = compile_key(f"{type(self).__name__}:{identity}{checked}", module, fn, strict)
             payload = self.compiled.get(key)
             program = self.thaw(payload) if payload is not None else None
             if program is not None:
@@ -136,8 +151,12 @@ class KernelDevice(Device):
         from accy.passes.kernelization.kernelize import KernelizePass
         from accy.passes.pass_manager import PassManager
 
-        pm = PassManager([KernelizePass(strict=strict)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
+        pm = PassManager([KernelizePass(strict=strict, verify_bounds=verify)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
         pm.run(module)
+        if report:
+            _report_bounds(module)
+        if debug_level() >= 2:
+            debug(2, "\n".join(str(op) for op in module.ops if isinstance(op, gpu.ModuleOp)))
         program = self.load(module, fn)
         if key is not None:
             payload = self.freeze(program)
@@ -157,6 +176,19 @@ class KernelDevice(Device):
         cached = " (from the compile cache)" if program.compile_cached else ""
         debug(1, f"accy: @{fn} on {self.name}{cached}: {program.describe()}")
         debug(2, program.source)
+
+
+def _report_bounds(module: ModuleOp) -> None:
+    """What `ACCY_DEBUG` says of the kernels' loads and stores (bounds.py)."""
+    from accy.passes.kernelization.bounds import OutOfBoundsError, verify_module_bounds
+
+    try:
+        verify_module_bounds(module)
+    except OutOfBoundsError as e:
+        for problem in e.problems:
+            debug(1, f"accy: not proved in bounds: {problem.message}")
+        return
+    debug(1, "accy: every load and store of every kernel proved in bounds")
 
 
 def _ir_out(text: str) -> None:

@@ -52,10 +52,13 @@ class Executable:
         try:
             self.program = device.prepare(module, self.fn, strict)
         except PassFailure as failure:
+            from accy.passes.kernelization.bounds import OutOfBoundsError
+            from accy.passes.kernelization.kernel_call import KernelCallError
             from accy.passes.kernelization.kernelize import LoweringRefused  # loads every lowering: only now
 
-            if isinstance(failure.__cause__, LoweringRefused):
-                # --strict or the fast tier refused a host fallback: say why, plainly.
+            if isinstance(failure.__cause__, LoweringRefused | OutOfBoundsError | KernelCallError):
+                # --strict or the fast tier refused a host fallback, a custom
+                # kernel is not proved in bounds: say why, plainly.
                 raise ValueError(str(failure.__cause__)) from None
             raise
         self.compile_s = time.perf_counter() - start

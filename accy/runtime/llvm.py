@@ -60,12 +60,13 @@ from xdsl.dialects.builtin import ModuleOp
 
 from accy.backends.llvm import emit_llvm_kernels, host_target, kernel_arguments, kernel_funcs
 from accy.backends.llvm.emitter import FORMAT
-from accy.debug import debug
+from accy.debug import debug, debug_level
 from accy.dialects.target import CPU_PROFILE, TargetProfile, target_fields
 from accy.reference.constants import numpy_dtype
 from accy.runtime.device import KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
 from accy.runtime.disk_cache import DiskCache
 from accy.runtime.host_memory import HostMemoryPool, aligned_empty, pool_max_bytes_from_env
+from accy.runtime.kernel_sources import kernel_source
 from accy.runtime.schedule import (
     Alloc,
     Constant,
@@ -351,6 +352,7 @@ class LLVMProgram(Program):
         fresh: set[int] = set()  # result slots allocated as fresh arrays
         records: list[LaunchProfile] = []
         in_place: list[bool] = []
+        trace = debug_level() >= 2  # ACCY_DEBUG=2: each launch as it runs
         try:
             for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
                 flat = array.reshape(-1)
@@ -373,6 +375,8 @@ class LLVMProgram(Program):
                     bufs[slot] = buf
             for step in s.steps:
                 if isinstance(step, _Launch):
+                    if trace:
+                        debug(2, f"accy: launch @{step.name} ({step.kind}) {step.groups} group(s) of {step.block}")
                     start = time.perf_counter() if profile else 0.0
                     device.launch(step.fn, [bufs[a] for a in step.args], step.groups, step.block)  # type: ignore[misc]
                     if profile:
@@ -510,7 +514,7 @@ class LLVMDevice(KernelDevice):
             return LLVMProgram(self, _translate(host, {}, {}, {}), {}, {})
         gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)}
         written = {name: {i for i, a in enumerate(args) if a.written} for name, args in kernel_arguments(module).items()}
-        sources = emit_llvm_kernels(module)
+        sources = {name: kernel_source(name, "ll", text) for name, text in emit_llvm_kernels(module).items()}
         jits = {name: self.jit.get(text, [name]) for name, text in sources.items()}
         functions = {name: jit.functions[name] for name, jit in jits.items()}
         return LLVMProgram(self, _translate(host, gfuncs, functions, written), sources, jits)

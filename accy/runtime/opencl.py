@@ -68,10 +68,12 @@ from xdsl.dialects import func, gpu, memref
 from xdsl.dialects.builtin import ModuleOp
 
 from accy.backends.opencl.emitter import FORMAT, build_options, emit_opencl, kernel_funcs, written_arguments
+from accy.debug import debug, debug_level
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.target import DEFAULTS, TargetProfile, target_fields
 from accy.reference.constants import numpy_dtype
 from accy.runtime.device import KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
+from accy.runtime.kernel_sources import kernel_source
 from accy.runtime.memory import MemoryPool, pool_max_bytes_from_env
 from accy.runtime.program_cache import BuiltProgram, ProgramCache, isolate_pocl_cache, pocl_environment
 from accy.runtime.schedule import POISON_BYTE as POISON_BYTE  # re-exported: tests and tools read them here
@@ -338,11 +340,14 @@ class OpenCLProgram(Program):
         # Buffers freed mid-call go back to the pool at once only on the queue
         # every other call uses (see the module docstring).
         release_early = queue is device.queue
+        trace = debug_level() >= 2  # ACCY_DEBUG=2: each launch as it is enqueued
         try:
             for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
                 bufs[slot] = self._input(i, array, queue, keep, owned, in_place)
             for step in s.steps:
                 if isinstance(step, _Launch):
+                    if trace:
+                        debug(2, f"accy: launch @{step.name} ({step.kind}) global {list(step.global_size)} local {list(step.local_size or [])}")
                     with step.lock:
                         step.kernel.set_args(*(bufs[a] for a in step.args))
                         event = cl.enqueue_nd_range_kernel(queue, step.kernel, step.global_size, step.local_size)
@@ -532,7 +537,7 @@ class OpenCLDevice(KernelDevice):
         """A program for function `fn` of an already kernelized module."""
         host = host_function(module, fn)
         gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)} if has_kernels(module) else {}
-        source = emit_opencl(module) if gfuncs else ""
+        source = kernel_source(fn, "cl", emit_opencl(module)) if gfuncs else ""
         built = self.programs.get(source, build_options(module)) if gfuncs else None
         return OpenCLProgram(self, _translate(host, built, gfuncs), source, built)
 

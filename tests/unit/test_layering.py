@@ -40,6 +40,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "passes": ("accy.dialects", "accy.passes"),
     "backends": ("accy.dialects", "accy.backends"),
     "frontends": ("accy.dialects", "accy.frontends"),
+    # The custom-kernel builder writes kernel IR and compiles and runs it.
+    "kernel": ("accy.dialects", "accy.reference", "accy.passes", "accy.runtime", "accy.kernel"),
     "runtime": ("accy.dialects", "accy.reference", "accy.passes", "accy.backends", "accy.runtime", "accy.debug"),
     "debug": (),
     "cli": ("accy",),

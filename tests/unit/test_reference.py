@@ -696,23 +696,36 @@ def test_results_do_not_alias_inputs() -> None:
     assert x[0, 0] == 0.0
 
 
-def test_kernel_call_is_refused() -> None:
-    module = parse(
-        """
-        func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-          %r = "accy.kernel_call"(%x) <{callee = @kernels::@my_kernel}> : (tensor<4xf32>) -> tensor<4xf32>
-          func.return %r : tensor<4xf32>
-        }
-        "gpu.module"() <{sym_name = "kernels"}> ({
-          "gpu.func"() <{function_type = (memref<4xf32>, memref<4xf32>) -> (), kernel}> ({
-          ^bb0(%in: memref<4xf32>, %out: memref<4xf32>):
-            "gpu.return"() : () -> ()
-          }) {sym_name = "my_kernel"} : () -> ()
-        }) : () -> ()
-        """
-    )
-    with pytest.raises(ValueError, match="custom kernel @kernels.my_kernel cannot run on the reference interpreter"):
-        run(module, "main", np.zeros(4, F32))
+KERNEL_CALL = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = "accy.kernel_call"(%x) <{callee = @kernels::@my_kernel SIZES}> : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+"gpu.module"() <{sym_name = "kernels"}> ({
+  "gpu.func"() <{function_type = (memref<4xf32>, memref<4xf32>) -> (), kernel}> ({
+  ^bb0(%in: memref<4xf32>, %out: memref<4xf32>):
+    %i = "gpu.global_id"() <{dimension = #gpu<dim x>}> : () -> index
+    %v = memref.load %in[%i] : memref<4xf32>
+    %e = math.exp %v : f32
+    memref.store %e, %out[%i] : memref<4xf32>
+    "gpu.return"() : () -> ()
+  }) {sym_name = "my_kernel"} : () -> ()
+}) : () -> ()
+"""
+
+
+def test_kernel_call_runs_the_kernel_ir() -> None:
+    """The reference interpreter runs a custom kernel's IR (kernel_interpreter.py)."""
+    module = parse(KERNEL_CALL.replace("SIZES", ", global_size = array<i64: 4>"))
+    x = np.linspace(-1, 1, 4).astype(F32)
+    (r,) = run(module, "main", x)
+    np.testing.assert_allclose(r, np.exp(x), rtol=1e-6)
+    without_sizes = parse(KERNEL_CALL.replace("SIZES", ""))
+    with pytest.raises(ValueError, match="states no launch size"):
+        run(without_sizes, "main", x)
+    past_the_end = parse(KERNEL_CALL.replace("SIZES", ", global_size = array<i64: 5>"))
+    with pytest.raises(ValueError, match=r"kernel @my_kernel: 'memref.load' of buffer #0 \(memref<4xf32>\) at index 4: out of bounds"):
+        run(past_the_end, "main", x)
 
 
 # --------------------------------------------------------------------------

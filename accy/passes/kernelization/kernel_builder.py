@@ -118,7 +118,27 @@ class KernelBuilder:
             raise Decline(f"kernel {kernel.name} stores no value")
         return cls(kernel.name, kernel.kind, profile, plan, [*kernel.inputs, *kernel.outputs], ops=kernel.ops)
 
+    @classmethod
+    def standalone(cls, name: str, kind: str, profile: TargetProfile) -> KernelBuilder:
+        """The builder of a kernel over no buffers yet (a hand-written kernel:
+        `accy.kernel`); `argument` adds its buffers one by one."""
+        return cls(name, kind, profile, None, [])  # type: ignore[arg-type]
+
     def __post_init__(self) -> None:
+        self.arg_values: list[SSAValue | Scratch] = []
+        types = self._arguments_from_plan() if self.plan is not None else []
+        self.func = gpu.FuncOp(self.name, (types, []), kernel=True)
+        self.func.attributes["accy.kind"] = StringAttr(self.kind)
+        entry = self.func.body.block
+        for v in self.values:
+            ref = self.plan.refs[v]
+            arg = entry.args[self._arg_of[ref.buffer]]
+            self.access[v] = Access(arg, ref.offset, tuple(ref.strides), accy.elem_of(v))
+        self._start()
+
+    def _arguments_from_plan(self) -> list[Attribute]:
+        """The kernel's argument types: one buffer per plan buffer that
+        `values` live in (`self._arg_of`: plan buffer id -> argument)."""
         # Views of the kernel's inputs that the plan places read their base's
         # buffer directly through their strides (no index math per view op).
         inside = {r for op in self.ops for r in op.results}
@@ -129,7 +149,6 @@ class KernelBuilder:
         self.values = [*self.values, *self.view_leaves]
         arg_of: dict[int, int] = {}
         types: list[Attribute] = []
-        self.arg_values: list[SSAValue | Scratch] = []
         for v in self.values:
             if v not in self.plan.refs:
                 raise Decline(f"the buffer plan places no buffer for {v.name_hint or v}")
@@ -141,13 +160,12 @@ class KernelBuilder:
                 types.append(buffer_type(buf, accy.elem_of(v)))
             elif buffer_element_type(accy.elem_of(v)) != types[arg_of[buf.id]].element_type:
                 raise Decline(f"buffer of {v} is read with two element types")
-        self.func = gpu.FuncOp(self.name, (types, []), kernel=True)
-        self.func.attributes["accy.kind"] = StringAttr(self.kind)
+        self._arg_of = arg_of
+        return types
+
+    def _start(self) -> None:
+        """Sets up building: an empty body ending in `gpu.return`, the caches."""
         entry = self.func.body.block
-        for v in self.values:
-            ref = self.plan.refs[v]
-            arg = entry.args[arg_of[ref.buffer]]
-            self.access[v] = Access(arg, ref.offset, tuple(ref.strides), accy.elem_of(v))
         # Ops go before the kernel's return; regions move the insertion point
         # into their blocks and back (`_into`).
         returned = gpu.ReturnOp([])
@@ -212,10 +230,14 @@ class KernelBuilder:
     def scratch_argument(self, scratch: Scratch) -> SSAValue:
         """A new last argument of the kernel: the flat buffer `scratch`."""
         t = MemRefType(buffer_element_type(scratch.element_type), [max(1, scratch.size)])
+        self.arg_values.append(scratch)
+        return self.argument(t)
+
+    def argument(self, t: Attribute) -> SSAValue:
+        """A new last argument of the kernel, of type `t` (a flat buffer)."""
         entry = self.func.body.block
         arg = entry.insert_arg(t, len(entry.args))
         self.func.function_type = FunctionType.from_lists([a.type for a in entry.args], [])
-        self.arg_values.append(scratch)
         return arg
 
     # -- values computed once where they dominate ---------------------------

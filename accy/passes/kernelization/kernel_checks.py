@@ -40,7 +40,13 @@ def simplify_kernel(func: gpu.FuncOp, ctx: Context) -> None:
 
 class InvalidKernelError(Exception):
     """A kernel the compiler built is not valid SSA: a bug in a lowering or in
-    the kernel tidying, never in the user's program."""
+    the kernel tidying, never in the user's program (a hand-written kernel
+    reports it its own way: `op` uses `operand` where it is not defined)."""
+
+    def __init__(self, message: str, op: Operation | None = None, operand: SSAValue | None = None) -> None:
+        super().__init__(message)
+        self.op = op
+        self.operand = operand
 
 
 def check_dominance(func: gpu.FuncOp, stage: str = "") -> None:
@@ -60,7 +66,7 @@ def check_dominance(func: gpu.FuncOp, stage: str = "") -> None:
         for op in block.ops:
             for i, operand in enumerate(op.operands):
                 if operand not in visible:
-                    raise InvalidKernelError(_dominance_message(func, stage, op, i, operand))
+                    raise InvalidKernelError(_dominance_message(func, stage, op, i, operand), op, operand)
             for region in op.regions:
                 for inner in region.blocks:
                     walk(inner)

@@ -22,6 +22,10 @@ kind. What comes out (see the kernel IR conventions):
 
 A decline under the `exact` math tier prints a remark to stderr (the
 `remark` hook); with `strict=true`, or under the `fast` tier, it is an error.
+
+With `verify-bounds=true` (or `$ACCY_VERIFY_BOUNDS` set, as the test suite
+does), every kernel is proved in bounds under its launch by the bounds
+verifier (bounds.py); a kernel that is not is an error (a lowering's bug).
 """
 
 from __future__ import annotations
@@ -59,10 +63,12 @@ from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, is_row_major, numel
 from accy.passes.analyses.bufferization import BufferPlan, BufferRef
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
+from accy.passes.kernelization.bounds import LaunchSizes, bounds_requested_by_env, verify_bounds
 from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
 from accy.passes.kernelization.flash_attention import lower_flash_attention
 from accy.passes.kernelization.kernel_builder import buffer_type
+from accy.passes.kernelization.kernel_call import drop_serialized, lower_kernel_call
 from accy.passes.kernelization.kernel_checks import check_dominance, simplify_kernel
 from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 from accy.passes.kernelization.reduction import lower_reduction
@@ -72,7 +78,7 @@ from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyse
 
 Lowering = Callable[[OutlinedKernel, BufferPlan, TargetProfile], LoweredKernel]
 
-#: kind -> lowering. Kinds without one (iterate, kernel_call) decline and run on the host reference path.
+#: kind -> lowering. Kinds without one (iterate) decline and run on the host reference path.
 LOWERINGS: dict[str, Lowering] = {
     "elementwise": lower_elementwise,
     "shape": lower_elementwise,  # a copy is a pointwise kernel of views and concats
@@ -81,6 +87,7 @@ LOWERINGS: dict[str, Lowering] = {
     "dot_general": lower_dot,
     "row_pipeline": lower_row_pipeline,
     "flash_attention": lower_flash_attention,
+    "kernel_call": lower_kernel_call,
 }
 
 def print_remark(text: str) -> None:
@@ -97,9 +104,10 @@ class KernelizePass(AccyPass):
     kind) and a host schedule of buffers, launches and host fallbacks."""
 
     name: ClassVar[str] = "kernelize"
-    version: ClassVar[int] = 4
+    version: ClassVar[int] = 5  # 4: GPU scans tiled; 5: accy.kernel_call is launched, not a host fallback
 
     strict: bool = False
+    verify_bounds: bool = False
 
     def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         profile = TargetProfile.of_module(module)
@@ -111,7 +119,10 @@ class KernelizePass(AccyPass):
             if f.body.blocks and not f.is_declaration:
                 outlining = am.get(Outlining, f)
                 plan = am.get(BufferPlan, f)
-                _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict, ctx).build()
+                host = _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict, ctx)
+                host.verify_bounds = self.verify_bounds or bounds_requested_by_env()
+                host.build()
+        drop_serialized(module)
         module.attributes["gpu.container_module"] = UnitAttr()
         return PreservedAnalyses.none()
 
@@ -164,6 +175,8 @@ class _HostBuilder:
         self.pinned: set[tuple[int, Attribute]] = set()
         #: The largest scratch buffer of a lowering (split reductions), on top of the plan's peak.
         self.scratch_bytes = 0
+        #: Whether each kernel is proved in bounds (bounds.py) as it is made.
+        self.verify_bounds = False
 
     def _key(self, v: SSAValue) -> tuple[int, Attribute]:
         """A host memref per (plan buffer, stored element type)."""
@@ -257,12 +270,17 @@ class _HostBuilder:
                     held += max(1, v.size) * element_bytes(st)
         self.scratch_bytes = max(self.scratch_bytes, held)
         for stage in stages:
-            simplify_kernel(stage.func, self.ctx)
-            check_dominance(stage.func, "after simplify_kernel")
-            self.module.body.block.add_op(stage.func)
+            if not stage.existing:
+                simplify_kernel(stage.func, self.ctx)
+                check_dominance(stage.func, "after simplify_kernel")
+                if self.verify_bounds:
+                    verify_bounds(stage.func, LaunchSizes(stage.grid, stage.block))
+                self.module.body.block.add_op(stage.func)
             args = [scratch[v] if isinstance(v, Scratch) else self._buffer(v) for v in stage.values]
             sizes = [self._index(n) for n in (*stage.grid, *stage.block)]
-            name = SymbolRefAttr(KERNELS_MODULE, [stage.func.sym_name.data])
+            holder = stage.func.parent_op()
+            where = holder.sym_name.data if isinstance(holder, gpu.ModuleOp) else KERNELS_MODULE
+            name = SymbolRefAttr(where, [stage.func.sym_name.data])
             self.block.add_op(gpu.LaunchFuncOp(name, sizes[:3], sizes[3:], kernelOperands=args))
         for buf in scratch.values():
             self.block.add_op(memref.DeallocOp.get(buf))

@@ -35,7 +35,9 @@ class LoweredKernel:
     work-items per dimension, over `buffers` (the kernel's arguments, in
     order; `values` holds a value stored in each, or the `Scratch` buffer
     the argument is). `before` runs first (a first stage over the same
-    scratch buffers)."""
+    scratch buffers). An `existing` kernel is already in the module (the
+    callee of an `accy.kernel_call`): it is launched as it is, not tidied
+    or added again."""
 
     func: gpu.FuncOp
     grid: tuple[int, int, int]
@@ -43,3 +45,4 @@ class LoweredKernel:
     buffers: list[Buffer]
     values: list[SSAValue | Scratch] = field(default_factory=list)
     before: LoweredKernel | None = None
+    existing: bool = False

@@ -109,6 +109,20 @@ def cast(kb: KernelBuilder, x: SSAValue, src: Attribute, dst: Attribute) -> SSAV
 
 def apply_elementwise(kb: KernelBuilder, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
     """Kernel IR for one elementwise tensor op on scalars or vectors `args`."""
+    if isinstance(op, accy.CmpOp):
+        return apply_scalar(kb, accy.CmpOp, args, predicate=op.predicate.data)
+    if isinstance(op, accy.CastOp):
+        return cast(kb, args[0], accy.elem_of(op.x), accy.elem_of(op.result))
+    return apply_scalar(kb, type(op), args)
+
+
+def apply_scalar(
+    kb: KernelBuilder, op: type[Operation], args: Sequence[SSAValue], predicate: str | None = None
+) -> SSAValue:
+    """Kernel IR for the elementwise tensor op of class `op` (an
+    `accy.ELEMENTWISE_OPS` class other than `accy.CastOp`: see `cast`) on
+    scalars or vectors `args`, with the op's semantics (docs/op-contract.md);
+    `predicate` is `accy.cmp`'s ("eq", "lt", ...)."""
     x = args[0]
     t = x.type
     fl = _is_float_t(t)
@@ -117,41 +131,40 @@ def apply_elementwise(kb: KernelBuilder, op: Operation, args: Sequence[SSAValue]
         return kb.const(v, t)
 
     match op:
-        case accy.NegOp():
+        case accy.NegOp:
             return kb.val(arith.NegfOp(x) if fl else arith.SubiOp(c(0), x))
-        case accy.AbsOp():
+        case accy.AbsOp:
             return kb.val(mathd.AbsFOp(x) if fl else mathd.AbsIOp(x))
-        case accy.ReluOp():
+        case accy.ReluOp:
             return kb.val(arith.MaximumfOp(x, c(0.0)) if fl else arith.MaxSIOp(x, c(0)))
-        case accy.SigmoidOp():
+        case accy.SigmoidOp:
             e = kb.val(mathd.ExpOp(kb.val(arith.NegfOp(x))))
             return kb.val(arith.DivfOp(c(1.0), kb.val(arith.AddfOp(c(1.0), e))))
-        case accy.GeluOp():
+        case accy.GeluOp:
             erf = kb.val(mathd.ErfOp(kb.val(arith.MulfOp(x, c(SQRT1_2)))))
             half_x = kb.val(arith.MulfOp(x, c(0.5)))
             return kb.val(arith.MulfOp(half_x, kb.val(arith.AddfOp(c(1.0), erf))))
-        case accy.ReciprocalOp():
+        case accy.ReciprocalOp:
             return kb.val(arith.DivfOp(c(1.0), x))
-        case accy.RsqrtOp():
+        case accy.RsqrtOp:
             # 1/sqrt: correctly rounded parts; OpenCL's rsqrt is a 2-ulp approximation.
             if kb.profile.math == "fast":
                 return kb.val(mathd.RsqrtOp(x))
             return kb.val(arith.DivfOp(c(1.0), kb.val(mathd.SqrtOp(x))))
-        case accy.NotOp():
+        case accy.NotOp:
             return kb.val(arith.XOrIOp(x, kb.const(1, t)))
-        case accy.CmpOp():
-            return cmp(kb, op.predicate.data, x, args[1], integer=not fl)
-        case accy.SelectOp():
+        case accy.CmpOp:
+            assert predicate is not None
+            return cmp(kb, predicate, x, args[1], integer=not fl)
+        case accy.SelectOp:
             return kb.select(args[0], args[1], args[2])
-        case accy.DivOp() if not fl:
+        case accy.DivOp if not fl:
             return int_div(kb, x, args[1])
-        case accy.CastOp():
-            return cast(kb, x, accy.elem_of(op.x), accy.elem_of(op.result))
-        case accy.PowOp() if not fl:
+        case accy.PowOp if not fl:
             return int_pow(kb, x, args[1])
-    if type(op) in _UNARY_MATH:
-        return kb.val(_UNARY_MATH[type(op)](x))
-    pair = _BINARY.get(type(op))
+    if op in _UNARY_MATH:
+        return kb.val(_UNARY_MATH[op](x))
+    pair = _BINARY.get(op)
     if pair is None:
         raise Decline(f"no kernel form for {op.name}")
     cls = pair[0] if fl else pair[1]
