@@ -194,6 +194,7 @@ GPU_PROFILE = TargetProfile(
     local_mem_bytes=49152,
     vector_width=4,
     group_size=256,
+    scan_vectors=2,
     query_rows=64,
     key_tile=32,
     dot_rows=8,

@@ -439,6 +439,24 @@ def test_an_offset_by_one_is_rejected_and_a_guard_makes_it_safe() -> None:
     np.testing.assert_array_equal(got, np.r_[0, x[1:]])
 
 
+@pytest.mark.parametrize("size,proved", [(2048, True), (2047, False)])
+def test_a_strided_vector_loop_is_proved_by_its_multiples(size: int, proved: bool) -> None:
+    """Work-item t reads 4 floats at t·4, t·4 + 1024, ... below 2048: the
+    loop variable is a multiple of 4, so its last value is at most 2044 and
+    the 4-wide loads end at 2047 (a buffer one shorter is refused)."""
+    k = Kernel(DeviceId.REFERENCE)
+    x = k.define(np.float32, MemScope.GLOBAL, read_only=True, size=size)
+    out = k.define(np.float32, MemScope.GLOBAL, size=2048)
+    t = k.local_index(0, 256)
+    with k.loop(t * 4, 2048, 1024) as i:
+        k.store(out, k.load(x, i, MemLayout.VECTOR, 4), i, MemLayout.VECTOR, 4)
+    if proved:
+        k.compile()
+    else:
+        with pytest.raises(KernelError, match=r"4 elements at index"):
+            k.compile()
+
+
 def test_ids_past_the_buffer_are_rejected_unless_guarded() -> None:
     for guarded in (False, True):
         k = Kernel(DeviceId.REFERENCE)

@@ -750,7 +750,12 @@ def check_bounds(
             trips = max(0, -(-(ub.lo - lb.lo) // step.lo))
             ranges.facts[iv] = Interval(lb.lo, lb.lo + (trips - 1) * step.lo) if trips else EMPTY
         else:
-            ranges.facts[iv] = Interval(lb.lo, ub.hi - 1)
+            # A variable that is always a multiple of m (its start and step
+            # are) stays below the bound by a whole multiple: at most the
+            # largest multiple of m below it.
+            m = ranges.multiple(iv)
+            hi = ub.hi - 1 if m <= 1 or math.isinf(ub.hi) else (ub.hi - 1) // m * m
+            ranges.facts[iv] = Interval(lb.lo, hi)
             ranges.upper[iv] = op
         carried = list(body.args[1:])
         inits = [ranges.of(v, env) for v in op.iter_args]

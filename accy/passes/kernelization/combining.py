@@ -174,10 +174,13 @@ def scan_scratch_size(size: int, series: int, group: int) -> int:
 
 def work_group_scan(
     kb: KernelBuilder, kind: str, shares: Sequence[SSAValue], scratch: SSAValue | None,
-    lid: SSAValue, pos: SSAValue, size: int, stride: int, group: int,
+    lid: SSAValue, first: SSAValue, pos: SSAValue, size: int, stride: int, group: int,
 ) -> tuple[list[SSAValue], list[SSAValue]]:
     """Scans across a segment of a work-group: `size` work-items (a power of
-    two) at positions `pos` 0..size-1, `stride` local ids apart, each
+    two) at positions `pos` 0..size-1, `stride` local ids apart from the
+    segment's `first` local id (lid = first + pos·stride, given apart so
+    that every local-memory index is first plus a non-negative offset, which
+    the bounds verifier proves), each
     holding one share of every series in `shares`. Returns, per series, the
     shares of the positions before `pos` combined (the identity at 0) and
     the segment's total. Every work-item of the work-group (`group` of them,
@@ -214,16 +217,16 @@ def work_group_scan(
         back, prev, region = 1 << k, region, (k + 1) % 2
 
         def fold(back: int = back, prev: int = prev, values: list[SSAValue] = values) -> list[SSAValue]:
-            at = kb.sub(lid, back * stride)
+            at = kb.add(first, kb.mul(kb.sub(pos, back), stride))
             return [combine(kb, kind, load(prev, j, at), v) for j, v in enumerate(values)]
 
         values = kb.if_(kb.lt(back - 1, pos), fold, lambda values=values: values, [et] * count)
         store_all(region, values)
-    last = kb.add(kb.sub(lid, kb.mul(pos, stride)), (size - 1) * stride)
+    last = kb.add(first, (size - 1) * stride)
     totals = [load(region, j, last) for j in range(count)]
     before = kb.if_(
         kb.lt(0, pos),
-        lambda: [load(region, j, kb.sub(lid, stride)) for j in range(count)],
+        lambda: [load(region, j, kb.add(first, kb.mul(kb.sub(pos, 1), stride))) for j in range(count)],
         lambda: [kb.const(identity(kind, et), et) for _ in range(count)],
         [et] * count,
     )

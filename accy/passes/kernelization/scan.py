@@ -302,6 +302,15 @@ class _Scan:
             line = kb.min(line, self.lines - 1)
         return kb.delinearize(line, self.line_shape), line, t, stride, inside
 
+    def _first_of_line(self, lid: SSAValue) -> SSAValue:
+        """The local id of position 0 of work-item `lid`'s line (`_line_of`)."""
+        kb = self.kb
+        if self.rows == 1:
+            return kb.idx(0)
+        if self.contiguous:
+            return kb.mul(kb.div(lid, self.threads), self.threads)
+        return kb.rem(lid, self.rows)
+
     def _scratch(self, series: int) -> SSAValue | None:
         size = scan_scratch_size(self.threads, series, self.group)
         return self.kb.local_array(size, self.storage, workgroup=True) if size else None
@@ -368,7 +377,7 @@ class _Scan:
                     kb.lt(segments - 2, segment), lambda: [tile(kb.idx(self.whole), share, self.n)], lambda: [share],
                     [self.et],
                 )[0]
-            _, (total,) = work_group_scan(kb, kind, [share], scratch, lid, t, self.threads, stride, self.group)
+            _, (total,) = work_group_scan(kb, kind, [share], scratch, lid, self._first_of_line(lid), t, self.threads, stride, self.group)
 
             def store() -> list[SSAValue]:
                 kb.op(memref.StoreOp.get(total, out, [kb.add(kb.mul(line, segments), segment)]))
@@ -392,7 +401,9 @@ class _Scan:
                 return [combine(kb, kind, c[0], kb.val(memref.LoadOp.get(partials, [kb.add(base, i)])))]
 
             share = kb.for_(t, segment, self.threads, [self.identity()], before)[0]
-            _, (carry,) = work_group_scan(kb, kind, [share], carry_scratch, lid, t, self.threads, stride, self.group)
+            _, (carry,) = work_group_scan(
+                kb, kind, [share], carry_scratch, lid, self._first_of_line(lid), t, self.threads, stride, self.group
+            )
 
             def tile(base: SSAValue, carry: SSAValue, end: SSAValue | int | None) -> SSAValue:
                 return self._tile(kept, base, carry, end, inside, scratch, lid, t, stride)
@@ -432,7 +443,8 @@ class _Scan:
                 running.append(combine(kb, self.kind, running[-1], x))
             prefixes.append(running)
         before, totals = work_group_scan(
-            kb, self.kind, [p[-1] for p in prefixes], scratch, lid, t, self.threads, stride, self.group
+            kb, self.kind, [p[-1] for p in prefixes], scratch, lid, self._first_of_line(lid), t, self.threads, stride,
+            self.group,
         )
         run = carry
         for start, running, b, total in zip(starts, prefixes, before, totals, strict=True):

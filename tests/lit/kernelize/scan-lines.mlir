@@ -1,5 +1,6 @@
 // RUN: accy-opt %s -p kernelize | filecheck %s
-// RUN: accy-opt %s -p 'set-target{profile=gpu},kernelize' | filecheck %s --check-prefix=GPU
+// RUN: accy-opt %s -p 'set-target{profile=gpu scan_vectors=4},kernelize' | filecheck %s --check-prefix=GPU
+// (scan_vectors set to 4, not the GPU default of 2, for the shapes described below.)
 
 // An exclusive reverse running max down the columns (axis 0): 35 lines of
 // 37, 35 apart from one element to the next, adjacent lines adjacent.
@@ -30,7 +31,8 @@ func.func @main(%x: tensor<37x35xf32>) -> tensor<37x35xf32> {
 // GPU profile: 32 adjacent lines a work-group (local id t * 32 + r), 2
 // work-items along each line (one per 16 elements); each reads its chunks'
 // 4 elements one at a time, 35 floats apart, and the work-items of a line
-// are 32 local ids apart in the work-group scan. Lines 35..63 of the
+// are 32 local ids apart in the work-group scan (the line's first local id r
+// plus (t - 1) * 32). Lines 35..63 of the
 // second work-group walk line 34 again and store nothing.
 // GPU:      memref.alloca() : memref<512xf32, #gpu.address_space<workgroup>>
 // GPU:      %[[LID:.*]] = "gpu.thread_id"
@@ -41,7 +43,7 @@ func.func @main(%x: tensor<37x35xf32>) -> tensor<37x35xf32> {
 // GPU:      memref.load %0
 // GPU-NOT:  vector.load
 // GPU:      "gpu.barrier"
-// GPU:      arith.subi %[[LID]], %[[C32]]
+// GPU:      arith.subi %[[T]]
 // GPU:      scf.if %[[INSIDE]]
 // GPU:      memref.store
 // GPU:      accy.kind = "scan", gpu.known_block_size = array<i32: 64, 1, 1>

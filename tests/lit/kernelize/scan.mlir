@@ -1,5 +1,6 @@
 // RUN: accy-opt %s -p kernelize | filecheck %s
-// RUN: accy-opt %s -p 'set-target{profile=gpu},kernelize' | filecheck %s --check-prefix=GPU
+// RUN: accy-opt %s -p 'set-target{profile=gpu scan_vectors=4},kernelize' | filecheck %s --check-prefix=GPU
+// (scan_vectors set to 4, not the GPU default of 2, for the shapes described below.)
 
 // An exclusive reverse cumulative sum of -x, 5 lines of 37.
 func.func @main(%x: tensor<5x37xf32>) -> tensor<5x37xf32> {
