@@ -35,7 +35,7 @@ CONVENTION_OPS = {
         "exp", "log", "sqrt", "rsqrt", "tanh", "sin", "cos", "erf", "floor", "ceil", "absf", "absi", "powf", "fma",
     )),
     "scf.for", "scf.if", "scf.yield", "memref.load", "memref.store", "memref.alloca",
-    *(f"vector.{n}" for n in ("load", "store", "broadcast", "reduction", "extract", "insert")),
+    *(f"vector.{n}" for n in ("load", "store", "broadcast", "reduction", "extract", "insert", "shuffle")),
     "accy_kernel.vcmp", "accy_kernel.vselect", "accy_kernel.vcast",
 }  # fmt: skip
 
