@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --no-conformance) conformance=0; shift ;;
     --no-bench) bench=0; shift ;;
-    --pytest) read -ra pytest_args <<< "$2"; shift 2 ;;
+    --pytest) eval "pytest_args=($2)"; shift 2 ;;  # shell words: -k 'a and not b' stays one
     -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) break ;;
   esac
