@@ -142,10 +142,11 @@ class Array:
         converts = dtype is not None and np.dtype(dtype) != self.dtype
         if copy is False and (not host or converts):
             raise ValueError(f"{self._describe()} cannot be viewed by numpy without a copy (it is not in host memory, or the dtype differs)")
-        values = self.numpy()
         if converts:
-            return values.astype(dtype)
-        return values.copy() if copy and host else values
+            return self._values(export=False).astype(dtype)
+        if copy and host:
+            return self._values(export=False).copy()
+        return self.numpy()
 
     def __dlpack_device__(self) -> tuple[int, int]:
         if self.device.cpu:
