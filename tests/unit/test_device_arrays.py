@@ -321,3 +321,25 @@ def test_custom_kernel_forward_takes_and_returns_arrays(kernel_device) -> None:
     assert compiled.executable.stats.uploads == 0 and compiled.executable.stats.downloads == 0
     (z,) = compiled.forward([y], [6])  # chained, back to the host
     np.testing.assert_array_equal(z, np.arange(6, dtype=np.float32) + 2)
+
+
+SCANS = """
+func.func @main(%x: tensor<67xf32>) -> tensor<67xf32> {
+  %s0 = "accy.scan"(%x) <{kind = "sum", axis = 0 : i64}> : (tensor<67xf32>) -> tensor<67xf32>
+  %s1 = "accy.scan"(%s0) <{kind = "sum", axis = 0 : i64}> : (tensor<67xf32>) -> tensor<67xf32>
+  func.return %s1 : tensor<67xf32>
+}
+"""
+
+
+def test_an_argument_a_kernel_writes_gets_a_copy_of_the_array(kernel_device) -> None:
+    exe = accy.compile(SCANS, device=kernel_device)
+    # Today's buffer plans write no argument; a plan that did would treat it so.
+    exe.program.schedule.arg_written[0] = True
+    x = np.linspace(-1, 1, 67, dtype=np.float32)
+    a = accy.device_put(x, kernel_device)
+    (y,) = exe(a, to_host=False)
+    assert exe.program.in_place == [False] and exe.stats.uploads == 0  # copied on the device
+    np.testing.assert_allclose(y.numpy(), np.cumsum(np.cumsum(x)), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(a.numpy(), x)
+    assert y.buffer is not a.buffer
