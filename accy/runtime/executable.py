@@ -73,6 +73,7 @@ class Executable:
             raise
         self.compile_s = time.perf_counter() - start
         self.run_s = 0.0
+        self._signature = _signature(self.input_types)
 
     @property
     def input_types(self) -> list[TensorType]:
@@ -98,6 +99,11 @@ class Executable:
         An `accy.Array` is checked as an array of its dtype and shape; with
         `keep_arrays`, one of this executable's device stays as it is (the
         device uses its buffer), else its values are read to the host."""
+        device = self.device if keep_arrays else None
+        if self._signature is not None and _matches(arrays, self._signature):
+            # Every argument is an array of the right dtype and shape (the
+            # warm path of a call): nothing for the full check to say.
+            return [_argument(a, device) if isinstance(a, Array) else _c_order(a) for a in arrays]  # type: ignore[arg-type]
         if len(arrays) == len(self.input_types):
             for i, (a, t) in enumerate(zip(arrays, self.input_types, strict=True)):
                 if isinstance(a, Array) and (a.dtype, a.shape) != (numpy_dtype(t.element_type), tuple(t.get_shape())):
@@ -105,7 +111,7 @@ class Executable:
                         f"argument #{i} of @{self.fn} expects {t} ({numpy_dtype(t.element_type)}, shape "
                         f"{tuple(t.get_shape())}), got an accy.Array of {a.dtype} and shape {a.shape}"
                     )
-        arrays = [_argument(a, self.device if keep_arrays else None) for a in arrays]
+        arrays = [_argument(a, device) for a in arrays]
         prepared = [np.asarray(a) if isinstance(a, np.generic) else a for a in arrays]
         if len(prepared) == len(self.input_types):
             prepared = [
@@ -114,8 +120,7 @@ class Executable:
             ]
         # Kept accy.Arrays are checked as zero-copy stand-ins of their dtype and shape.
         check_arguments(self.function, [_stand_in(a) if isinstance(a, Array) else a for a in prepared])
-        # np.ascontiguousarray would make a 0-d array 1-d.
-        return [a if isinstance(a, Array) or a.flags.c_contiguous else np.array(a, order="C") for a in prepared]  # type: ignore[union-attr]
+        return [a if isinstance(a, Array) else _c_order(a) for a in prepared]  # type: ignore[arg-type]
 
     def __call__(self, *arrays: object, profile: bool = False, to_host: bool | None = None) -> tuple[object, ...]:
         """Runs the function on `arrays` (numpy arrays, scalars, `accy.Array`s);
@@ -157,6 +162,27 @@ class Executable:
         ins = ", ".join(str(t) for t in self.input_types)
         outs = ", ".join(str(t) for t in self.output_types)
         return f"<accy.Executable @{self.fn}({ins}) -> ({outs}) on {self.device.name}>"
+
+
+def _signature(types: list[TensorType]) -> list[tuple[np.dtype, tuple[int, ...]]] | None:
+    """(dtype, shape) of each argument, or None where an element type has no numpy dtype."""
+    try:
+        return [(numpy_dtype(t.element_type), tuple(t.get_shape())) for t in types]
+    except (ValueError, KeyError):
+        return None
+
+
+def _matches(arrays: Sequence[object], signature: list[tuple[np.dtype, tuple[int, ...]]]) -> bool:
+    """Whether `arrays` are numpy arrays or accy.Arrays of exactly the signature's dtypes and shapes."""
+    return len(arrays) == len(signature) and all(
+        type(a) in (np.ndarray, Array) and a.dtype == dtype and a.shape == shape  # type: ignore[attr-defined]
+        for a, (dtype, shape) in zip(arrays, signature, strict=True)
+    )
+
+
+def _c_order(array: np.ndarray) -> np.ndarray:
+    # np.ascontiguousarray would make a 0-d array 1-d.
+    return array if array.flags.c_contiguous else np.array(array, order="C")
 
 
 def _argument(value: object, device: Device | None) -> object:
