@@ -343,3 +343,33 @@ def test_an_argument_a_kernel_writes_gets_a_copy_of_the_array(kernel_device) -> 
     np.testing.assert_allclose(y.numpy(), np.cumsum(np.cumsum(x)), rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(a.numpy(), x)
     assert y.buffer is not a.buffer
+
+
+def test_threads_chaining_arrays_get_right_results_and_give_every_buffer_back(kernel_device) -> None:
+    import threading
+
+    exe = accy.compile(EXP_MUL_SUM.format(r=9, c=31), device=kernel_device)
+    before = _held(kernel_device)
+    cases = []
+    for seed in range(4):
+        x, y = exe.random_inputs(seed)
+        _, m = exe.reference_outputs([x, y])
+        cases.append((x, y, exe.reference_outputs([x, m])))
+    failures: list[tuple[int, int]] = []
+
+    def work(t: int) -> None:
+        x, y, expected = cases[t]
+        xa = accy.device_put(x, kernel_device)
+        for i in range(30):
+            _, m = exe(xa, y, to_host=False)
+            s2, m2 = exe(xa, m, to_host=False)  # chained through the Array
+            if not (np.allclose(np.array(m2), expected[1], rtol=1e-4, atol=1e-5) and np.allclose(np.array(s2), expected[0], rtol=1e-4, atol=1e-4)):
+                failures.append((t, i))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert _held(kernel_device) == before and _held(kernel_device, "call") == 0
