@@ -88,7 +88,7 @@ class Executable:
         """Figures of the last call (kernels, peak bytes, fallbacks, profile)."""
         return self.program.stats
 
-    def check_inputs(self, arrays: Sequence[object], keep_arrays: bool = False) -> list[np.ndarray]:
+    def check_inputs(self, arrays: Sequence[object], keep_arrays: bool = False) -> list[np.ndarray | Array]:
         """The arrays as the device gets them; ValueError naming the first
         argument whose count, dtype or shape does not match the signature.
 
