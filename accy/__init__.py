@@ -6,6 +6,8 @@ The Python API:
     module = accy.parse_module("prog.mlir")          # or .mlir text
     exe = accy.compile(module, device="reference")   # or "opencl", "opencl:1"
     (y,) = exe(x)                                     # numpy in, numpy out
+    a = accy.device_put(x, exe.device)                # an accy.Array: stays on the device
+    (h,) = exe(a, to_host=False)                      # device arrays in and out, no copy
     accy.reference.run(module, "main", x)             # the numpy oracle
     accy.PassManager([...]).run(module)               # pipelines with cached analyses
 
@@ -23,24 +25,32 @@ if TYPE_CHECKING:
     from accy import reference
     from accy.dialects.parse import SourceDiagnostic, parse_module
     from accy.passes.pass_manager import PassManager
+    from accy.runtime.array import Array, device_put
     from accy.runtime.devices import get_device
     from accy.runtime.executable import Executable, compile
+    from accy.runtime.host_memory import DeviceMemoryError
 
 #: public name -> the module that defines it.
 _LAZY: dict[str, str] = {
+    "Array": "accy.runtime.array",
+    "DeviceMemoryError": "accy.runtime.host_memory",
     "Executable": "accy.runtime.executable",
     "PassManager": "accy.passes.pass_manager",
     "SourceDiagnostic": "accy.dialects.parse",
     "compile": "accy.runtime.executable",
+    "device_put": "accy.runtime.array",
     "get_device": "accy.runtime.devices",
     "parse_module": "accy.dialects.parse",
 }
 
 __all__ = [
+    "Array",
+    "DeviceMemoryError",
     "Executable",
     "PassManager",
     "SourceDiagnostic",
     "compile",
+    "device_put",
     "get_device",
     "parse_module",
     "reference",

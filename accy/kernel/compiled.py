@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from io import StringIO
+from typing import Any
 
 import numpy as np
 from xdsl.dialects import func, gpu, memref, vector
@@ -38,6 +39,7 @@ from accy.dialects.host import KERNELS_MODULE
 from accy.kernel.builder import Buffer, Kernel, KernelError, MemScope
 from accy.passes.kernelization.bounds import GLOBAL_SIZE_ATTR, OutOfBoundsError, launch_of, verify_bounds
 from accy.passes.kernelization.kernel_checks import InvalidKernelError, check_dominance
+from accy.runtime.array import Array
 from accy.runtime.executable import Executable
 from accy.runtime.executable import compile as compile_module
 
@@ -158,14 +160,17 @@ class CompiledKernel:
         Printer(stream=text).print_op(self.func)
         return text.getvalue()
 
-    def forward(self, inputs: Sequence[np.ndarray], output_shapes: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    def forward(
+        self, inputs: Sequence[np.ndarray | Array], output_shapes: Sequence[Sequence[int]], to_host: bool = True
+    ) -> list[Any]:
         """Runs the kernel once over its launch. `inputs` are the read-only
-        buffers in the order defined, each an array of the buffer's dtype
-        with as many elements as the buffer (any shape: it is read
-        row-major); `output_shapes` give each output's shape (an int is a
-        1-D shape), as many elements as its buffer. Returns the outputs as numpy arrays of those
-        shapes. (Device arrays, which stay on the device, come with
-        `accy.Array`: `_to_device` / `_from_device` below are where they plug in.)"""
+        buffers in the order defined, each a numpy array or an `accy.Array`
+        (of the kernel's device: used in place; of another: copied) of the
+        buffer's dtype with as many elements as the buffer (any shape: it is
+        read row-major); `output_shapes` give each output's shape (an int is
+        a 1-D shape), as many elements as its buffer. Returns the outputs as
+        numpy arrays of those shapes, or with `to_host=False` as
+        `accy.Array`s that stay on the device."""
         if len(inputs) != len(self.inputs):
             raise KernelError(f"kernel @{self.name} takes {len(self.inputs)} input(s), got {len(inputs)}")
         if len(output_shapes) != len(self.outputs):
@@ -183,13 +188,15 @@ class CompiledKernel:
                     f"its buffer holds {b.size} ({b.dtype})"
                 )
             shapes.append(shape)
-        results = self.executable(*flat)
+        results = self.executable(*flat, to_host=to_host)
         return [self._from_device(r, s) for r, s in zip(results, shapes, strict=True)]
 
-    def _to_device(self, i: int, array: object, b: Buffer) -> np.ndarray:
+    def _to_device(self, i: int, array: object, b: Buffer) -> np.ndarray | Array:
         """Input `i` as the executable takes it (a flat array of the buffer's size)."""
-        if not isinstance(array, np.ndarray):
-            raise KernelError(f"input #{i} of @{self.name} must be a numpy array of {b.dtype}, got {type(array).__name__}")
+        if not isinstance(array, np.ndarray | Array):
+            raise KernelError(
+                f"input #{i} of @{self.name} must be a numpy array or an accy.Array of {b.dtype}, got {type(array).__name__}"
+            )
         if array.dtype != b.dtype:
             raise KernelError(f"input #{i} of @{self.name} must be {b.dtype} ({b.describe()}), got {array.dtype}")
         if array.size != b.size:
@@ -199,5 +206,5 @@ class CompiledKernel:
         return array.reshape(-1)
 
     @staticmethod
-    def _from_device(result: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    def _from_device(result: np.ndarray | Array, shape: tuple[int, ...]) -> np.ndarray | Array:
         return result.reshape(shape)

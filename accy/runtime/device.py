@@ -1,5 +1,9 @@
 """What a device is to the runtime: something that prepares a function of a
-module into a `Program`, which runs numpy arrays to numpy arrays.
+module into a `Program`, which runs numpy arrays and the device's own
+`accy.Array`s (runtime/array.py) to numpy arrays or `accy.Array`s; and the
+owner of a memory pool (`Device.pool`: every buffer accy allocates there,
+bounded by `memory_limit`, reported by `memory_report()`) with the few
+buffer operations an `accy.Array` needs (write, read, copy, host view).
 
 `accy.compile` checks the caller's arrays against the function's signature
 before a `Program` sees them, so programs may assume shapes and dtypes match.
@@ -13,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects import gpu
@@ -22,6 +26,14 @@ from xdsl.dialects.builtin import ModuleOp
 from accy.debug import debug, debug_level
 from accy.dialects.target import TargetProfile
 from accy.runtime.disk_cache import DiskCache
+from accy.runtime.host_memory import (
+    HostMemoryPool,
+    MemoryReport,
+    SizedPool,
+    memory_limit_from_env,
+    physical_memory,
+    pool_max_bytes_from_env,
+)
 from accy.runtime.kernel_sources import dumping_or_overriding
 
 
@@ -39,13 +51,32 @@ class LaunchProfile:
 @dataclass
 class RunStats:
     """Figures of the last call: kernel launches, the plan's peak device bytes
-    (inputs and outputs included), and work items run on the host reference
-    path instead of a kernel."""
+    (inputs and outputs included), work items run on the host reference
+    path instead of a kernel, and the copies between host and device:
+    `uploads` / `upload_bytes` (host arrays copied into device buffers:
+    arguments not used in place, constants written again, a fallback's
+    outputs) and `downloads` / `download_bytes` (device buffers copied into
+    host arrays: results read back, a fallback's inputs, an `accy.Array` of
+    another device read to the host). Memory used in place (an input or a
+    result aliased by a host-memory device, an `accy.Array` of this device)
+    counts as neither."""
 
     kernels: int = 0
     peak_bytes: int = 0
     fallbacks: int = 0
     profile: list[LaunchProfile] = field(default_factory=list)
+    uploads: int = 0
+    upload_bytes: int = 0
+    downloads: int = 0
+    download_bytes: int = 0
+
+    def upload(self, nbytes: int) -> None:
+        self.uploads += 1
+        self.upload_bytes += nbytes
+
+    def download(self, nbytes: int) -> None:
+        self.downloads += 1
+        self.download_bytes += nbytes
 
 
 class Program(ABC):
@@ -62,18 +93,97 @@ class Program(ABC):
         return ""
 
     @abstractmethod
-    def run(self, inputs: list[np.ndarray], profile: bool = False) -> list[np.ndarray]:
-        """Runs on arrays already checked against the signature."""
+    def run(self, inputs: list[Any], profile: bool = False, to_host: bool = True) -> list[Any]:
+        """Runs on arguments already checked against the signature: numpy
+        arrays (C-contiguous) and `accy.Array`s of this device, whose
+        buffers are used as they are. Returns numpy arrays, or with
+        `to_host=False` `accy.Array`s of this device that own their buffers
+        (no copy to the host)."""
 
 
 class Device(ABC):
-    """Where programs run; `name` is the one `get_device` knows it by."""
+    """Where programs run; `name` is the one `get_device` knows it by.
+
+    Memory: `pool` hands out every buffer accy allocates on the device and
+    accounts for it (host_memory.py's `SizedPool`); `memory_limit` bounds
+    it (bytes, or None), `memory_report()` says what it holds. An
+    `accy.Array` (runtime/array.py) moves bytes with `write_buffer`,
+    `read_buffer` and `copy_buffer`, which complete before they return
+    (with asynchronous calls, issue 11 item 2, they would take and give
+    events), and views a host-memory buffer with `host_view`."""
 
     name: str
+    pool: SizedPool[Any]
+    #: The device's memory is the CPU's (PoCL's CPU device, LLVM, reference): its arrays speak DLPack.
+    cpu: bool = False
 
     @abstractmethod
     def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
         """Compiles function `fn` of `module` (which it may transform)."""
+
+    @property
+    def memory_limit(self) -> int | None:
+        """The most bytes the device's pool may hold, in use and cached
+        (None: no bound but the driver's). Setting it drops idle buffers
+        down to it; buffers in use stay, and allocations fail with
+        `DeviceMemoryError` until enough come back."""
+        return self.pool.limit
+
+    @memory_limit.setter
+    def memory_limit(self, value: int | None) -> None:
+        self.pool.limit = value
+
+    def memory_report(self) -> MemoryReport:
+        """What the device's pool holds now: bytes in use by holder, cached, the limit."""
+        return self.pool.report()
+
+    def write_buffer(self, buffer: Any, host: np.ndarray) -> None:
+        """Copies the bytes of the C-contiguous `host` into the start of `buffer`."""
+        raise NotImplementedError(f"device '{self.name}' keeps no arrays")
+
+    def read_buffer(self, buffer: Any, host: np.ndarray) -> None:
+        """Copies the start of `buffer` into the C-contiguous `host` (all its bytes)."""
+        raise NotImplementedError(f"device '{self.name}' keeps no arrays")
+
+    def copy_buffer(self, dst: Any, src: Any, nbytes: int) -> None:
+        """Copies the first `nbytes` bytes of `src` into `dst` on the device."""
+        raise NotImplementedError(f"device '{self.name}' keeps no arrays")
+
+    def host_view(self, buffer: Any) -> np.ndarray | None:
+        """`buffer` as a flat uint8 host array without a copy, or None when
+        the device's memory is not the host's."""
+        return None
+
+
+class HostMemory:
+    """Device memory that is host memory (the LLVM and reference devices):
+    buffers are flat, aligned uint8 numpy arrays from a `HostMemoryPool`,
+    and an `accy.Array`'s values are viewed in place."""
+
+    cpu = True
+    name: str
+
+    def make_pool(self, pool_max_bytes: int | None, memory_limit: int | None) -> HostMemoryPool:
+        """The pool: idle bytes bounded by `pool_max_bytes` (default
+        `$ACCY_POOL_MAX_BYTES`, else 1 GiB), all bytes by `memory_limit`
+        (default `$ACCY_MEMORY_LIMIT`, else the host's physical memory)."""
+        return HostMemoryPool(
+            max_free_bytes=pool_max_bytes_from_env(1 << 30) if pool_max_bytes is None else pool_max_bytes,
+            limit=memory_limit_from_env(physical_memory()) if memory_limit is None else memory_limit,
+            name=self.name,
+        )
+
+    def write_buffer(self, buffer: np.ndarray, host: np.ndarray) -> None:
+        buffer[: host.nbytes] = host.reshape(-1).view(np.uint8)
+
+    def read_buffer(self, buffer: np.ndarray, host: np.ndarray) -> None:
+        host.reshape(-1).view(np.uint8)[:] = buffer[: host.nbytes]
+
+    def copy_buffer(self, dst: np.ndarray, src: np.ndarray, nbytes: int) -> None:
+        dst[:nbytes] = src[:nbytes]
+
+    def host_view(self, buffer: np.ndarray) -> np.ndarray:
+        return buffer
 
 
 class TargetMismatch(ValueError):

@@ -1,14 +1,18 @@
 """`accy.compile`: a function of a module, prepared for a device, callable
-with numpy arrays.
+with numpy arrays and device arrays (`accy.Array`, runtime/array.py).
 
     exe = accy.compile("model.mlir", device="reference")
     (y,) = exe(x, w)
+    (h,) = exe(x, w, to_host=False)     # an accy.Array: stays on the device
     exe.stats.kernels, exe.compile_s
 
 The `Executable` checks what it is given against the function's signature
 (count, dtype, shape) before the device sees it, and says which argument is
 wrong and how. Arrays must have the exact dtype (no silent float64 -> float32
 narrowing); a non-contiguous array is copied to C order, which loses nothing.
+An `accy.Array` of the executable's device is passed as it is (no transfer);
+one of another device is read to the host first (counted in `stats` as a
+download).
 """
 
 from __future__ import annotations
@@ -30,15 +34,19 @@ from accy.passes.pass_manager import PassFailure
 from accy.reference.constants import numpy_dtype
 from accy.reference.interpreter import check_arguments, find_function
 from accy.reference.interpreter import run as reference_run
+from accy.runtime.array import Array
 from accy.runtime.device import Device, RunStats
 from accy.runtime.devices import get_device
+from accy.runtime.host_memory import DeviceMemoryError
 
 
 class Executable:
     """Function `fn`, compiled for `device`. Calling it returns a tuple with
-    one array per function result."""
+    one result per function result: numpy arrays, or `accy.Array`s on the
+    device when `to_host` is False (the executable's default, or the
+    call's `to_host=` argument)."""
 
-    def __init__(self, module: ModuleOp, fn: str, device: Device, strict: bool = False) -> None:
+    def __init__(self, module: ModuleOp, fn: str, device: Device, strict: bool = False, to_host: bool = True) -> None:
         # The device may rewrite `module` as it compiles (kernelize replaces
         # the function): keep the function as written, in a clone, for the
         # signature checks and `compare_with_reference`.
@@ -48,6 +56,8 @@ class Executable:
         self.fn = self.function.sym_name.data
         self.device = device
         self.strict = strict
+        #: Whether calls return numpy arrays (True) or accy.Arrays on the device, unless a call says.
+        self.to_host = to_host
         start = time.perf_counter()
         try:
             self.program = device.prepare(module, self.fn, strict)
@@ -63,6 +73,7 @@ class Executable:
             raise
         self.compile_s = time.perf_counter() - start
         self.run_s = 0.0
+        self._signature = _signature(self.input_types)
 
     @property
     def input_types(self) -> list[TensorType]:
@@ -77,29 +88,57 @@ class Executable:
         """Figures of the last call (kernels, peak bytes, fallbacks, profile)."""
         return self.program.stats
 
-    def check_inputs(self, arrays: Sequence[object]) -> list[np.ndarray]:
+    def check_inputs(self, arrays: Sequence[object], keep_arrays: bool = False) -> list[np.ndarray | Array]:
         """The arrays as the device gets them; ValueError naming the first
         argument whose count, dtype or shape does not match the signature.
 
         A numpy scalar is a 0-d array of its dtype. A Python `bool`, `int` or
         `float` given for a rank-0 tensor takes the tensor's element type when
         it is of that kind (bool for i1; int for integers, in range; int or
-        float for floats, finite stays finite), as numpy's weak scalars do."""
+        float for floats, finite stays finite), as numpy's weak scalars do.
+        An `accy.Array` is checked as an array of its dtype and shape; with
+        `keep_arrays`, one of this executable's device stays as it is (the
+        device uses its buffer), else its values are read to the host."""
+        device = self.device if keep_arrays else None
+        if self._signature is not None and _matches(arrays, self._signature):
+            # Every argument is an array of the right dtype and shape (the
+            # warm path of a call): nothing for the full check to say.
+            return [_argument(a, device) if isinstance(a, Array) else _c_order(a) for a in arrays]  # type: ignore[arg-type]
+        if len(arrays) == len(self.input_types):
+            for i, (a, t) in enumerate(zip(arrays, self.input_types, strict=True)):
+                if isinstance(a, Array) and (a.dtype, a.shape) != (numpy_dtype(t.element_type), tuple(t.get_shape())):
+                    raise ValueError(
+                        f"argument #{i} of @{self.fn} expects {t} ({numpy_dtype(t.element_type)}, shape "
+                        f"{tuple(t.get_shape())}), got an accy.Array of {a.dtype} and shape {a.shape}"
+                    )
+        arrays = [_argument(a, device) for a in arrays]
         prepared = [np.asarray(a) if isinstance(a, np.generic) else a for a in arrays]
         if len(prepared) == len(self.input_types):
             prepared = [
                 _python_scalar(a, t, i, self.fn) if isinstance(a, bool | int | float) else a
                 for i, (a, t) in enumerate(zip(prepared, self.input_types, strict=True))
             ]
-        check_arguments(self.function, prepared)
-        # np.ascontiguousarray would make a 0-d array 1-d.
-        return [a if a.flags.c_contiguous else np.array(a, order="C") for a in prepared]  # type: ignore[union-attr]
+        # Kept accy.Arrays are checked as zero-copy stand-ins of their dtype and shape.
+        check_arguments(self.function, [_stand_in(a) if isinstance(a, Array) else a for a in prepared])
+        return [a if isinstance(a, Array) else _c_order(a) for a in prepared]  # type: ignore[arg-type]
 
-    def __call__(self, *arrays: object, profile: bool = False) -> tuple[np.ndarray, ...]:
-        inputs = self.check_inputs(arrays)
+    def __call__(self, *arrays: object, profile: bool = False, to_host: bool | None = None) -> tuple[object, ...]:
+        """Runs the function on `arrays` (numpy arrays, scalars, `accy.Array`s);
+        its results as numpy arrays, or as `accy.Array`s on the device when
+        `to_host` is False (default: the executable's `to_host`).
+        `DeviceMemoryError` when the call's buffers do not fit on the device."""
+        inputs = self.check_inputs(arrays, keep_arrays=True)
+        # accy.Arrays of other devices, read to the host by check_inputs.
+        moved = [a.nbytes for a in arrays if isinstance(a, Array) and a.device is not self.device]
         start = time.perf_counter()
-        outputs = self.program.run(inputs, profile=profile)
+        try:
+            outputs = self.program.run(inputs, profile=profile, to_host=self.to_host if to_host is None else to_host)
+        except DeviceMemoryError as e:
+            peak = self.program.stats.peak_bytes
+            raise DeviceMemoryError(f"calling @{self.fn} (its buffers peak at {peak:,} bytes): {e}", e.requested, e.report) from None
         self.run_s = time.perf_counter() - start
+        for nbytes in moved:
+            self.program.stats.download(nbytes)
         return tuple(outputs)
 
     def reference_outputs(self, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -107,12 +146,12 @@ class Executable:
         return reference_run(self.source, self.fn, *self.check_inputs(inputs))
 
     def compare_with_reference(
-        self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
+        self, inputs: Sequence[object], outputs: Sequence[object]
     ) -> list[Comparison]:
         """Compares `outputs` (of this executable on `inputs`) with the
         reference interpreter's, output by output."""
         expected = self.reference_outputs(inputs)
-        return [Comparison.of(got, want) for got, want in zip(outputs, expected, strict=True)]
+        return [Comparison.of(np.asarray(got), want) for got, want in zip(outputs, expected, strict=True)]
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
         """Random arguments of the right shapes and dtypes (see `random_array`)."""
@@ -123,6 +162,39 @@ class Executable:
         ins = ", ".join(str(t) for t in self.input_types)
         outs = ", ".join(str(t) for t in self.output_types)
         return f"<accy.Executable @{self.fn}({ins}) -> ({outs}) on {self.device.name}>"
+
+
+def _signature(types: list[TensorType]) -> list[tuple[np.dtype, tuple[int, ...]]] | None:
+    """(dtype, shape) of each argument, or None where an element type has no numpy dtype."""
+    try:
+        return [(numpy_dtype(t.element_type), tuple(t.get_shape())) for t in types]
+    except (ValueError, KeyError):
+        return None
+
+
+def _matches(arrays: Sequence[object], signature: list[tuple[np.dtype, tuple[int, ...]]]) -> bool:
+    """Whether `arrays` are numpy arrays or accy.Arrays of exactly the signature's dtypes and shapes."""
+    return len(arrays) == len(signature) and all(
+        type(a) in (np.ndarray, Array) and a.dtype == dtype and a.shape == shape  # type: ignore[attr-defined]
+        for a, (dtype, shape) in zip(arrays, signature, strict=True)
+    )
+
+
+def _c_order(array: np.ndarray) -> np.ndarray:
+    # np.ascontiguousarray would make a 0-d array 1-d.
+    return array if array.flags.c_contiguous else np.array(array, order="C")
+
+
+def _argument(value: object, device: Device | None) -> object:
+    """`value`, unless it is an `accy.Array` not of `device`: then its values on the host."""
+    if not isinstance(value, Array) or value.device is device:
+        return value
+    return value._values(export=False)
+
+
+def _stand_in(array: Array) -> np.ndarray:
+    """A read-only array of `array`'s dtype and shape that holds no memory."""
+    return np.broadcast_to(np.zeros((), array.dtype), array.shape)
 
 
 def _python_scalar(value: bool | int | float, t: object, index: int, fn: str) -> object:
@@ -205,12 +277,15 @@ def compile(
     device: str | Device = "auto",
     fn: str = "main",
     strict: bool = False,
+    to_host: bool = True,
 ) -> Executable:
     """Compiles function `fn` of a module (a `ModuleOp`, `.mlir` text or a
     path) for `device` (a name such as "reference", "opencl", "opencl:1",
     "llvm", or a `Device`; by default `auto`: an OpenCL GPU when one works,
     else the LLVM device). The caller's module is not modified. `strict` makes a work item
     that would run on the host reference path instead of a kernel an error.
+    `to_host=False` makes calls return `accy.Array`s that stay on the device
+    (a call's own `to_host=` argument overrides it).
     """
     if isinstance(module_or_path, ModuleOp):
         module = module_or_path.clone()
@@ -219,7 +294,7 @@ def compile(
         module = parse_module(module_or_path)
     target = get_device(device) if isinstance(device, str) else device
     prepare_function(module, fn, source_map_of(module))
-    return Executable(module, fn, target, strict)
+    return Executable(module, fn, target, strict, to_host)
 
 
 #: Ops a function accy runs may hold besides the accy dialect's.

@@ -4,7 +4,9 @@ aligned numpy byte arrays, reused by size across calls.
 `SizedPool` is the pool both this `HostMemoryPool` and the OpenCL
 `MemoryPool` (memory.py) are: per-size free lists, bounded by `max_free_per_size` buffers of one size and
 `max_free_bytes` bytes in all (`$ACCY_POOL_MAX_BYTES`), the buffers released
-longest ago dropped first. A buffer is a flat `uint8` array whose data is
+longest ago dropped first, and the device's memory account: buffers in use
+by holder, a `limit` on in use plus cached (`$ACCY_MEMORY_LIMIT`), and
+`DeviceMemoryError` for a buffer past it. A buffer is a flat `uint8` array whose data is
 aligned to `ALIGN` bytes (a cache line, the widest vector load). Safe to use
 from several threads.
 """
@@ -20,6 +22,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 POOL_MAX_BYTES_ENV = "ACCY_POOL_MAX_BYTES"
+MEMORY_LIMIT_ENV = "ACCY_MEMORY_LIMIT"
 B = TypeVar("B")
 #: The alignment of every host buffer's data.
 ALIGN = 64
@@ -36,14 +39,81 @@ class PoolStats:
     evicted: int = 0
 
 
+#: Who holds a buffer the pool handed out (the `holder` of `SizedPool.acquire`).
+CALL = "call"  # a call of a program, until it returns
+ARRAY = "array"  # an accy.Array, until it is dropped
+CONSTANT = "constant"  # a program's constant, until its Executable is dropped
+_HOLDERS = {CALL: "calls running now", ARRAY: "accy.Arrays", CONSTANT: "executables' constants"}
+_PURPOSE = {CALL: "a call", ARRAY: "an accy.Array", CONSTANT: "an executable's constant"}
+
+
+def format_bytes(n: int) -> str:
+    """`n` bytes as people read them: "4,194,304 bytes (4.0 MiB)"."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n:,} bytes ({n / (1 << shift):.1f} {unit})"
+    return f"{n:,} bytes"
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """What a device's pool holds: `limit` (None: unbounded), the bytes in
+    use by each holder (`held`: "call", "array", "constant" -> bytes;
+    `buffers`: the same -> count) and the idle bytes kept for reuse
+    (`cached`)."""
+
+    limit: int | None
+    held: dict[str, int]
+    buffers: dict[str, int]
+    cached: int
+
+    @property
+    def in_use(self) -> int:
+        """Bytes handed out and not yet returned."""
+        return sum(self.held.values())
+
+    def __str__(self) -> str:
+        parts = [f"{_HOLDERS[h]}: {format_bytes(self.held.get(h, 0))} in {self.buffers.get(h, 0)} buffer(s)" for h in _HOLDERS]
+        limit = "no limit" if self.limit is None else f"limit {format_bytes(self.limit)}"
+        return f"{format_bytes(self.in_use)} in use ({'; '.join(parts)}), {format_bytes(self.cached)} cached, {limit}"
+
+
+class DeviceMemoryError(MemoryError):
+    """A buffer does not fit in a device's memory: past the pool's limit
+    (`Device.memory_limit`), or refused by the driver. `requested` is the
+    buffer's size in bytes, `report` what the pool held then."""
+
+    def __init__(self, message: str, requested: int, report: MemoryReport) -> None:
+        super().__init__(message)
+        self.requested = requested
+        self.report = report
+
+
 def pool_max_bytes_from_env(default: int) -> int:
     """`$ACCY_POOL_MAX_BYTES` (a byte count; 0 keeps nothing), else `default`."""
-    text = os.environ.get(POOL_MAX_BYTES_ENV, "").strip()
+    return _bytes_from_env(POOL_MAX_BYTES_ENV, default)
+
+
+def memory_limit_from_env(default: int | None) -> int | None:
+    """`$ACCY_MEMORY_LIMIT` (a byte count), else `default`."""
+    return _bytes_from_env(MEMORY_LIMIT_ENV, default)
+
+
+def _bytes_from_env(name: str, default: int | None) -> int | None:
+    text = os.environ.get(name, "").strip()
     if not text:
         return default
     if not text.isdigit():
-        raise ValueError(f"{POOL_MAX_BYTES_ENV}={text!r}: expected a number of bytes")
+        raise ValueError(f"{name}={text!r}: expected a number of bytes")
     return int(text)
+
+
+def physical_memory() -> int | None:
+    """The host's physical memory in bytes (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def aligned_empty(nbytes: int, align: int = ALIGN) -> np.ndarray:
@@ -60,18 +130,34 @@ class SizedPool(Generic[B]):
     release numbers (oldest first): acquire takes the newest of its size,
     eviction the oldest of all, within `max_free_per_size` buffers of one
     size and `max_free_bytes` bytes in all. Safe to use from several
-    threads. Subclasses say how a buffer is made and measured."""
+    threads. Subclasses say how a buffer is made and measured.
+
+    The pool is also the device's memory account. Every buffer handed out
+    is counted under its holder (`CALL`, `ARRAY`, `CONSTANT`) until it comes
+    back (`release`: kept for reuse; `discard`: forgotten, e.g. host memory
+    that numpy views still use). `limit` bounds the bytes in use plus the
+    bytes cached: an `acquire` past it first drops idle buffers, then raises
+    `DeviceMemoryError` naming the request, the limit and what is held; so
+    does an allocation the driver refuses even after the idle buffers went.
+    `report()` says what is held now."""
 
     #: What `_allocate` raises when memory runs out (idle buffers are then dropped and it is tried once more).
     out_of_memory: type[Exception] = MemoryError
 
-    def __init__(self, max_free_bytes: int = 1 << 30, max_free_per_size: int = 16) -> None:
+    def __init__(
+        self, max_free_bytes: int = 1 << 30, max_free_per_size: int = 16, limit: int | None = None, name: str = "device"
+    ) -> None:
         self.max_free_bytes = max_free_bytes
         self.max_free_per_size = max_free_per_size
+        #: The device's name, for error messages.
+        self.name = name
+        self._limit = limit
         self._free: OrderedDict[int, B] = OrderedDict()
         self._by_size: dict[int, list[int]] = {}
         self._serial = 0
         self._free_bytes = 0
+        self._held: dict[str, int] = dict.fromkeys(_HOLDERS, 0)
+        self._count: dict[str, int] = dict.fromkeys(_HOLDERS, 0)
         self._lock = threading.Lock()
         self.stats = PoolStats()
 
@@ -87,10 +173,35 @@ class SizedPool(Generic[B]):
         """Bytes of the buffers the pool keeps idle."""
         return self._free_bytes
 
+    @property
+    def in_use_bytes(self) -> int:
+        """Bytes handed out and not yet returned, whoever holds them."""
+        return sum(self._held.values())
+
+    @property
+    def limit(self) -> int | None:
+        """The most bytes in use plus cached (None: no bound but the driver's)."""
+        return self._limit
+
+    @limit.setter
+    def limit(self, value: int | None) -> None:
+        if value is not None and (not isinstance(value, int) or value < 0):
+            raise ValueError(f"a memory limit is a number of bytes or None, got {value!r}")
+        with self._lock:
+            self._limit = value
+            if value is not None:
+                self._evict_to(value - self.in_use_bytes)
+
+    def report(self) -> MemoryReport:
+        """What the pool holds now (see `MemoryReport`)."""
+        with self._lock:
+            return MemoryReport(self._limit, dict(self._held), dict(self._count), self._free_bytes)
+
     def __len__(self) -> int:
         return len(self._free)
 
-    def acquire(self, nbytes: int) -> B:
+    def acquire(self, nbytes: int, holder: str = CALL) -> B:
+        """A buffer of `nbytes` bytes (at least 1), counted under `holder`."""
         size = max(1, nbytes)
         with self._lock:
             serials = self._by_size.get(size)
@@ -100,20 +211,38 @@ class SizedPool(Generic[B]):
                     del self._by_size[size]
                 self._free_bytes -= size
                 self.stats.reused += 1
+                self._hold(holder, size, 1)
                 return buffer
+            if self._limit is not None and self.in_use_bytes + size > self._limit:
+                raise self._error(size, holder, "does not fit")
+            if self._limit is not None:
+                self._evict_to(self._limit - self.in_use_bytes - size)
             self.stats.created += 1
             self.stats.bytes_created += size
+            self._hold(holder, size, 1)  # reserved now: other threads see it
         try:
-            return self._allocate(size)
+            try:
+                return self._allocate(size)
+            except self.out_of_memory:
+                self.clear()  # idle buffers may hold the memory this one needs
+                return self._allocate(size)
         except self.out_of_memory:
-            self.clear()  # idle buffers may hold the memory this one needs
-            return self._allocate(size)
+            with self._lock:
+                self._hold(holder, -size, -1)
+                raise self._error(size, holder, "was refused by the driver") from None
+        except BaseException:
+            with self._lock:
+                self._hold(holder, -size, -1)
+            raise
 
-    def release(self, buffer: B) -> None:
+    def release(self, buffer: B, holder: str = CALL) -> None:
+        """Gives `buffer` back (counted under `holder` until now); kept for reuse within the bounds."""
         size = self._size_of(buffer)
         with self._lock:
+            self._hold(holder, -size, -1)
             serials = self._by_size.get(size, [])
-            if len(serials) >= self.max_free_per_size or size > self.max_free_bytes:
+            room = self.max_free_bytes if self._limit is None else min(self.max_free_bytes, self._limit - self.in_use_bytes)
+            if len(serials) >= self.max_free_per_size or size > room:
                 self.stats.evicted += 1
                 return
             self._serial += 1
@@ -121,15 +250,19 @@ class SizedPool(Generic[B]):
             self._by_size[size] = serials
             self._free[self._serial] = buffer
             self._free_bytes += size
-            while self._free_bytes > self.max_free_bytes:
-                serial, old = self._free.popitem(last=False)
-                old_size = self._size_of(old)
-                old_serials = self._by_size[old_size]
-                old_serials.remove(serial)  # the oldest of its size: first in the list
-                if not old_serials:
-                    del self._by_size[old_size]
-                self._free_bytes -= old_size
-                self.stats.evicted += 1
+            self._evict_to(room)
+
+    def discard(self, buffer: B, holder: str = CALL) -> None:
+        """Stops counting `buffer` (held by `holder`) without keeping it."""
+        with self._lock:
+            self._hold(holder, -self._size_of(buffer), -1)
+
+    def rehold(self, buffer: B, old: str, new: str) -> None:
+        """Counts `buffer` under holder `new` instead of `old` (a call's result handed to an accy.Array)."""
+        size = self._size_of(buffer)
+        with self._lock:
+            self._hold(old, -size, -1)
+            self._hold(new, size, 1)
 
     def clear(self) -> None:
         """Drops every free buffer."""
@@ -137,6 +270,33 @@ class SizedPool(Generic[B]):
             self._free.clear()
             self._by_size.clear()
             self._free_bytes = 0
+
+    def _hold(self, holder: str, size: int, count: int) -> None:
+        self._held[holder] += size
+        self._count[holder] += count
+
+    def _evict_to(self, room: int) -> None:
+        """Drops the oldest idle buffers until they take at most `room` bytes (lock held)."""
+        while self._free and self._free_bytes > max(0, room):
+            serial, old = self._free.popitem(last=False)
+            old_size = self._size_of(old)
+            old_serials = self._by_size[old_size]
+            old_serials.remove(serial)  # the oldest of its size: first in the list
+            if not old_serials:
+                del self._by_size[old_size]
+            self._free_bytes -= old_size
+            self.stats.evicted += 1
+
+    def _error(self, size: int, holder: str, what: str) -> DeviceMemoryError:
+        """The error for a buffer of `size` bytes for `holder` that `what` (lock held)."""
+        report = MemoryReport(self._limit, dict(self._held), dict(self._count), self._free_bytes)
+        return DeviceMemoryError(
+            f"device '{self.name}' is out of memory: a buffer of {format_bytes(size)} for {_PURPOSE[holder]} {what}; "
+            f"{report}. Drop accy.Arrays (and Executables) you no longer need, or raise the device's "
+            f"memory_limit (${MEMORY_LIMIT_ENV})",
+            size,
+            report,
+        )
 
 
 class HostMemoryPool(SizedPool[np.ndarray]):

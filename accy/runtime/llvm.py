@@ -24,8 +24,10 @@ every core of this machine. It needs nothing but llvmlite (a pip package).
 
 `LLVMProgram.run` executes the steps on numpy buffers: allocations come from
 a `HostMemoryPool` (64-byte aligned), except results returned whole, which
-are fresh arrays the kernels write and the call returns as they are; inputs
-that are C-contiguous, aligned and never written are used in place; a
+are fresh arrays the kernels write and the call returns as they are (with
+`to_host=False`, pool buffers that the results' `accy.Array`s take over);
+inputs (numpy arrays, and this device's `accy.Array`s, whose buffers are host
+memory) that are C-contiguous, aligned and never written are used in place; a
 launch's work-groups are split into contiguous ranges, one per thread of a
 pool of `os.cpu_count()` threads (the calling thread runs the first), each
 range a call of the kernel's function through ctypes, which releases the GIL
@@ -63,9 +65,10 @@ from accy.backends.llvm.emitter import FORMAT
 from accy.debug import debug, debug_level
 from accy.dialects.target import CPU_PROFILE, TargetProfile, target_fields
 from accy.reference.constants import numpy_dtype
-from accy.runtime.device import KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
+from accy.runtime.array import Array, result_arrays
+from accy.runtime.device import HostMemory, KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
 from accy.runtime.disk_cache import DiskCache
-from accy.runtime.host_memory import HostMemoryPool, aligned_empty, pool_max_bytes_from_env
+from accy.runtime.host_memory import aligned_empty
 from accy.runtime.kernel_sources import kernel_source
 from accy.runtime.schedule import (
     Alloc,
@@ -343,7 +346,7 @@ class LLVMProgram(Program):
                 lines.append(f"  {step.op.kernel.data} on the host reference path")
         return "\n".join(lines)
 
-    def run(self, inputs: list[np.ndarray], profile: bool = False) -> list[np.ndarray]:
+    def run(self, inputs: list[Any], profile: bool = False, to_host: bool = True) -> list[Any]:
         s = self.schedule
         device = self.device
         pool = device.pool
@@ -352,12 +355,16 @@ class LLVMProgram(Program):
         fresh: set[int] = set()  # result slots allocated as fresh arrays
         records: list[LaunchProfile] = []
         in_place: list[bool] = []
+        stats = RunStats(kernels=s.launches, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks)
         trace = debug_level() >= 2  # ACCY_DEBUG=2: each launch as it runs
         try:
-            for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
-                flat = array.reshape(-1)
-                if flat.dtype == np.bool_:
-                    flat = flat.view(np.int8)
+            for i, (slot, arg) in enumerate(zip(s.arg_slots, inputs, strict=True)):
+                if isinstance(arg, Array):  # this device's: its buffer is host memory already
+                    flat = arg.buffer[: arg.nbytes]
+                else:
+                    flat = arg.reshape(-1)
+                    if flat.dtype == np.bool_:
+                        flat = flat.view(np.int8)
                 ok = (
                     not s.arg_written[i]
                     and flat.nbytes == s.arg_nbytes[i]
@@ -373,6 +380,8 @@ class LLVMProgram(Program):
                     n = min(flat.nbytes, s.arg_nbytes[i])
                     buf[:n] = _byte_view(np.ascontiguousarray(flat))[:n]
                     bufs[slot] = buf
+                    if not isinstance(arg, Array):
+                        stats.upload(n)
             for step in s.steps:
                 if isinstance(step, _Launch):
                     if trace:
@@ -385,7 +394,9 @@ class LLVMProgram(Program):
                             LaunchProfile(step.name, step.kind, (step.groups * step.block,), (step.block,), seconds)
                         )
                 elif isinstance(step, Alloc):
-                    if step.result and step.slot not in fresh:
+                    # A result returned whole is a fresh array the caller gets (to the host) or a
+                    # pool buffer the result's accy.Array takes over (result_arrays).
+                    if step.result and to_host and step.slot not in fresh:
                         buf = aligned_empty(step.nbytes)
                         fresh.add(step.slot)
                     else:
@@ -413,13 +424,15 @@ class LLVMProgram(Program):
                     self._fallback(step, bufs)  # type: ignore[arg-type]
                     if profile:
                         records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
-            outputs = self._results(bufs, fresh)  # type: ignore[arg-type]
+            if to_host:
+                outputs: list[Any] = self._results(bufs, fresh, stats)  # type: ignore[arg-type]
+            else:
+                outputs = result_arrays(device, s, bufs, lambda slot: owned.pop(slot, None), device.copy_buffer)
         finally:
             for buf in owned.values():
                 pool.release(buf)
-        self.stats = RunStats(
-            kernels=s.launches, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks, profile=records if profile else []
-        )
+        stats.profile = records if profile else []
+        self.stats = stats
         self.in_place = in_place
         return outputs
 
@@ -434,7 +447,7 @@ class LLVMProgram(Program):
             if value.nbytes:
                 bufs[slot][: value.nbytes] = value.view(np.uint8)
 
-    def _results(self, bufs: list[np.ndarray], fresh: set[int]) -> list[np.ndarray]:
+    def _results(self, bufs: list[np.ndarray], fresh: set[int], stats: RunStats) -> list[np.ndarray]:
         s = self.schedule
         outputs = []
         returned: set[int] = set()
@@ -448,6 +461,7 @@ class LLVMProgram(Program):
                 host = view
             else:
                 host = view.copy()
+                stats.download(nbytes)
             outputs.append(host.view(np.bool_) if numpy_dtype(t.element_type) == np.bool_ else host)
         return outputs
 
@@ -457,13 +471,15 @@ class LLVMProgram(Program):
 # --------------------------------------------------------------------------
 
 
-class LLVMDevice(KernelDevice):
+class LLVMDevice(HostMemory, KernelDevice):
     """The host CPU through llvmlite's JIT; see the module docstring.
     `threads` is the size of the launch thread pool (default `$ACCY_THREADS`,
     else os.cpu_count());
     `poison` fills allocated buffers with NaN / a sentinel before each call's
     launches (default: `$ACCY_POISON`); `pool_max_bytes` bounds the idle
-    buffers of the memory pool (default `$ACCY_POOL_MAX_BYTES`, else 1 GiB);
+    buffers of the memory pool (default `$ACCY_POOL_MAX_BYTES`, else 1 GiB),
+    `memory_limit` all its bytes (default `$ACCY_MEMORY_LIMIT`, else the
+    host's physical memory; also settable as `device.memory_limit`);
     `object_cache` is the disk cache of object code (default the
     `llvm-objects` namespace of accy's cache root)."""
 
@@ -477,6 +493,7 @@ class LLVMDevice(KernelDevice):
         threads: int | None = None,
         pool_max_bytes: int | None = None,
         object_cache: DiskCache | None = None,
+        memory_limit: int | None = None,
     ) -> None:
         if index not in (None, 0):
             raise ValueError(f"there is one LLVM device (the host CPU), not llvm:{index}")
@@ -488,7 +505,7 @@ class LLVMDevice(KernelDevice):
         self.threads = max(1, threads if threads is not None else threads_from_env())
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
-        self.pool = HostMemoryPool(max_free_bytes=pool_max_bytes_from_env(1 << 30) if pool_max_bytes is None else pool_max_bytes)
+        self.pool = self.make_pool(pool_max_bytes, memory_limit)
         self.jit = JitCache(object_cache)
 
     def target_profile(self, math_tier: str = "exact") -> TargetProfile:

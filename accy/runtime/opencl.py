@@ -27,7 +27,11 @@ the kernels as OpenCL C, and runs the host schedule.
 with host-unified memory when C-contiguous, aligned and never written;
 launches are enqueued back to back on an in-order queue; a host fallback
 waits for the queue, evaluates its tensor ops with the reference
-interpreter and writes its outputs back; results are read into fresh arrays.
+interpreter and writes its outputs back; results are read into fresh arrays
+(with `to_host=False`, the result buffers become the results' `accy.Array`s
+instead). An `accy.Array` argument of this device is its buffer, as it is
+(copied on the device when a kernel writes that argument). Constant buffers
+are uploaded once, kept in the pool while the program lives.
 On host-unified devices a result of at least `HOST_RESULT_MIN_BYTES` is
 instead allocated as the fresh array itself (aligned, `USE_HOST_PTR`): the
 kernels write it in place and a map at the end makes it coherent, which
@@ -60,7 +64,9 @@ from __future__ import annotations
 import math
 import threading
 import time
+import weakref
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,9 +78,11 @@ from accy.debug import debug, debug_level
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.target import DEFAULTS, TargetProfile, target_fields
 from accy.reference.constants import numpy_dtype
+from accy.runtime.array import Array, result_arrays
 from accy.runtime.device import KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
+from accy.runtime.host_memory import CONSTANT
 from accy.runtime.kernel_sources import kernel_source
-from accy.runtime.memory import MemoryPool, pool_max_bytes_from_env
+from accy.runtime.memory import MemoryPool, memory_limit_from_env, pool_max_bytes_from_env
 from accy.runtime.program_cache import BuiltProgram, ProgramCache, isolate_pocl_cache, pocl_environment
 from accy.runtime.schedule import POISON_BYTE as POISON_BYTE  # re-exported: tests and tools read them here
 from accy.runtime.schedule import POISON_ENV as POISON_ENV
@@ -246,9 +254,11 @@ class OpenCLProgram(Program):
         #: The built kernels (None when the function has none).
         self.built = built
         self.stats = RunStats(peak_bytes=schedule.peak_bytes, fallbacks=schedule.fallbacks)
-        # Constant buffers nobody writes are uploaded once and kept.
+        # Constant buffers nobody writes are uploaded once and kept, in the
+        # device's pool (counted as CONSTANT) until the program is dropped.
         self._constants: dict[int, Any] = {}
         self._constants_lock = threading.Lock()
+        weakref.finalize(self, _release_constants, device.pool, self._constants).atexit = False
         #: Inputs of the last call that ran in place (no copy), by argument index.
         self.in_place: list[bool] = []
 
@@ -264,26 +274,25 @@ class OpenCLProgram(Program):
                 lines.append(f"  {step.op.kernel.data} on the host reference path")
         return "\n".join(lines)
 
-    def _constant(self, step: _Constant, queue: Any, keep: list[Any]) -> Any:
+    def _constant(self, step: _Constant, queue: Any, keep: list[Any], stats: RunStats) -> Any:
         import pyopencl as cl
 
         if not step.rewritten:
             with self._constants_lock:
                 buf = self._constants.get(step.slot)
-                if buf is None and not step.data.nbytes:
-                    # OpenCL has no empty buffers (INVALID_BUFFER_SIZE); no
-                    # kernel reads an element of an empty constant.
-                    buf = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY, size=1)
-                    self._constants[step.slot] = buf
-                elif buf is None:
-                    buf = cl.Buffer(
-                        self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=step.data
-                    )
+                if buf is None:
+                    # An empty constant gets a 1-byte buffer (OpenCL has no
+                    # empty ones); no kernel reads an element of it.
+                    buf = self.device.pool.acquire(step.data.nbytes, CONSTANT)
+                    if step.data.nbytes:
+                        cl.enqueue_copy(self.device.queue, buf, step.data, is_blocking=True)
+                        stats.upload(step.data.nbytes)
                     self._constants[step.slot] = buf
             return buf
         buf = self._acquire(step.nbytes, queue)
         if step.data.nbytes:
             cl.enqueue_copy(queue, buf, step.data, is_blocking=False)
+            stats.upload(step.data.nbytes)
         keep.append(step.data)
         return buf
 
@@ -297,11 +306,23 @@ class OpenCLProgram(Program):
         return buf
 
     def _input(
-        self, i: int, array: np.ndarray, queue: Any, keep: list[Any], owned: set[int], in_place_flags: list[bool]
+        self, i: int, array: Any, queue: Any, keep: list[Any], owned: set[int], in_place_flags: list[bool], stats: RunStats
     ) -> Any:
+        """Argument `i`'s buffer: an `accy.Array`'s own (a copy on the device
+        when a kernel writes it), a numpy array's memory in place (see the
+        module docstring), else a pool buffer it is copied into."""
         import pyopencl as cl
 
         s = self.schedule
+        if isinstance(array, Array):
+            in_place_flags.append(not s.arg_written[i])
+            if not s.arg_written[i]:
+                return array.buffer
+            buf = self._acquire(s.arg_nbytes[i], queue)
+            owned.add(id(buf))
+            if array.nbytes:
+                cl.enqueue_copy(queue, buf, array.buffer, byte_count=array.nbytes)
+            return buf
         flat = array.reshape(-1)
         if flat.dtype == np.bool_:
             flat = flat.view(np.int8)
@@ -321,9 +342,10 @@ class OpenCLProgram(Program):
         owned.add(id(buf))
         if flat.nbytes:
             cl.enqueue_copy(queue, buf, np.ascontiguousarray(flat), is_blocking=False)
+            stats.upload(flat.nbytes)
         return buf
 
-    def run(self, inputs: list[np.ndarray], profile: bool = False) -> list[np.ndarray]:
+    def run(self, inputs: list[Any], profile: bool = False, to_host: bool = True) -> list[Any]:
         import pyopencl as cl
 
         s = self.schedule
@@ -337,13 +359,14 @@ class OpenCLProgram(Program):
         events: list[tuple[_Launch, Any]] = []
         records: list[LaunchProfile] = []
         in_place: list[bool] = []
+        stats = RunStats(kernels=s.launches, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks)
         # Buffers freed mid-call go back to the pool at once only on the queue
         # every other call uses (see the module docstring).
         release_early = queue is device.queue
         trace = debug_level() >= 2  # ACCY_DEBUG=2: each launch as it is enqueued
         try:
             for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
-                bufs[slot] = self._input(i, array, queue, keep, owned, in_place)
+                bufs[slot] = self._input(i, array, queue, keep, owned, in_place, stats)
             for step in s.steps:
                 if isinstance(step, _Launch):
                     if trace:
@@ -354,7 +377,7 @@ class OpenCLProgram(Program):
                     if profile:
                         events.append((step, event))
                 elif isinstance(step, _Alloc):
-                    if step.result and device.host_unified_memory and step.nbytes >= HOST_RESULT_MIN_BYTES:
+                    if to_host and step.result and device.host_unified_memory and step.nbytes >= HOST_RESULT_MIN_BYTES:
                         hosts[step.slot], bufs[step.slot] = self._host_result(step)
                     else:
                         bufs[step.slot] = self._acquire(step.nbytes, queue)
@@ -367,15 +390,18 @@ class OpenCLProgram(Program):
                         owned.discard(id(buf))
                         pool.release(buf)
                 elif isinstance(step, _Constant):
-                    bufs[step.slot] = self._constant(step, queue, keep)
+                    bufs[step.slot] = self._constant(step, queue, keep, stats)
                     if step.rewritten:
                         owned.add(id(bufs[step.slot]))
                 else:
                     start = time.perf_counter()
-                    self._fallback(step, bufs, queue)
+                    self._fallback(step, bufs, queue, stats)
                     if profile:
                         records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
-            outputs = self._read_results(bufs, hosts, queue)
+            if to_host:
+                outputs: list[Any] = self._read_results(bufs, hosts, queue, stats)
+            else:
+                outputs = result_arrays(device, s, bufs, _taker(bufs, owned), partial(_copy, queue))
         finally:
             queue.finish()
             for buf in bufs:
@@ -386,15 +412,14 @@ class OpenCLProgram(Program):
             for step, event in events:
                 seconds = (event.profile.end - event.profile.start) * 1e-9
                 records.append(LaunchProfile(step.name, step.kind, step.global_size, step.local_size, seconds))
-        self.stats = RunStats(
-            kernels=s.launches, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks, profile=records if profile else []
-        )
+            stats.profile = records
+        self.stats = stats
         self.in_place = in_place
         if self.built is not None and not self.built.stored:
             device.programs.store(self.built)  # now that its kernels are compiled for their launch sizes
         return outputs
 
-    def _fallback(self, step: _Fallback, bufs: list[Any], queue: Any) -> None:
+    def _fallback(self, step: _Fallback, bufs: list[Any], queue: Any, stats: RunStats) -> None:
         import pyopencl as cl
 
         arrays = []
@@ -402,11 +427,13 @@ class OpenCLProgram(Program):
             host = np.empty(math.prod(t.get_shape()), _storage_dtype(t.element_type))
             if host.nbytes:
                 cl.enqueue_copy(queue, host, bufs[slot], is_blocking=False)
+                stats.download(host.nbytes)
             arrays.append(host)
         queue.finish()
         for slot, value in zip(step.outputs, evaluate_fallback(step, arrays), strict=True):
             if value.nbytes:
                 cl.enqueue_copy(queue, bufs[slot], value, is_blocking=True)
+                stats.upload(value.nbytes)
 
     def _host_result(self, step: _Alloc) -> tuple[np.ndarray, Any]:
         """A fresh flat host array for a result and a buffer over it. It is
@@ -421,7 +448,7 @@ class OpenCLProgram(Program):
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
         return host, cl.Buffer(self.device.context, flags, hostbuf=host)
 
-    def _read_results(self, bufs: list[Any], hosts: dict[int, np.ndarray], queue: Any) -> list[np.ndarray]:
+    def _read_results(self, bufs: list[Any], hosts: dict[int, np.ndarray], queue: Any, stats: RunStats) -> list[np.ndarray]:
         import pyopencl as cl
 
         s = self.schedule
@@ -441,9 +468,36 @@ class OpenCLProgram(Program):
             host = np.empty(shape, _storage_dtype(t.element_type))
             if host.nbytes:
                 cl.enqueue_copy(queue, host.reshape(-1), bufs[slot], is_blocking=False)
+                stats.download(host.nbytes)
             outputs.append((host, t))
         queue.finish()
         return [host.view(np.bool_) if numpy_dtype(t.element_type) == np.bool_ else host for host, t in outputs]
+
+
+def _taker(bufs: list[Any], owned: set[int]) -> Any:
+    """`take(slot)` for `result_arrays`: the slot's buffer, no longer the call's, when the call owned it."""
+
+    def take(slot: int) -> Any:
+        buf = bufs[slot]
+        if id(buf) not in owned:
+            return None
+        owned.discard(id(buf))
+        return buf
+
+    return take
+
+
+def _copy(queue: Any, dst: Any, src: Any, nbytes: int) -> None:
+    import pyopencl as cl
+
+    cl.enqueue_copy(queue, dst, src, byte_count=nbytes)
+
+
+def _release_constants(pool: MemoryPool, constants: dict[int, Any]) -> None:
+    """Gives a dropped program's constant buffers back to the pool."""
+    for buf in constants.values():
+        pool.release(buf, CONSTANT)
+    constants.clear()
 
 
 # --------------------------------------------------------------------------
@@ -457,8 +511,10 @@ class OpenCLDevice(KernelDevice):
     each call's launches (default: the environment variable ACCY_POISON=1).
     `pool_max_bytes` bounds the idle buffers of the memory pool (default
     `$ACCY_POOL_MAX_BYTES`, else a quarter of the device's global memory);
-    `program_cache_size` the programs kept in memory (default
-    `$ACCY_PROGRAM_CACHE_SIZE`, else 128)."""
+    `memory_limit` all the bytes of the pool, in use and cached (default
+    `$ACCY_MEMORY_LIMIT`, else the device's global memory; also settable as
+    `device.memory_limit`); `program_cache_size` the programs kept in memory
+    (default `$ACCY_PROGRAM_CACHE_SIZE`, else 128)."""
 
     FORMAT = FORMAT
     ARTIFACT = "OpenCL C"
@@ -469,6 +525,7 @@ class OpenCLDevice(KernelDevice):
         poison: bool | None = None,
         pool_max_bytes: int | None = None,
         program_cache_size: int | None = None,
+        memory_limit: int | None = None,
     ) -> None:
         import pyopencl as cl
 
@@ -500,7 +557,10 @@ class OpenCLDevice(KernelDevice):
         )
         if pool_max_bytes is None:
             pool_max_bytes = pool_max_bytes_from_env(int(self.cl_device.global_mem_size) // 4)
-        self.pool = MemoryPool(self.context, max_free_bytes=pool_max_bytes)
+        if memory_limit is None:
+            memory_limit = memory_limit_from_env(int(self.cl_device.global_mem_size))
+        self.cpu = bool(self.cl_device.type & cl.device_type.CPU)
+        self.pool = MemoryPool(self.context, max_free_bytes=pool_max_bytes, limit=memory_limit, name=self.name)
         self.programs = ProgramCache(self.context, self.cl_device, max_entries=program_cache_size)
 
     @property
@@ -517,6 +577,22 @@ class OpenCLDevice(KernelDevice):
     def target_profile(self, math_tier: str = "exact") -> TargetProfile:
         """The device's own profile (what it fills in of a module's target)."""
         return profile_of_device(self.cl_device, math_tier)
+
+    # -- buffers of accy.Arrays (Device; on the main queue, blocking) ---------
+
+    def write_buffer(self, buffer: cl.Buffer, host: np.ndarray) -> None:
+        import pyopencl as cl
+
+        cl.enqueue_copy(self.queue, buffer, host.reshape(-1).view(np.uint8), is_blocking=True)
+
+    def read_buffer(self, buffer: cl.Buffer, host: np.ndarray) -> None:
+        import pyopencl as cl
+
+        cl.enqueue_copy(self.queue, host.reshape(-1).view(np.uint8), buffer, is_blocking=True)
+
+    def copy_buffer(self, dst: cl.Buffer, src: cl.Buffer, nbytes: int) -> None:
+        _copy(self.queue, dst, src, nbytes)
+        self.queue.finish()
 
     def profile_for(self, module: ModuleOp) -> TargetProfile:
         """The complete profile `module` compiles with here: its target's set

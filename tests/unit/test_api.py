@@ -147,7 +147,7 @@ class _CountingDevice(Device):
         class _Program(Program):
             stats = RunStats()
 
-            def run(self, inputs: list[np.ndarray], profile: bool = False) -> list[np.ndarray]:
+            def run(self, inputs: list[np.ndarray], profile: bool = False, to_host: bool = True) -> list[np.ndarray]:
                 device.seen = inputs
                 self.stats = RunStats(kernels=len(inputs), peak_bytes=1, fallbacks=int(strict))
                 return list(accy.reference.interpreter.run(module, fn, *inputs))

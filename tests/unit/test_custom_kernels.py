@@ -571,7 +571,7 @@ def test_forward_says_which_input_is_wrong() -> None:
     np.testing.assert_array_equal(got, (np.arange(6) * 2).reshape(3, 2))
     (got,) = c.forward([np.arange(6, dtype=np.float32)], [6])
     assert got.shape == (6,)
-    with pytest.raises(KernelError, match="must be a numpy array of float32, got list"):
+    with pytest.raises(KernelError, match="must be a numpy array or an accy.Array of float32, got list"):
         c.forward([[0.0] * 6], [6])
 
 
