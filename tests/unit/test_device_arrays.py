@@ -50,11 +50,10 @@ def device(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     return ReferenceDevice()
 
 
-@pytest.fixture(scope="module")
-def kernel_device(device):
-    if device.name == "reference":
-        pytest.skip("the reference device runs no kernels")
-    return device
+@pytest.fixture(scope="module", params=["opencl", "llvm"])
+def kernel_device(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """A device that runs kernels (the reference device runs none)."""
+    return _opencl() if request.param == "opencl" else _llvm(tmp_path_factory)
 
 
 def _held(device, holder: str = "array") -> int:
