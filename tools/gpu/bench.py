@@ -26,6 +26,11 @@ tools/gpu/h200.sh (the conformance suite, then this), or alone:
 
     tools/gpu/nvidia_opencl.sh python3 tools/gpu/bench.py --json $OUT/gpu-bench.json
 
+Then (unless `--no-chain`) issue 11's chain: exp(a)·b+c over 2^26 floats
+on `accy.Array`s, each result the next call's input, 100 calls: wall time
+a call against the kernel's device time (target: 1.2x + 50 us, no host
+transfer); JSON `chain`.
+
 `--target` sets tile sizes in every program's module target (the fields
 of accy/dialects/target.py), to compare them in one run:
 
@@ -38,6 +43,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +199,40 @@ def ratio_entries(rows: list[dict[str, Any]], device: str) -> list[dict[str, Any
     return entries
 
 
+#: Issue 11's first target: exp(a)·b+c over 2^26 floats on device arrays,
+#: each call's result the next call's input, 100 calls.
+CHAIN_DIMS, CHAIN_CALLS = (1 << 26,), 100
+
+
+def chain_on_device(accy: Any, device: Any, repeat: int) -> dict[str, Any]:
+    """Wall time per call of a chain of calls on `accy.Array`s (no host
+    transfer between them) against the kernel's device time: issue 11's
+    target is at most 1.2x the device time plus 50 us."""
+    w = BY_NAME["exp_mul_add"]
+    exe = accy.compile(w.program(CHAIN_DIMS), device=device)
+    rng = np.random.default_rng(0)
+    a, b, c = (accy.device_put(rng.standard_normal(CHAIN_DIMS, dtype=np.float32) * 0.1, device) for _ in range(3))
+    times = []
+    for _ in range(repeat):
+        exe(a, b, c, profile=True, to_host=False)
+        times.append(sum(p.seconds for p in exe.stats.profile))
+    device_s = statistics.median(times)
+    (x,) = exe(a, b, c, to_host=False)
+    for _ in range(10):  # the pool's buffers allocated and first touched
+        (x,) = exe(x, b, c, to_host=False)
+    start = time.perf_counter()
+    for _ in range(CHAIN_CALLS):
+        (x,) = exe(x, b, c, to_host=False)
+    wall_s = (time.perf_counter() - start) / CHAIN_CALLS  # calls return when their kernels are done
+    moved = exe.stats.uploads + exe.stats.downloads  # of the last call
+    target_s = 1.2 * device_s + 50e-6
+    return {
+        "workload": "exp_mul_add chained on accy.Arrays", "dims": list(CHAIN_DIMS), "calls": CHAIN_CALLS,
+        "wall_s": wall_s, "device_s": device_s, "target_s": target_s, "transfers": moved,
+        "met": wall_s <= target_s and moved == 0,
+    }
+
+
 def chart_title(device: str, torch_note: str) -> str:
     return f"tools/gpu/bench.py: accy on {device} against {torch_note}, device times"
 
@@ -213,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         "--json", metavar="FILE", help="write the results as JSON to FILE, and their chart beside it (FILE.png)"
     )
     p.add_argument("--chart-only", metavar="JSON", help="measure nothing: chart a saved run's JSON beside it")
+    p.add_argument("--no-chain", action="store_true", help="skip the chain of calls on device arrays (issue 11)")
     p.add_argument(
         "--target", default="", metavar="FIELDS",
         help='tile sizes for every program\'s module target, e.g. "row_threads = 512, scan_vectors = 8"',
@@ -245,6 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     summary = chart.target_summary(ratios)
     print(f"\nIssue 10's H200 targets: {summary['met']} met, {summary['missed']} missed")
     print("  " + "\n  ".join(summary["lines"]))
+    chain = None if args.no_chain else chain_on_device(accy, device, args.repeat)
+    if chain is not None:
+        print(
+            f"\nIssue 11: {chain['workload']} {CHAIN_DIMS[0]}, {CHAIN_CALLS} calls: {chain['wall_s'] * 1e3:.3f} ms a call, "
+            f"device {chain['device_s'] * 1e3:.3f} ms, target {chain['target_s'] * 1e3:.3f} ms (1.2x + 50 us), "
+            f"{chain['transfers']} host transfers: {'met' if chain['met'] else 'MISSED'}"
+        )
     if args.json:
         doc = {
             "device": device_name,
@@ -254,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows": rows,
             "ratios": ratios,
             "targets": {"met": summary["met"], "missed": summary["missed"]},
+            "chain": chain,
         }
         chart.write_results(doc, args.json, chart_title(device_name, torch_note))
     return 1 if any(r.get("ok") is not True for r in rows) else 0
