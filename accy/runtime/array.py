@@ -19,9 +19,13 @@ keeps the memory alive for the view). Elsewhere (OpenCL) `numpy()` reads the
 buffer into a fresh array. A CPU Array (PoCL's CPU device, LLVM, reference)
 speaks DLPack: `np.from_dlpack(a)` works, zero-copy on host-memory devices.
 
-Calls complete before they return today, so an Array's buffer is ready when
-the Array exists; `block_until_ready()` is where asynchronous calls (issue
-11 item 2: buffers carrying their events) will wait.
+A call whose inputs are all Arrays and whose results stay on the device
+(`to_host=False`) returns once its kernels are queued (OpenCL): its
+results carry the call's marker event, `block_until_ready()` waits for it,
+and `numpy()` (and anything else reading the buffer, another call
+included) is queued behind it on the device's in-order queue. So a chain of
+calls on Arrays runs without a host synchronisation between them. Other
+calls complete before they return.
 """
 
 from __future__ import annotations
@@ -50,7 +54,9 @@ class Array:
     for i1). Made by `accy.device_put` and by calls with `to_host=False`,
     not by hand. Immutable; see the module docstring."""
 
-    __slots__ = ("__weakref__", "_base", "_buffer", "_exported", "_finalizer", "device", "dtype", "nbytes", "shape")
+    __slots__ = (
+        "__weakref__", "_base", "_buffer", "_exported", "_finalizer", "_ready", "_keep", "device", "dtype", "nbytes", "shape",
+    )
 
     def __init__(self, device: Device, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, base: Array | None = None) -> None:
         """Takes `buffer`, a buffer of `device.pool` counted under ARRAY,
@@ -63,6 +69,8 @@ class Array:
         self._buffer = buffer
         self._base = base
         self._exported = False
+        self._ready: Any = None  # the marker event of the call computing it (asynchronous calls)
+        self._keep: Any = None  # host memory that call's queued copies read
         self._finalizer: weakref.finalize | None = None
         if base is None:
             self._finalizer = weakref.finalize(self, device.pool.release, buffer, ARRAY)
@@ -96,9 +104,18 @@ class Array:
     def size(self) -> int:
         return math.prod(self.shape)
 
+    def pending(self, ready: Any, keep: Any) -> None:
+        """The Array is computed by queued work that ends with event `ready`
+        (reading host memory `keep` until then)."""
+        self._ready, self._keep = ready, keep
+
     def block_until_ready(self) -> Array:
-        """Waits until the Array's values are computed; returns it. (Every
-        call completes before it returns today: nothing to wait for.)"""
+        """Waits until the Array's values are computed (the call that made it
+        may still run: the module docstring); returns it."""
+        root = self._root()
+        if root._ready is not None:
+            root._ready.wait()
+            root._ready = root._keep = None
         return self
 
     def numpy(self) -> np.ndarray:

@@ -364,6 +364,13 @@ class OpenCLProgram(Program):
         # every other call uses (see the module docstring).
         release_early = queue is device.queue
         trace = debug_level() >= 2  # ACCY_DEBUG=2: each launch as it is enqueued
+        # A call on device arrays that returns device arrays does not wait for
+        # its kernels: its results carry a marker event (`Array.block_until_ready`),
+        # and everything that reads them later is queued behind it on the same
+        # in-order queue. Host inputs (the user may change them once the call
+        # returns), host fallbacks and profiling keep the call synchronous.
+        asynchronous = not to_host and release_early and not s.fallbacks and all(isinstance(a, Array) for a in inputs)
+        done = False
         try:
             for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
                 bufs[slot] = self._input(i, array, queue, keep, owned, in_place, stats)
@@ -402,8 +409,14 @@ class OpenCLProgram(Program):
                 outputs: list[Any] = self._read_results(bufs, hosts, queue, stats)
             else:
                 outputs = result_arrays(device, s, bufs, _taker(bufs, owned), partial(_copy, queue))
+                if asynchronous:
+                    ready = cl.enqueue_marker(queue)
+                    for array in outputs:
+                        array.pending(ready, keep)
+            done = True
         finally:
-            queue.finish()
+            if not (done and asynchronous):
+                queue.finish()
             for buf in bufs:
                 if buf is not None and id(buf) in owned:
                     owned.discard(id(buf))

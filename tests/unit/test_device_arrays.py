@@ -118,6 +118,28 @@ def test_results_stay_on_the_device_and_chain_without_host_transfers(device) -> 
     assert exe.compare_with_reference([xa, m], exe(xa, m, to_host=False))[0].ok
 
 
+def test_a_long_chain_of_calls_on_arrays_matches_numpy(device) -> None:
+    """30 calls on Arrays, each result the next call's input (asynchronous
+    on OpenCL: no wait between them), read once at the end; then a numpy
+    input changed right after a call does not change that call's result
+    (calls with host inputs complete before they return)."""
+    exe = accy.compile(EXP_MUL_SUM.format(r=7, c=33), device=device)
+    x, y = exe.random_inputs(5)
+    x = x * np.float32(0.1)
+    xa = accy.device_put(x, device)
+    m = accy.device_put(y, device)
+    want = y.astype(np.float64)
+    for _ in range(30):
+        _, m = exe(xa, m, to_host=False)
+        want = np.exp(x.astype(np.float64)) * want
+    assert m.block_until_ready() is m
+    np.testing.assert_allclose(m.numpy(), want, rtol=1e-4)
+    host = y.copy()
+    _, m1 = exe(xa, host, to_host=False)
+    host[...] = np.float32(1e9)
+    np.testing.assert_allclose(m1.numpy(), np.exp(x) * y, rtol=1e-5)
+
+
 def test_executable_option_to_host(device) -> None:
     exe = accy.compile(EXP_MUL_SUM.format(r=3, c=4), device=device, to_host=False)
     x, y = exe.random_inputs(0)
