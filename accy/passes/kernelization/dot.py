@@ -35,10 +35,11 @@ is just index math.
   at most what the device's work-group holds), each work-item an R x R
   register tile (R the profile's `dot_rows`, 8 by default on the GPU,
   halved while there are fewer than `GPU_MIN_BLOCKS` work-groups), so a
-  work-group computes a (T·R)² block; each k step stages T/2 columns of
-  the lhs block and T/2 rows of the rhs block in local memory (barriers
-  around it), and every work-item does R² `fma`s per staged k from R + R
-  local loads (`local_tiles`).
+  work-group computes a (T·R)² block; each k step stages T/4 columns of
+  the lhs block and T/4 rows of the rhs block in local memory (barriers
+  around it), fetched into registers from global memory during the step
+  before, and every work-item does R² `fma`s per staged k from R + R local
+  loads (`local_tiles`).
 - Otherwise: one work-item per output element, a scalar loop over k.
 """
 
@@ -89,9 +90,9 @@ GPU_MIN_BLOCKS = 256
 #: launches (~10-20 us each) cost more than packing saves on a small product.
 PACK_MIN_WORK = 64 * 64 * 64
 #: k staged per step of a GPU dot, for a 16 x 16 work-group (scaled with it).
-GPU_K_STEP = 8
+GPU_K_STEP = 4
 #: Largest GPU register tile that prefetches the next k step (`local_tiles`).
-GPU_PREFETCH_TILE = 4
+GPU_PREFETCH_TILE = 8
 
 
 class _Dot:
@@ -365,9 +366,10 @@ class _Dot:
         tile (R its `dot_rows`): a work-group computes a (T·R) x (T·R) block.
         Work-item (tx, ty) owns rows ty + T·i and columns tx + T·j, so a warp's
         reads of the staged tiles are broadcasts (rows) or consecutive
-        (columns), and its stores are coalesced. Each k step stages BK = T/2
-        columns of the lhs block (k-major) and BK rows of the rhs block in
-        local memory, zero past M, N and K."""
+        (columns), and its stores are coalesced. Each k step stages BK =
+        T·GPU_K_STEP/16 columns of the lhs block (k-major) and BK rows of the
+        rhs block in local memory, zero past M, N and K, fetched during the
+        step before (tiles up to GPU_PREFETCH_TILE)."""
         kb = self.kb
         t = min(kb.profile.dot_tile, math.isqrt(kb.profile.max_work_group_size))
         r = max(1, kb.profile.dot_rows)
@@ -437,10 +439,11 @@ class _Dot:
             b = [kb.val(memref.LoadOp.get(b_tile, [kb.add(row, kb.add(tx, t * j))])) for j in range(r)]
             return [self.fma(a[i], b[j], c[i * r + j]) for i in range(r) for j in range(r)]
 
-        # Small tiles fetch the next k step's elements from global memory
-        # while this one's are multiplied (register prefetch): on the H200,
-        # 4x4 tiles at 1024² went from 15.3 to 17.1 TFLOP/s, but 8x8 tiles
-        # (no registers to spare) fell from 29.7 to 24.8 at 4096.
+        # The next k step's elements are fetched from global memory while
+        # this one's are multiplied (register prefetch). On the H200, with 4
+        # k a step: 8x8 tiles at 4096² 31.6 TFLOP/s (8 k a step: 24.8 with
+        # the prefetch, 29.7 without), 4x4 tiles at 1024² 17.5 (15.3
+        # without).
         prefetch = r <= GPU_PREFETCH_TILE
 
         def k_step(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:

@@ -18,25 +18,25 @@ builtin.module {
 // DEFAULT: // kind: reduction
 // DEFAULT: __local float l0[256];
 // DEFAULT: // kind: dot_general
-// DEFAULT: __local float l0[256];
-// DEFAULT-NEXT: __local float l1[256];
+// DEFAULT: __local float l0[128];
+// DEFAULT-NEXT: __local float l1[128];
 
 // THREADS: // kind: reduction
 // THREADS: __local float l0[64];
 // THREADS: // kind: dot_general
-// THREADS: __local float l0[256];
+// THREADS: __local float l0[128];
 
 // KEPT: accy.target = #accy.target<profile = "gpu", reduce_threads = 64>
 // KEPT: "gpu.launch_func"(%{{.*}}) <{kernel = @kernels::@main_k{{[0-9]+}}_reduction
 
 // The GPU dot's work-group is dot_tile x dot_tile work-items (default 16),
 // each a register tile (8x8, halved down to 2x2 for a product this small):
-// it stages dot_tile/2 k of a (2 dot_tile)-row lhs block and of a
+// it stages dot_tile/4 k of a (2 dot_tile)-row lhs block and of a
 // (2 dot_tile)-column rhs block.
 // TILE: // kind: dot_general
 // TILE-NEXT: reqd_work_group_size(8, 8, 1)
-// TILE-NEXT: __local float l0[64];
-// TILE-NEXT: __local float l1[64];
+// TILE-NEXT: __local float l0[32];
+// TILE-NEXT: __local float l1[32];
 
 // One-work-item-per-tile kernels get work-groups of group_size items (CPU
 // default 64): the dot's 6 register tiles (12 rows by 16 columns) run as 2
