@@ -357,16 +357,18 @@ class RowPipeline:
                 self._prepare(row, [r.x for r in reds], 1)
                 ets = [accy.elem_of(r.x) for r in reds]
                 inits = [kb.const(identity(r.kind.data, t), t) for r, t in zip(reds, ets, strict=True)]
+                def step(
+                    c: SSAValue, acc: list[SSAValue], e: Expr | None = None, reds: list[accy.ReduceOp] = reds
+                ) -> list[SSAValue]:
+                    e = e or self.expr(1)
+                    return [combine(kb, r.kind.data, a, e.at(r.x, self.at_c(row, c))) for r, a in zip(reds, acc, strict=True)]
+
                 if held:
                     shares = inits
                     for c, e in zip(cs, exprs, strict=True):
                         self.pin_scalars(e, 1)
-                        shares = [combine(kb, r.kind.data, a, e.at(r.x, self.at_c(row, c))) for r, a in zip(reds, shares, strict=True)]
+                        shares = step(c, shares, e)
                 else:
-                    def step(c: SSAValue, acc: list[SSAValue], reds: list[accy.ReduceOp] = reds) -> list[SSAValue]:
-                        e = self.expr(1)
-                        return [combine(kb, r.kind.data, a, e.at(r.x, self.at_c(row, c))) for r, a in zip(reds, acc, strict=True)]
-
                     shares = kb.for_(tid, self.n, size, inits, step)
                 totals = [work_group_combine(kb, r.kind.data, s, scratch[r], tid, size) for r, s in zip(reds, shares, strict=True)]
                 self.finish_level(reds, totals)

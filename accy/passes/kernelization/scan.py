@@ -68,6 +68,7 @@ across work-groups would read the input once; not built.)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from xdsl.dialects import arith, memref, vector
 from xdsl.dialects.builtin import VectorType
@@ -106,6 +107,16 @@ ADJACENT_LINES = 32
 #: and a second read of the input cost.)
 FILL_GROUPS = 1024
 SPLIT_TILES = 8
+
+
+class _Place(NamedTuple):
+    """A GPU work-item's place along its line: local id `lid` = `first` (the
+    line's position 0) + `t`·`stride`."""
+
+    lid: SSAValue
+    first: SSAValue
+    t: SSAValue
+    stride: int
 
 
 def lower_scan(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
@@ -279,20 +290,19 @@ class _Scan:
             return self._segments(plan, -(-tiles // per), per * self.tile)
         return self._one_pass()
 
-    def _line_of(
-        self, lines_group: SSAValue, lid: SSAValue
-    ) -> tuple[list[SSAValue], SSAValue, SSAValue, int, SSAValue | None]:
+    def _line_of(self, lines_group: SSAValue, lid: SSAValue) -> tuple[list[SSAValue], SSAValue, _Place, SSAValue | None]:
         """Work-item `lid` of the work-group that holds lines group
-        `lines_group`: its line's coordinates, the line, its position t
-        along the line, the local-id distance between positions, and
-        whether the line exists (None when every one does)."""
+        `lines_group`: its line's coordinates, the line, its place along the
+        line, and whether the line exists (None when every one does)."""
         kb, rows, threads = self.kb, self.rows, self.threads
         if rows == 1:
-            r, t, stride = kb.idx(0), lid, 1
+            r, t, stride, first = kb.idx(0), lid, 1, kb.idx(0)
         elif self.contiguous:
             r, t, stride = kb.div(lid, threads), kb.rem(lid, threads), 1
+            first = kb.mul(r, threads)
         else:
             r, t, stride = kb.rem(lid, rows), kb.div(lid, rows), rows
+            first = r
         line = kb.add(kb.mul(lines_group, rows), r)
         inside: SSAValue | None = None
         if self.lines % rows:
@@ -300,16 +310,13 @@ class _Scan:
             # (every work-item reaches the barriers) and store nothing.
             inside = kb.lt(line, self.lines)
             line = kb.min(line, self.lines - 1)
-        return kb.delinearize(line, self.line_shape), line, t, stride, inside
+        return kb.delinearize(line, self.line_shape), line, _Place(lid, first, t, stride), inside
 
-    def _first_of_line(self, lid: SSAValue) -> SSAValue:
-        """The local id of position 0 of work-item `lid`'s line (`_line_of`)."""
-        kb = self.kb
-        if self.rows == 1:
-            return kb.idx(0)
-        if self.contiguous:
-            return kb.mul(kb.div(lid, self.threads), self.threads)
-        return kb.rem(lid, self.rows)
+    def _line_scan(self, shares: list[SSAValue], scratch: SSAValue | None, place: _Place) -> tuple[list[SSAValue], list[SSAValue]]:
+        """`work_group_scan` of `shares` across the line of the work-item at `place`."""
+        return work_group_scan(
+            self.kb, self.kind, shares, scratch, place.lid, place.first, place.t, self.threads, place.stride, self.group
+        )
 
     def _scratch(self, series: int) -> SSAValue | None:
         size = scan_scratch_size(self.threads, series, self.group)
@@ -321,10 +328,10 @@ class _Scan:
         scratch = self._scratch(self.chunks)
 
         def body(wg: SSAValue, lid: SSAValue) -> None:
-            kept, _, t, stride, inside = self._line_of(wg, lid)
+            kept, _, place, inside = self._line_of(wg, lid)
 
             def tile(base: SSAValue, carry: SSAValue, end: SSAValue | int | None) -> SSAValue:
-                return self._tile(kept, base, carry, end, inside, scratch, lid, t, stride)
+                return self._tile(kept, base, carry, end, inside, scratch, place)
 
             carry = kb.for_(0, self.whole, self.tile, [self.identity()], lambda b, c: [tile(b, c[0], None)])[0]
             if self.whole < self.n:
@@ -363,10 +370,10 @@ class _Scan:
 
         def body(wg: SSAValue, lid: SSAValue) -> None:
             segment, start, end = self._segment(wg, segments, length)
-            kept, line, t, stride, inside = self._line_of(kb.div(wg, segments), lid)
+            kept, line, place, inside = self._line_of(kb.div(wg, segments), lid)
 
             def tile(base: SSAValue, share: SSAValue, end: SSAValue | int | None) -> SSAValue:
-                for chunk in self._chunk_starts(base, t):
+                for chunk in self._chunk_starts(base, place.t):
                     for x in self._load(kept, chunk, end):
                         share = combine(kb, kind, share, x)
                 return share
@@ -377,13 +384,13 @@ class _Scan:
                     kb.lt(segments - 2, segment), lambda: [tile(kb.idx(self.whole), share, self.n)], lambda: [share],
                     [self.et],
                 )[0]
-            _, (total,) = work_group_scan(kb, kind, [share], scratch, lid, self._first_of_line(lid), t, self.threads, stride, self.group)
+            _, (total,) = self._line_scan([share], scratch, place)
 
             def store() -> list[SSAValue]:
                 kb.op(memref.StoreOp.get(total, out, [kb.add(kb.mul(line, segments), segment)]))
                 return []
 
-            first = kb.lt(t, 1)
+            first = kb.lt(place.t, 1)
             kb.if_(first if inside is None else kb.val(arith.AndIOp(first, inside)), store)
 
         return work_group_per(kb, -(-self.lines // self.rows) * segments, self.group, body)
@@ -394,19 +401,17 @@ class _Scan:
 
         def body(wg: SSAValue, lid: SSAValue) -> None:
             segment, start, end = self._segment(wg, segments, length)
-            kept, line, t, stride, inside = self._line_of(kb.div(wg, segments), lid)
+            kept, line, place, inside = self._line_of(kb.div(wg, segments), lid)
             base = kb.mul(line, segments)
 
             def before(i: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
                 return [combine(kb, kind, c[0], kb.val(memref.LoadOp.get(partials, [kb.add(base, i)])))]
 
-            share = kb.for_(t, segment, self.threads, [self.identity()], before)[0]
-            _, (carry,) = work_group_scan(
-                kb, kind, [share], carry_scratch, lid, self._first_of_line(lid), t, self.threads, stride, self.group
-            )
+            share = kb.for_(place.t, segment, self.threads, [self.identity()], before)[0]
+            _, (carry,) = self._line_scan([share], carry_scratch, place)
 
             def tile(base: SSAValue, carry: SSAValue, end: SSAValue | int | None) -> SSAValue:
-                return self._tile(kept, base, carry, end, inside, scratch, lid, t, stride)
+                return self._tile(kept, base, carry, end, inside, scratch, place)
 
             carry = kb.for_(start, end, self.tile, [carry], lambda b, c: [tile(b, c[0], None)])[0]
             if self.whole < self.n:
@@ -428,13 +433,13 @@ class _Scan:
 
     def _tile(
         self, kept: list[SSAValue], base: SSAValue, carry: SSAValue, end: SSAValue | int | None,
-        inside: SSAValue | None, scratch: SSAValue | None, lid: SSAValue, t: SSAValue, stride: int,
+        inside: SSAValue | None, scratch: SSAValue | None, place: _Place,
     ) -> SSAValue:
         """One tile of the line at `kept` from `base` (logical), after
         `carry`; with an `end`, the elements from `end` on are masked (the
         identity, not stored). Returns the carry for the next tile."""
         kb = self.kb
-        starts = self._chunk_starts(base, t)
+        starts = self._chunk_starts(base, place.t)
         prefixes: list[list[SSAValue]] = []
         for start in starts:
             lanes = self._load(kept, start, end)
@@ -442,10 +447,7 @@ class _Scan:
             for x in lanes[1:]:
                 running.append(combine(kb, self.kind, running[-1], x))
             prefixes.append(running)
-        before, totals = work_group_scan(
-            kb, self.kind, [p[-1] for p in prefixes], scratch, lid, self._first_of_line(lid), t, self.threads, stride,
-            self.group,
-        )
+        before, totals = self._line_scan([p[-1] for p in prefixes], scratch, place)
         run = carry
         for start, running, b, total in zip(starts, prefixes, before, totals, strict=True):
             offset = combine(kb, self.kind, run, b)
