@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"where to run ({', '.join(known_devices())}; default: auto, an OpenCL GPU when one works, else llvm)",
     )
     p.add_argument("--check", action="store_true", help="compare with the reference interpreter; exit 2 past tolerance")
-    p.add_argument("--stats", action="store_true", help="print one JSON line: device, kernels, peak_bytes, compile_s, run_s, fallbacks, compile_cached (and jit_s, jit_kernels, jit_cached on llvm)")
+    p.add_argument("--stats", action="store_true", help="print one JSON line: device, kernels, launches, peak_bytes, compile_s, run_s, fallbacks, compile_cached (and jit_s, jit_kernels, jit_cached on llvm)")
     p.add_argument("--profile", action="store_true", help="print each kernel launch: name, kind, sizes, device time")
     p.add_argument("--strict", action="store_true", help="fail instead of running a work item on the host reference path")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
@@ -169,6 +169,7 @@ def _run(args: argparse.Namespace) -> int:
         "device": args.device if args.device.strip().lower() != AUTO else exe.device.name,
         "fn": exe.fn,
         "kernels": exe.stats.kernels,
+        "launches": exe.stats.launches,
         "peak_bytes": exe.stats.peak_bytes,
         "compile_s": round(exe.compile_s, 6),
         "run_s": round(exe.run_s, 6),

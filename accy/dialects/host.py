@@ -1,5 +1,6 @@
 """The `accy_host` dialect: host-schedule ops that the gpu/memref dialects lack
-(`accy_host.fallback`, `accy_host.yield`, `accy_host.constant`), plus the
+(`accy_host.fallback`, `accy_host.yield`, `accy_host.constant`,
+`accy_host.copy`), plus the
 `#accy.target` and `#gpu.address_space` attributes kernel IR uses. It also
 names the host-schedule conventions that the kernelize pass writes and the
 backends and the runtime read (`KERNELS_MODULE`, `SIGNATURE_ATTR`,
@@ -45,6 +46,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    operand_def,
     prop_def,
     region_def,
     result_def,
@@ -261,6 +263,40 @@ class ConstantOp(IRDLOperation):
 
 
 @irdl_op_definition
+class CopyOp(IRDLOperation):
+    """Copies the first `count` elements of one flat buffer into another, on
+    the device (`memref.copy`, which needs equal shapes, for buffers of
+    different sizes: a loop's carried values live in buffers sized for the
+    largest value that shares them).
+
+        accy_host.copy %a to %b count 12 : memref<12xf32> to memref<16xf32>
+    """
+
+    name = "accy_host.copy"
+
+    source = operand_def(MemRefType)
+    target = operand_def(MemRefType)
+    count = prop_def(IntegerAttr[I64])
+
+    assembly_format = "$source `to` $target `count` $count attr-dict `:` type($source) `to` type($target)"
+
+    def __init__(self, source: SSAValue, target: SSAValue, count: int) -> None:
+        super().__init__(operands=[source, target], properties={"count": IntegerAttr(count, i64)})
+
+    def verify_(self) -> None:
+        n = self.count.value.data
+        for what, buf in (("source", self.source), ("target", self.target)):
+            t = buf.type
+            assert isinstance(t, MemRefType)
+            if len(t.get_shape()) != 1:
+                raise VerifyException(f"'{self.name}' {what} must be a flat 1-D memref, got {t}")
+            if not 0 <= n <= t.get_shape()[0]:
+                raise VerifyException(f"'{self.name}' copies {n} elements but its {what} holds {t.get_shape()[0]}")
+        if self.source.type.element_type != self.target.type.element_type:  # type: ignore[attr-defined]
+            raise VerifyException(f"'{self.name}' source and target element types differ")
+
+
+@irdl_op_definition
 class YieldOp(IRDLOperation):
     """Terminator of `accy_host.fallback`: the output tensors, in output-buffer order."""
 
@@ -276,4 +312,4 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
-AccyHost = Dialect("accy_host", [FallbackOp, YieldOp, ConstantOp], [TargetAttr, AddressSpaceAttr])
+AccyHost = Dialect("accy_host", [FallbackOp, YieldOp, ConstantOp, CopyOp], [TargetAttr, AddressSpaceAttr])

@@ -23,6 +23,7 @@ PASSES: dict[str, str] = {
     "dce": "xdsl.transforms.dead_code_elimination:DeadCodeElimination",
     "decompose": "accy.passes.decompose:DecomposePass",
     "inline": "accy.passes.inline:InlinePass",
+    "loop-invariant-code-motion": "accy.passes.loop_invariants:LoopInvariantCodeMotionPass",
     "print-analysis": "accy.passes.print_analysis:PrintAnalysisPass",
     "test-analysis-cache": "accy.passes.testing:TestAnalysisCachePass",
     "test-rewrite-claiming-preserved": "accy.passes.testing:TestRewriteClaimingPreservedPass",

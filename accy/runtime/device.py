@@ -50,7 +50,9 @@ class LaunchProfile:
 
 @dataclass
 class RunStats:
-    """Figures of the last call: kernel launches, the plan's peak device bytes
+    """Figures of the last call: the program's kernels (`kernels`: its
+    launch ops, a loop's body counted once) and the launches the call made
+    (`launches`: a loop's body once per trip), the plan's peak device bytes
     (inputs and outputs included), work items run on the host reference
     path instead of a kernel, and the copies between host and device:
     `uploads` / `upload_bytes` (host arrays copied into device buffers:
@@ -62,6 +64,7 @@ class RunStats:
     counts as neither."""
 
     kernels: int = 0
+    launches: int = 0
     peak_bytes: int = 0
     fallbacks: int = 0
     profile: list[LaunchProfile] = field(default_factory=list)
@@ -259,9 +262,10 @@ class KernelDevice(Device):
                 self._debug(fn, program)
                 return program
         from accy.passes.kernelization.kernelize import KernelizePass
+        from accy.passes.loop_invariants import LoopInvariantCodeMotionPass
         from accy.passes.pass_manager import PassManager
 
-        pm = PassManager([KernelizePass(strict=strict, verify_bounds=verify)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
+        pm = PassManager([LoopInvariantCodeMotionPass(), KernelizePass(strict=strict, verify_bounds=verify)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
         pm.run(module)
         if report:
             _report_bounds(module)

@@ -73,19 +73,24 @@ from accy.runtime.kernel_sources import kernel_source
 from accy.runtime.schedule import (
     Alloc,
     Constant,
+    Copy,
     Fallback,
     Free,
     HostScheduleError,
     Launch,
+    Loop,
     Schedule,
     evaluate_fallback,
     fallback_input_types,
     has_kernels,
     host_function,
+    map_launches,
     poison_from_env,
     poison_pattern,
+    run_loop,
     storage_dtype,
     translate,
+    walk_steps,
 )
 
 INSTALL_HINT = "the LLVM device needs llvmlite: `pip install llvmlite`"
@@ -339,8 +344,10 @@ class LLVMProgram(Program):
     def describe(self) -> str:
         s = self.schedule
         lines = [f"{s.launches} kernel(s), {s.fallbacks} fallback(s), peak {s.peak_bytes} bytes"]
-        for step in s.steps:
-            if isinstance(step, _Launch):
+        for step in walk_steps(s.steps):
+            if isinstance(step, Loop):
+                lines.append(f"  loop of {step.count} trip(s) over the next {len(walk_steps(step.body))} step(s)")
+            elif isinstance(step, _Launch):
                 lines.append(f"  {step.name} ({step.kind}) {step.groups} group(s) of {step.block}")
             elif isinstance(step, Fallback):
                 lines.append(f"  {step.op.kernel.data} on the host reference path")
@@ -355,7 +362,7 @@ class LLVMProgram(Program):
         fresh: set[int] = set()  # result slots allocated as fresh arrays
         records: list[LaunchProfile] = []
         in_place: list[bool] = []
-        stats = RunStats(kernels=s.launches, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks)
+        stats = RunStats(kernels=s.launches, launches=s.launches_per_call, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks)
         trace = debug_level() >= 2  # ACCY_DEBUG=2: each launch as it runs
         try:
             for i, (slot, arg) in enumerate(zip(s.arg_slots, inputs, strict=True)):
@@ -382,48 +389,55 @@ class LLVMProgram(Program):
                     bufs[slot] = buf
                     if not isinstance(arg, Array):
                         stats.upload(n)
-            for step in s.steps:
-                if isinstance(step, _Launch):
-                    if trace:
-                        debug(2, f"accy: launch @{step.name} ({step.kind}) {step.groups} group(s) of {step.block}")
-                    start = time.perf_counter() if profile else 0.0
-                    device.launch(step.fn, [bufs[a] for a in step.args], step.groups, step.block)  # type: ignore[misc]
-                    if profile:
-                        seconds = time.perf_counter() - start
-                        records.append(
-                            LaunchProfile(step.name, step.kind, (step.groups * step.block,), (step.block,), seconds)
-                        )
-                elif isinstance(step, Alloc):
-                    # A result returned whole is a fresh array the caller gets (to the host) or a
-                    # pool buffer the result's accy.Array takes over (result_arrays).
-                    if step.result and to_host and step.slot not in fresh:
-                        buf = aligned_empty(step.nbytes)
-                        fresh.add(step.slot)
-                    else:
-                        buf = pool.acquire(step.nbytes)
-                        owned[step.slot] = buf
-                    if device.poison and step.nbytes:
-                        pattern = poison_pattern(step.dtype)
-                        buf[: step.nbytes].view(step.dtype)[:] = pattern[0]
-                    bufs[step.slot] = buf
-                elif isinstance(step, Free):
-                    buf = owned.pop(step.slot, None)
-                    if buf is not None:
-                        pool.release(buf)
-                elif isinstance(step, Constant):
-                    if step.rewritten:
-                        buf = pool.acquire(step.nbytes)
-                        owned[step.slot] = buf
-                        buf[: step.data.nbytes] = _byte_view(step.data)
+            def run_steps(steps: list[Any]) -> None:
+                for step in steps:
+                    if isinstance(step, _Launch):
+                        if trace:
+                            debug(2, f"accy: launch @{step.name} ({step.kind}) {step.groups} group(s) of {step.block}")
+                        start = time.perf_counter() if profile else 0.0
+                        device.launch(step.fn, [bufs[a] for a in step.args], step.groups, step.block)  # type: ignore[misc]
+                        if profile:
+                            seconds = time.perf_counter() - start
+                            records.append(
+                                LaunchProfile(step.name, step.kind, (step.groups * step.block,), (step.block,), seconds)
+                            )
+                    elif isinstance(step, Alloc):
+                        # A result returned whole is a fresh array the caller gets (to the host) or a
+                        # pool buffer the result's accy.Array takes over (result_arrays).
+                        if step.result and to_host and step.slot not in fresh:
+                            buf = aligned_empty(step.nbytes)
+                            fresh.add(step.slot)
+                        else:
+                            buf = pool.acquire(step.nbytes)
+                            owned[step.slot] = buf
+                        if device.poison and step.nbytes:
+                            pattern = poison_pattern(step.dtype)
+                            buf[: step.nbytes].view(step.dtype)[:] = pattern[0]
                         bufs[step.slot] = buf
+                    elif isinstance(step, Free):
+                        buf = owned.pop(step.slot, None)
+                        if buf is not None:
+                            pool.release(buf)
+                    elif isinstance(step, Constant):
+                        if step.rewritten:
+                            buf = pool.acquire(step.nbytes)
+                            owned[step.slot] = buf
+                            buf[: step.data.nbytes] = _byte_view(step.data)
+                            bufs[step.slot] = buf
+                        else:
+                            # Read-only: the step's own array (element-aligned, contiguous).
+                            bufs[step.slot] = _byte_view(step.data) if step.data.nbytes else aligned_empty(1)
+                    elif isinstance(step, Copy):
+                        bufs[step.target][: step.nbytes] = bufs[step.source][: step.nbytes]  # type: ignore[index]
+                    elif isinstance(step, Loop):
+                        run_loop(step, bufs, run_steps)
                     else:
-                        # Read-only: the step's own array (element-aligned, contiguous).
-                        bufs[step.slot] = _byte_view(step.data) if step.data.nbytes else aligned_empty(1)
-                else:
-                    start = time.perf_counter()
-                    self._fallback(step, bufs)  # type: ignore[arg-type]
-                    if profile:
-                        records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
+                        start = time.perf_counter()
+                        self._fallback(step, bufs)  # type: ignore[arg-type]
+                        if profile:
+                            records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
+
+            run_steps(s.steps)
             if to_host:
                 outputs: list[Any] = self._results(bufs, fresh, stats)  # type: ignore[arg-type]
             else:
@@ -549,7 +563,7 @@ class LLVMDevice(HostMemory, KernelDevice):
         schedule = program.schedule
         if schedule.fallbacks:
             return None
-        steps = [replace(step, fn=None) if isinstance(step, _Launch) else step for step in schedule.steps]
+        steps = map_launches(schedule.steps, lambda step: replace(step, fn=None), _Launch)
         return pickle.dumps((program.sources, replace(schedule, steps=steps)), protocol=pickle.HIGHEST_PROTOCOL)
 
     def thaw(self, payload: bytes) -> LLVMProgram | None:
@@ -561,7 +575,7 @@ class LLVMDevice(HostMemory, KernelDevice):
         if not isinstance(schedule, Schedule) or not isinstance(sources, dict):
             return None
         jits = {name: self.jit.get(text, [name]) for name, text in sources.items()}
-        for step in schedule.steps:
+        for step in walk_steps(schedule.steps):
             if isinstance(step, _Launch):
                 step.fn = jits[step.name].functions[step.name]
         return LLVMProgram(self, schedule, sources, jits)

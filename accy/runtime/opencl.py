@@ -88,19 +88,23 @@ from accy.runtime.schedule import POISON_BYTE as POISON_BYTE  # re-exported: tes
 from accy.runtime.schedule import POISON_ENV as POISON_ENV
 from accy.runtime.schedule import Alloc as _Alloc
 from accy.runtime.schedule import Constant as _Constant
-from accy.runtime.schedule import Fallback as _Fallback
-from accy.runtime.schedule import Free as _Free
 from accy.runtime.schedule import (
+    Copy,
     HostScheduleError,
     Launch,
+    Loop,
     evaluate_fallback,
     fallback_input_types,
     has_kernels,
     host_function,
     poison_from_env,
     poison_pattern,
+    run_loop,
     translate,
+    walk_steps,
 )
+from accy.runtime.schedule import Fallback as _Fallback
+from accy.runtime.schedule import Free as _Free
 from accy.runtime.schedule import Schedule as _Schedule
 from accy.runtime.schedule import storage_dtype as _storage_dtype
 
@@ -266,8 +270,10 @@ class OpenCLProgram(Program):
         """One line per step: what `ACCY_DEBUG=1` prints."""
         s = self.schedule
         lines = [f"{s.launches} kernel(s), {s.fallbacks} fallback(s), peak {s.peak_bytes} bytes"]
-        for step in s.steps:
-            if isinstance(step, _Launch):
+        for step in walk_steps(s.steps):
+            if isinstance(step, Loop):
+                lines.append(f"  loop of {step.count} trip(s) over the next {len(walk_steps(step.body))} step(s)")
+            elif isinstance(step, _Launch):
                 local = "x".join(map(str, step.local_size)) if step.local_size else "-"
                 lines.append(f"  {step.name} ({step.kind}) global {'x'.join(map(str, step.global_size))} local {local}")
             elif isinstance(step, _Fallback):
@@ -359,7 +365,7 @@ class OpenCLProgram(Program):
         events: list[tuple[_Launch, Any]] = []
         records: list[LaunchProfile] = []
         in_place: list[bool] = []
-        stats = RunStats(kernels=s.launches, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks)
+        stats = RunStats(kernels=s.launches, launches=s.launches_per_call, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks)
         # Buffers freed mid-call go back to the pool at once only on the queue
         # every other call uses (see the module docstring).
         release_early = queue is device.queue
@@ -374,37 +380,45 @@ class OpenCLProgram(Program):
         try:
             for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
                 bufs[slot] = self._input(i, array, queue, keep, owned, in_place, stats)
-            for step in s.steps:
-                if isinstance(step, _Launch):
-                    if trace:
-                        debug(2, f"accy: launch @{step.name} ({step.kind}) global {list(step.global_size)} local {list(step.local_size or [])}")
-                    with step.lock:
-                        step.kernel.set_args(*(bufs[a] for a in step.args))
-                        event = cl.enqueue_nd_range_kernel(queue, step.kernel, step.global_size, step.local_size)
-                    if profile:
-                        events.append((step, event))
-                elif isinstance(step, _Alloc):
-                    if to_host and step.result and device.host_unified_memory and step.nbytes >= HOST_RESULT_MIN_BYTES:
-                        hosts[step.slot], bufs[step.slot] = self._host_result(step)
+
+            def run_steps(steps: list[Any]) -> None:
+                for step in steps:
+                    if isinstance(step, _Launch):
+                        if trace:
+                            debug(2, f"accy: launch @{step.name} ({step.kind}) global {list(step.global_size)} local {list(step.local_size or [])}")
+                        with step.lock:
+                            step.kernel.set_args(*(bufs[a] for a in step.args))
+                            event = cl.enqueue_nd_range_kernel(queue, step.kernel, step.global_size, step.local_size)
+                        if profile:
+                            events.append((step, event))
+                    elif isinstance(step, _Alloc):
+                        if to_host and step.result and device.host_unified_memory and step.nbytes >= HOST_RESULT_MIN_BYTES:
+                            hosts[step.slot], bufs[step.slot] = self._host_result(step)
+                        else:
+                            bufs[step.slot] = self._acquire(step.nbytes, queue)
+                            owned.add(id(bufs[step.slot]))
+                        if device.poison and step.nbytes:
+                            cl.enqueue_fill_buffer(queue, bufs[step.slot], poison_pattern(step.dtype), 0, step.nbytes)
+                    elif isinstance(step, _Free):
+                        buf = bufs[step.slot]
+                        if release_early and id(buf) in owned:
+                            owned.discard(id(buf))
+                            pool.release(buf)
+                    elif isinstance(step, _Constant):
+                        bufs[step.slot] = self._constant(step, queue, keep, stats)
+                        if step.rewritten:
+                            owned.add(id(bufs[step.slot]))
+                    elif isinstance(step, Copy):
+                        if step.nbytes:
+                            cl.enqueue_copy(queue, bufs[step.target], bufs[step.source], byte_count=step.nbytes)
+                    elif isinstance(step, Loop):
+                        run_loop(step, bufs, run_steps)
                     else:
-                        bufs[step.slot] = self._acquire(step.nbytes, queue)
-                        owned.add(id(bufs[step.slot]))
-                    if device.poison and step.nbytes:
-                        cl.enqueue_fill_buffer(queue, bufs[step.slot], poison_pattern(step.dtype), 0, step.nbytes)
-                elif isinstance(step, _Free):
-                    buf = bufs[step.slot]
-                    if release_early and id(buf) in owned:
-                        owned.discard(id(buf))
-                        pool.release(buf)
-                elif isinstance(step, _Constant):
-                    bufs[step.slot] = self._constant(step, queue, keep, stats)
-                    if step.rewritten:
-                        owned.add(id(bufs[step.slot]))
-                else:
-                    start = time.perf_counter()
-                    self._fallback(step, bufs, queue, stats)
-                    if profile:
-                        records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
+                        start = time.perf_counter()
+                        self._fallback(step, bufs, queue, stats)
+                        if profile:
+                            records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
+            run_steps(s.steps)
             if to_host:
                 outputs: list[Any] = self._read_results(bufs, hosts, queue, stats)
             else:

@@ -1,10 +1,14 @@
 """The host schedule as steps: what every device that runs kernels shares.
 
 A kernelized function (`func.func` with `accy.signature`) is a straight-line
-list of host ops over flat memref buffers. `translate` walks it once into a
-`Schedule`: numbered buffer slots and one step per op (`Alloc`, `Free`,
-`Constant`, a device-made launch step, `Fallback`); index constants become
-launch sizes. A device passes `make_launch`, which turns the device-neutral
+list of host ops over flat memref buffers, with `scf.for` loops (an
+`accy.iterate`) whose iter_args are buffers. `translate` walks it once into
+a `Schedule`: numbered buffer slots and one step per op (`Alloc`, `Free`,
+`Constant`, a device-made launch step, `Fallback`, `Copy`, and `Loop`,
+which holds the steps of its body); index constants become launch sizes
+and trip counts. A loop's iter_args are slots that are rebound, not
+copied: a trip ends by binding each to the buffer its `scf.yield` names
+(`run_loop`), so two buffers that swap roles cost nothing per trip. A device passes `make_launch`, which turns the device-neutral
 `Launch` into its own step (an OpenCL kernel and its NDRange, an LLVM
 function and its work-group ranges) or raises `HostScheduleError`.
 
@@ -17,16 +21,16 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith, func, gpu, memref
+from xdsl.dialects import arith, func, gpu, memref, scf
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, FallbackOp
+from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, CopyOp, FallbackOp
 from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.reference.constants import dense_to_numpy, numpy_dtype
 from accy.reference.interpreter import evaluate_op
@@ -129,6 +133,64 @@ class Constant:
 
 
 @dataclass
+class Copy:
+    """`accy_host.copy`: the first `nbytes` bytes of `source` into `target`, on the device."""
+
+    source: int
+    target: int
+    nbytes: int
+
+
+@dataclass
+class Loop:
+    """An `scf.for` over buffers: bind `carried` to `inits`, run `body`
+    `count` times, each trip ending by binding `carried` to what was in
+    `yields`; then bind `results` to `carried`."""
+
+    count: int
+    carried: list[int]
+    inits: list[int]
+    body: list[Any]
+    yields: list[int]
+    results: list[int]
+
+
+def run_loop(loop: Loop, bufs: list[Any], run_steps: Callable[[list[Any]], None]) -> None:
+    """Runs `loop` over a device's buffer slots; `run_steps` runs its body."""
+    for c, i in zip(loop.carried, loop.inits, strict=True):
+        bufs[c] = bufs[i]
+    for _ in range(loop.count):
+        run_steps(loop.body)
+        bound = [bufs[y] for y in loop.yields]
+        for c, b in zip(loop.carried, bound, strict=True):
+            bufs[c] = b
+    for r, c in zip(loop.results, loop.carried, strict=True):
+        bufs[r] = bufs[c]
+
+
+def walk_steps(steps: list[Any]) -> list[Any]:
+    """`steps` and the steps of their loops' bodies, in program order."""
+    out: list[Any] = []
+    for step in steps:
+        out.append(step)
+        if isinstance(step, Loop):
+            out.extend(walk_steps(step.body))
+    return out
+
+
+def map_launches(steps: list[Any], change: Callable[[Any], Any], kind: type) -> list[Any]:
+    """`steps` with every step of type `kind` (in loops too) replaced by `change(step)`."""
+    out = []
+    for step in steps:
+        if isinstance(step, Loop):
+            step = replace(step, body=map_launches(step.body, change, kind))
+        elif isinstance(step, kind):
+            step = change(step)
+        out.append(step)
+    return out
+
+
+@dataclass
 class Schedule:
     """The host function as steps over numbered buffer slots."""
 
@@ -141,7 +203,10 @@ class Schedule:
     result_types: list[TensorType]
     peak_bytes: int
     fallbacks: int
+    #: Launch ops of the host function (a loop's body counted once): the program's kernels.
     launches: int = field(default=0)
+    #: Kernels one call launches (a loop's body counted once per trip).
+    launches_per_call: int = field(default=0)
 
 
 def translate(
@@ -177,39 +242,98 @@ def translate(
     result_slots: list[int] = []
     fallbacks = 0
     launches = 0
-    for op in block.ops:
-        if isinstance(op, arith.ConstantOp):
-            value = op.value
-            if isinstance(value, IntegerAttr):
-                ints[op.result] = value.value.data
-                continue
-            raise HostScheduleError(f"{who}: host constant {value} is not an index")
-        if isinstance(op, memref.AllocOp):
-            t = op.memref.type
-            steps.append(Alloc(slot(op.memref), memref_nbytes(t), storage_dtype(t.element_type)))
-        elif isinstance(op, memref.DeallocOp):
-            steps.append(Free(buffer(op.memref, op)))
-        elif isinstance(op, HostConstantOp):
-            data = dense_to_numpy(op.value).reshape(-1)
-            data = np.ascontiguousarray(data.astype(storage_dtype(op.result.type.element_type)))
-            steps.append(Constant(slot(op.result), data, memref_nbytes(op.result.type), False))
-        elif isinstance(op, gpu.LaunchFuncOp):
-            ref = op.kernel
-            name = (ref.nested_references.data[-1] if ref.nested_references.data else ref.root_reference).data
-            if name not in gfuncs:
-                raise HostScheduleError(f"{who}: launch of unknown kernel @{name}")
-            args = [buffer(v, op) for v in op.kernelOperands]
-            if len(set(args)) != len(args):
-                raise HostScheduleError(f"{who}: launch of @{name} passes one buffer to two arguments")
-            gfunc = gfuncs[name]
-            written |= {args[i] for i in written_arguments(gfunc)}
-            sizes = []
-            for v in (op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ):
-                if v not in ints:
-                    raise HostScheduleError(f"{who}: launch of @{name} has a size that is not a constant")
-                sizes.append(ints[v])
-            kind = gfunc.attributes.get("accy.kind")
-            launch = Launch(
+
+    def steps_of(ops: Iterable[Operation]) -> tuple[list[Any], int]:
+        """The steps of `ops` and how many launches one run of them makes."""
+        nonlocal fallbacks, launches, result_slots
+        steps: list[Any] = []
+        per_run = 0
+        for op in ops:
+            if isinstance(op, arith.ConstantOp):
+                value = op.value
+                if isinstance(value, IntegerAttr):
+                    ints[op.result] = value.value.data
+                    continue
+                raise HostScheduleError(f"{who}: host constant {value} is not an index")
+            if isinstance(op, memref.AllocOp):
+                t = op.memref.type
+                steps.append(Alloc(slot(op.memref), memref_nbytes(t), storage_dtype(t.element_type)))
+            elif isinstance(op, memref.DeallocOp):
+                steps.append(Free(buffer(op.memref, op)))
+            elif isinstance(op, HostConstantOp):
+                data = dense_to_numpy(op.value).reshape(-1)
+                data = np.ascontiguousarray(data.astype(storage_dtype(op.result.type.element_type)))
+                steps.append(Constant(slot(op.result), data, memref_nbytes(op.result.type), False))
+            elif isinstance(op, gpu.LaunchFuncOp):
+                steps.append(launch_step(op))
+                launches += 1
+                per_run += 1
+            elif isinstance(op, FallbackOp):
+                ins = [buffer(v, op) for v in op.inputs]
+                outs = [buffer(v, op) for v in op.outputs]
+                written.update(outs)
+                steps.append(Fallback(op, ins, outs))
+                fallbacks += 1
+            elif isinstance(op, CopyOp):
+                t = op.source.type
+                assert isinstance(t, MemRefType)
+                target = buffer(op.target, op)
+                written.add(target)
+                nbytes = op.count.value.data * storage_dtype(t.element_type).itemsize
+                steps.append(Copy(buffer(op.source, op), target, nbytes))
+            elif isinstance(op, scf.ForOp):
+                loop, per_trip = loop_step(op)
+                steps.append(loop)
+                per_run += loop.count * per_trip
+            elif isinstance(op, func.ReturnOp) and op.parent_block() is block:
+                result_slots = [buffer(v, op) for v in op.arguments]
+            else:
+                raise HostScheduleError(f"{who}: cannot run host op '{op.name}' in @{host.sym_name.data}")
+        return steps, per_run
+
+    def loop_step(op: scf.ForOp) -> tuple[Loop, int]:
+        """The loop's step and how many launches one trip makes."""
+        bounds = []
+        for v in (op.lb, op.ub, op.step):
+            if v not in ints:
+                raise HostScheduleError(f"{who}: a loop of @{host.sym_name.data} has a bound that is not a constant")
+            bounds.append(ints[v])
+        lb, ub, step = bounds
+        if step <= 0:
+            raise HostScheduleError(f"{who}: a loop of @{host.sym_name.data} has step {step}; expected a positive one")
+        body = op.body.block
+        yielded = body.last_op
+        if not isinstance(yielded, scf.YieldOp):
+            raise HostScheduleError(f"{who}: a loop of @{host.sym_name.data} does not end in scf.yield")
+        carried = [slot(a) for a in body.args[1:]]
+        inits = [buffer(v, op) for v in op.iter_args]
+        steps, per_trip = steps_of(o for o in body.ops if o is not yielded)
+        yields = [buffer(v, yielded) for v in yielded.arguments]
+        # A buffer a trip writes may come back as any carried value.
+        if written & set(carried):
+            written.update(inits)
+            written.update(yields)
+        trips = max(0, -(-(ub - lb) // step))
+        return Loop(trips, carried, inits, steps, yields, [slot(r) for r in op.results]), per_trip
+
+    def launch_step(op: gpu.LaunchFuncOp) -> Any:
+        ref = op.kernel
+        name = (ref.nested_references.data[-1] if ref.nested_references.data else ref.root_reference).data
+        if name not in gfuncs:
+            raise HostScheduleError(f"{who}: launch of unknown kernel @{name}")
+        args = [buffer(v, op) for v in op.kernelOperands]
+        if len(set(args)) != len(args):
+            raise HostScheduleError(f"{who}: launch of @{name} passes one buffer to two arguments")
+        gfunc = gfuncs[name]
+        written.update(args[i] for i in written_arguments(gfunc))
+        sizes = []
+        for v in (op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ):
+            if v not in ints:
+                raise HostScheduleError(f"{who}: launch of @{name} has a size that is not a constant")
+            sizes.append(ints[v])
+        kind = gfunc.attributes.get("accy.kind")
+        return make_launch(
+            Launch(
                 name,
                 kind.data if kind is not None else "kernel",  # type: ignore[union-attr]
                 gfunc,
@@ -217,18 +341,9 @@ def translate(
                 (sizes[0], sizes[1], sizes[2]),
                 (sizes[3], sizes[4], sizes[5]),
             )
-            steps.append(make_launch(launch))
-            launches += 1
-        elif isinstance(op, FallbackOp):
-            ins = [buffer(v, op) for v in op.inputs]
-            outs = [buffer(v, op) for v in op.outputs]
-            written |= set(outs)
-            steps.append(Fallback(op, ins, outs))
-            fallbacks += 1
-        elif isinstance(op, func.ReturnOp):
-            result_slots = [buffer(v, op) for v in op.arguments]
-        else:
-            raise HostScheduleError(f"{who}: cannot run host op '{op.name}' in @{host.sym_name.data}")
+        )
+
+    steps, per_call = steps_of(block.ops)
     signature = host.attributes.get(SIGNATURE_ATTR)
     if signature is None:
         raise HostScheduleError(f"{who}: @{host.sym_name.data} was not kernelized (no {SIGNATURE_ATTR})")
@@ -237,7 +352,7 @@ def translate(
         (slot, memref_nbytes(MemRefType(t.element_type, t.get_shape())), storage_dtype(t.element_type))
         for slot, t in zip(result_slots, result_types, strict=True)
     }
-    for s in steps:
+    for s in walk_steps(steps):
         if isinstance(s, Constant):
             s.rewritten = s.slot in written
         elif isinstance(s, Alloc):
@@ -254,6 +369,7 @@ def translate(
         peak_bytes=peak.value.data if isinstance(peak, IntegerAttr) else 0,
         fallbacks=fallbacks,
         launches=launches,
+        launches_per_call=per_call,
     )
 
 

@@ -96,7 +96,7 @@ def test_fallbacks_are_never_kept_and_remark_every_time(cache_dir: Path, monkeyp
     remarks: list[str] = []
     monkeypatch.setattr(kernelize, "remark", remarks.append)
     for n in (1, 2):
-        exe = accy.compile(ROOT / "programs" / "iterate.mlir", device=fresh_device())
+        exe = accy.compile(ROOT / "programs" / "fallback.mlir", device=fresh_device())
         assert exe.stats.fallbacks >= 1 and not exe.program.compile_cached
         check(exe, seed=4)
         assert len(remarks) == n * exe.stats.fallbacks

@@ -95,7 +95,7 @@ def test_results_are_fresh_and_inputs_used_in_place(device: LLVMDevice) -> None:
 
 
 def test_fallback_runs_on_the_reference_path(device: LLVMDevice) -> None:
-    exe = accy.compile(ROOT / "programs" / "iterate.mlir", device=device)
+    exe = accy.compile(ROOT / "programs" / "fallback.mlir", device=device)
     check(exe, seed=4)
     assert exe.stats.fallbacks >= 1
 

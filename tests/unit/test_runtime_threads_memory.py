@@ -29,8 +29,9 @@ PROGRAMS = Path(__file__).parent.parent / "programs"
 # Eight threads call executables at a 1 us switch interval: one executable
 # shared by all (the program on stdin), and two executables of one source
 # (mlp.mlir; their kernels are the same cl.Kernel objects; it frees an
-# intermediate buffer mid-call), and iterate.mlir, which runs on the host
-# reference path. Every result is checked
+# intermediate buffer mid-call), iterate.mlir (a loop of kernels whose
+# buffers swap roles every trip) and fallback.mlir (a work item on the host
+# reference path between two kernels). Every result is checked
 # against the reference interpreter; some calls profile (a second queue).
 THREADS_WORKER = r"""
 import sys, threading
@@ -42,12 +43,12 @@ calls, programs, inline = int(sys.argv[1]), sys.argv[2:], sys.stdin.read()
 device = get_device("opencl")
 shared = accy.compile(inline, device=device)
 twins = [accy.compile(programs[0], device=device) for _ in range(2)]
-third = accy.compile(programs[1], device=device)
+others = [accy.compile(p, device=device) for p in programs[1:]]
 assert twins[0].program.built is twins[1].program.built and shared.program.built is not None
 # A few input sets per executable and the reference's outputs for them,
 # computed up front so that the threads spend their time calling.
 cases = {}
-for exe in (shared, twins[0], twins[1], third):
+for exe in (shared, *twins, *others):
     sets = [exe.random_inputs(seed) for seed in range(3)]
     cases[id(exe)] = [(inputs, exe.reference_outputs(inputs)) for inputs in sets]
 sys.setswitchinterval(1e-6)
@@ -55,7 +56,7 @@ failures, done = [], [0] * 8
 
 def work(t):
     for i in range(calls):
-        exe = (shared, twins[t % 2], shared, twins[(t + 1) % 2], third)[i % 5]
+        exe = (shared, twins[t % 2], shared, twins[(t + 1) % 2], others[(t + i) % len(others)])[i % 5]
         inputs, expected = cases[id(exe)][(t + i) % 3]
         outputs = exe(*inputs, profile=(i % 37 == 5))
         if not all(Comparison.of(g, e).ok for g, e in zip(outputs, expected, strict=True)):
@@ -75,7 +76,7 @@ def test_executables_are_safe_to_call_from_eight_threads(tmp_path):
     # A crash inside the driver would take pytest down: a separate process.
     calls = 250
     proc = subprocess.run(
-        [sys.executable, "-c", THREADS_WORKER, str(calls), str(PROGRAMS / "mlp.mlir"), str(PROGRAMS / "iterate.mlir")],
+        [sys.executable, "-c", THREADS_WORKER, str(calls), str(PROGRAMS / "mlp.mlir"), str(PROGRAMS / "iterate.mlir"), str(PROGRAMS / "fallback.mlir")],
         input=EXP_MUL_SUM.format(r=5, c=19),
         env={**os.environ, "ACCY_CACHE_DIR": str(tmp_path)},
         capture_output=True,

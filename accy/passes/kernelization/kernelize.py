@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, gpu, memref
+from xdsl.dialects import arith, func, gpu, memref, scf
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
@@ -57,7 +57,15 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from accy.dialects import accy
 from accy.dialects.dense import storage_format
-from accy.dialects.host import KERNELS_MODULE, PEAK_BYTES_ATTR, SIGNATURE_ATTR, FallbackOp, YieldOp, buffer_element_type
+from accy.dialects.host import (
+    KERNELS_MODULE,
+    PEAK_BYTES_ATTR,
+    SIGNATURE_ATTR,
+    CopyOp,
+    FallbackOp,
+    YieldOp,
+    buffer_element_type,
+)
 from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, is_row_major, numel
@@ -67,6 +75,7 @@ from accy.passes.kernelization.bounds import LaunchSizes, bounds_requested_by_en
 from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
 from accy.passes.kernelization.flash_attention import lower_flash_attention
+from accy.passes.kernelization.iterate import iterate_functions
 from accy.passes.kernelization.kernel_builder import buffer_type
 from accy.passes.kernelization.kernel_call import drop_serialized, lower_kernel_call
 from accy.passes.kernelization.kernel_checks import check_dominance, simplify_kernel
@@ -119,7 +128,7 @@ class KernelizePass(AccyPass):
             if f.body.blocks and not f.is_declaration:
                 outlining = am.get(Outlining, f)
                 plan = am.get(BufferPlan, f)
-                host = _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict, ctx)
+                host = _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict, ctx, am)
                 host.verify_bounds = self.verify_bounds or bounds_requested_by_env()
                 host.build()
         drop_serialized(module)
@@ -166,10 +175,10 @@ class _HostBuilder:
 
     def __init__(
         self, f: func.FuncOp, kernels: list[OutlinedKernel], plan: BufferPlan, profile: TargetProfile,
-        module: gpu.ModuleOp, strict: bool, ctx: Context,
+        module: gpu.ModuleOp, strict: bool, ctx: Context, am: AnalysisManager,
     ) -> None:
         self.f, self.kernels, self.plan, self.profile = f, kernels, plan, profile
-        self.module, self.strict, self.ctx = module, strict, ctx
+        self.module, self.strict, self.ctx, self.am = module, strict, ctx, am
         self.block = Block()
         self.buffers: dict[tuple[int, Attribute], SSAValue] = {}
         self.pinned: set[tuple[int, Attribute]] = set()
@@ -202,8 +211,32 @@ class _HostBuilder:
         return self.buffers[key]
 
     def build(self) -> None:
-        f, plan = self.f, self.plan
+        """Replaces the function by its host schedule."""
+        f = self.f
         old_type = f.function_type
+        outs = self.build_block()
+        new = func.FuncOp(
+            f.sym_name.data, ([a.type for a in self.block.args], [o.type for o in outs]), Region(self.block)
+        )
+        new.attributes |= {k: v for k, v in f.attributes.items() if k not in ("sym_name", "function_type")}
+        new.attributes[SIGNATURE_ATTR] = old_type
+        new.attributes[PEAK_BYTES_ATTR] = IntegerAttr(self.peak_bytes, i64)
+        if f.sym_visibility is not None:
+            new.sym_visibility = f.sym_visibility
+        parent = f.parent_block()
+        assert parent is not None
+        parent.insert_op_before(new, f)
+        f.detach()
+        f.erase()
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.plan.peak_bytes + self.scratch_bytes
+
+    def build_block(self) -> list[SSAValue]:
+        """Fills `self.block` with the schedule, ending in `func.return` of
+        the result buffers (returned)."""
+        f, plan = self.f, self.plan
         for arg in f.args:
             barg = self.block.insert_arg(self._type(arg), len(self.block.args))
             if arg in plan.refs:
@@ -231,21 +264,12 @@ class _HostBuilder:
                 raise ValueError(f"the buffer plan of @{f.sym_name.data} places no buffer for a returned value")
         outs = [self._buffer(r) for r in results]
         self.block.add_op(func.ReturnOp(*outs))
-        new = func.FuncOp(
-            f.sym_name.data, ([a.type for a in self.block.args], [o.type for o in outs]), Region(self.block)
-        )
-        new.attributes |= {k: v for k, v in f.attributes.items() if k not in ("sym_name", "function_type")}
-        new.attributes[SIGNATURE_ATTR] = old_type
-        new.attributes[PEAK_BYTES_ATTR] = IntegerAttr(plan.peak_bytes + self.scratch_bytes, i64)
-        if f.sym_visibility is not None:
-            new.sym_visibility = f.sym_visibility
-        parent = f.parent_block()
-        assert parent is not None
-        parent.insert_op_before(new, f)
-        f.detach()
-        f.erase()
+        return outs
 
     def _schedule(self, k: OutlinedKernel) -> None:
+        if isinstance(k.anchor, accy.IterateOp):
+            self._iterate(k, k.anchor)
+            return
         lower = LOWERINGS.get(k.kind)
         try:
             if lower is None:
@@ -284,6 +308,94 @@ class _HostBuilder:
             self.block.add_op(gpu.LaunchFuncOp(name, sizes[:3], sizes[3:], kernelOperands=args))
         for buf in scratch.values():
             self.block.add_op(memref.DeallocOp.get(buf))
+
+    def _iterate(self, k: OutlinedKernel, loop: accy.IterateOp) -> None:
+        """An `accy.iterate` as a loop of kernels (iterate.py): its prologue
+        fills one buffer per carried value, then an `scf.for` runs the body's
+        schedule `count` times. Each carried value has two buffers that swap
+        roles every trip (the loop's iter_args): the body reads the one and
+        writes the other, so no trip copies. The buffer the body's plan
+        stores a yielded value in is the second one; where the body yields
+        no buffer of its own (a carried or outer value, a literal, a value
+        yielded twice), it copies the value in. Every buffer of the body is
+        allocated before the loop and freed after it, so no trip allocates.
+        The last trip's values are copied to the item's outputs."""
+        fns = iterate_functions(loop, k.name, self._source)
+        bases = [self._buffer(b) for b in fns.bases]
+
+        init_block, inits, _ = self._nested(fns.prologue)
+        mapping: dict[SSAValue, SSAValue] = dict(zip(init_block.args, bases, strict=True))
+        for op in init_block.ops:
+            if not isinstance(op, func.ReturnOp):
+                self.block.add_op(op.clone(value_mapper=mapping))
+        made = [mapping[v] for v in dict.fromkeys(inits) if isinstance(v.owner, memref.AllocOp)]
+        inits = [mapping[v] for v in inits]
+
+        body_block, yielded, body_peak = self._nested(fns.body)
+        carried = body_block.args[: len(loop.inits)]
+        counts = [numel(accy.shape_of(v)) for v in loop.inits]
+        # Each carried value: the buffer the body yields it in (a partner), or None.
+        partners: list[SSAValue | None] = []
+        for v in yielded:
+            own = isinstance(v.owner, memref.AllocOp) and v not in partners
+            partners.append(v if own else None)
+        hoisted = [op for op in body_block.ops if isinstance(op, memref.AllocOp | HostConstantOp | arith.ConstantOp)]
+        inner = dict(zip(body_block.args[len(carried) :], bases, strict=True))
+        for op in hoisted:
+            if op.results[0] not in partners:
+                self.block.add_op(clone := op.clone(value_mapper=inner))
+                inner[op.results[0]] = clone.results[0]
+
+        pairs: list[tuple[SSAValue, SSAValue]] = []
+        extra = body_peak
+        for arg, partner, init, n in zip(carried, partners, inits, counts, strict=True):
+            size = max(_size(arg), _size(partner) if partner is not None else 0)
+            t = MemRefType(_element(arg), [size])
+            first, second = (memref.AllocOp.get(t.element_type, shape=[size]) for _ in range(2))
+            self.block.add_ops([first, second])
+            self.block.add_op(CopyOp(init, first.memref, n))
+            pairs.append((first.memref, second.memref))
+            extra += 2 * size * element_bytes(t.element_type)
+        for buf in made:
+            self.block.add_op(memref.DeallocOp.get(buf))
+        self.scratch_bytes = max(self.scratch_bytes, extra)
+
+        body = Block(arg_types=[IndexType(), *(p[0].type for p in pairs), *(p[0].type for p in pairs)])
+        current, following = body.args[1 : 1 + len(pairs)], body.args[1 + len(pairs) :]
+        inner.update(zip(carried, current, strict=True))
+        inner.update((p, f) for p, f in zip(partners, following, strict=True) if p is not None)
+        for op in body_block.ops:
+            if op not in hoisted and not isinstance(op, memref.DeallocOp | func.ReturnOp):
+                body.add_op(op.clone(value_mapper=inner))
+        for v, partner, target, n in zip(yielded, partners, following, counts, strict=True):
+            if partner is None:
+                body.add_op(CopyOp(inner.get(v, v), target, n))
+        body.add_op(scf.YieldOp(*following, *current))
+        trips = scf.ForOp(self._index(0), self._index(fns.count), self._index(1), [*(a for a, _ in pairs), *(b for _, b in pairs)], body)
+        self.block.add_op(trips)
+
+        for result, last, n in zip(loop.res, trips.results[: len(pairs)], counts, strict=True):
+            if result in self.plan.refs and result in k.outputs:
+                self.block.add_op(CopyOp(last, self._buffer(result), n))
+        for buf in [*(v for pair in pairs for v in pair), *(inner[op.results[0]] for op in hoisted if isinstance(op, memref.AllocOp) and op.results[0] not in partners)]:
+            self.block.add_op(memref.DeallocOp.get(buf))
+
+    def _nested(self, fn: func.FuncOp) -> tuple[Block, list[SSAValue], int]:
+        """`fn`'s host schedule (its block, result buffers and peak bytes),
+        lowered like a top-level function: its kernels join the module."""
+        parent = self.f.parent_block()
+        assert parent is not None
+        parent.insert_op_before(fn, self.f)
+        try:
+            sub = _HostBuilder(
+                fn, self.am.get(Outlining, fn).kernels, self.am.get(BufferPlan, fn), self.profile,
+                self.module, self.strict, self.ctx, self.am,
+            )
+            sub.verify_bounds = self.verify_bounds
+            outs = sub.build_block()
+        finally:
+            fn.detach()
+        return sub.block, outs, sub.peak_bytes
 
     def _index(self, n: int) -> SSAValue:
         c = arith.ConstantOp.from_int_and_width(n, IndexType())
@@ -337,6 +449,18 @@ class _HostBuilder:
                 raise ValueError(f"input {v.name_hint or v} of a host fallback is not reachable from a whole buffer")
             ops.insert(0, owner)
             cur = owner.operands[0]
+
+
+def _size(buffer: SSAValue) -> int:
+    t = buffer.type
+    assert isinstance(t, MemRefType)
+    return t.get_shape()[0]
+
+
+def _element(buffer: SSAValue) -> Attribute:
+    t = buffer.type
+    assert isinstance(t, MemRefType)
+    return t.element_type
 
 
 def _fit(value: DenseIntOrFPElementsAttr, t: MemRefType) -> DenseIntOrFPElementsAttr:
