@@ -1,10 +1,12 @@
-"""Conformance of host fallbacks (`accy_host.fallback`) on the OpenCL
-runtime (PoCL), under both profiles: a work item no lowering takes
-(`accy.iterate`) reading each kind of input a kernel can have — function
-arguments and kernel outputs (whole buffers), views of them, constants
-(splat, stored as ONE element read with strides 0, or not; i1, rank 0,
-empty, also read by a kernel, also returned) and views of constants — must
-run on the host reference path and match the reference interpreter."""
+"""Conformance of `accy.iterate` and of host fallbacks (`accy_host.fallback`)
+on the OpenCL runtime (PoCL), under both profiles: an iterate whose body
+reads, and whose carried value starts as, each kind of input a kernel can
+have — function arguments and kernel outputs (whole buffers), views of them,
+constants (splat, stored as ONE element read with strides 0, or not; i1,
+rank 0, empty, also read by a kernel, also returned) and views of constants
+— must match the reference interpreter, both when its body is a kernel
+(`lowered`) and when the body's work item runs on the host reference path
+(`host`: the target computes no float16 and the body's tanh is float16)."""
 
 from __future__ import annotations
 
@@ -58,7 +60,34 @@ INPUTS: dict[str, tuple[list[str], str]] = {
 }
 
 
-def program(prelude: list[str], value: str, init: str = "%x", extra: str = "") -> str:
+@pytest.fixture(params=["lowered", "host"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def fallbacks(mode: str) -> int:
+    return 1 if mode == "host" else 0
+
+
+def tanh(mode: str, x: str, out: str, t: str = T) -> list[str]:
+    """`out = tanh(x)`, in float16 on a target without it in the host mode."""
+    if mode == "lowered":
+        return [f'    {out} = "accy.tanh"({x}) : ({t}) -> {t}']
+    h = t.replace("f32", "f16")
+    return [
+        f'    {out}_h = "accy.cast"({x}) : ({t}) -> {h}',
+        f'    {out}_t = "accy.tanh"({out}_h) : ({h}) -> {h}',
+        f'    {out} = "accy.cast"({out}_t) : ({h}) -> {t}',
+    ]
+
+
+def module(mode: str, lines: list[str]) -> str:
+    if mode == "lowered":
+        return "\n".join(lines)
+    return "\n".join(["builtin.module attributes {accy.target = #accy.target<fp16 = false>} {", *lines, "}"])
+
+
+def program(prelude: list[str], value: str, init: str = "%x", extra: str = "", mode: str = "lowered") -> str:
     """The iterate (twice: a = tanh(a + value)) after `prelude`; `extra`
     names one more returned 3x5 f32 value."""
     results = f"{T}, {T}" if extra else T
@@ -69,13 +98,13 @@ def program(prelude: list[str], value: str, init: str = "%x", extra: str = "") -
         f'  %it = "accy.iterate"({init}) <{{count = 2 : i64}}> ({{',
         f"  ^bb0(%a: {T}):",
         f'    %s = "accy.add"(%a, {value}) : ({T}, {T}) -> {T}',
-        f'    %t = "accy.tanh"(%s) : ({T}) -> {T}',
+        *tanh(mode, "%s", "%t"),
         f'    "accy.yield"(%t) : ({T}) -> ()',
         f"  }}) : ({T}) -> {T}",
         f"  func.return %it{', ' + extra if extra else ''} : {results}",
         "}",
     ]
-    return "\n".join(lines)
+    return module(mode, lines)
 
 
 def inputs(seed: int) -> list[np.ndarray]:
@@ -84,65 +113,71 @@ def inputs(seed: int) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("kind", sorted(INPUTS))
-def test_fallback_reads_every_input_kind(kind: str, device) -> None:
+def test_body_reads_every_input_kind(kind: str, device, mode: str) -> None:
     """Read from the iterate's body (a value the region captures)."""
     prelude, value = INPUTS[kind]
-    check(program(prelude, value), inputs(1), device, fallbacks=1)
+    check(program(prelude, value, mode=mode), inputs(1), device, fallbacks=fallbacks(mode))
 
 
 @pytest.mark.parametrize("kind", ["splat", "dense", "broadcast_rank0_splat", "sliced_splat"])
-def test_constant_as_the_carried_value(kind: str, device) -> None:
-    """A constant (or a view of one) as the iterate's init: an operand of
-    the fallback's op itself."""
+def test_constant_as_the_carried_value(kind: str, device, mode: str) -> None:
+    """A constant (or a view of one) as the iterate's init: made whole
+    before the loop."""
     prelude, value = INPUTS[kind]
-    check(program(prelude, "%x", init=value), inputs(2), device, fallbacks=1)
+    check(program(prelude, "%x", init=value, mode=mode), inputs(2), device, fallbacks=fallbacks(mode))
 
 
-def test_splat_read_by_a_kernel_too(device) -> None:
-    """One splat constant read by the fallback and by kernels before and
-    after it: the kernels read its one-element buffer, the fallback its own
-    literal."""
+def test_splat_read_by_a_kernel_too(device, mode: str) -> None:
+    """One splat constant read by the body and by kernels before and
+    after the loop: the kernels read its one-element buffer, a fallback its
+    own literal."""
     prelude = [
         const("c", "dense<0.75>", T),
         f'  %e = "accy.mul"(%x, %c) : ({T}, {T}) -> {T}',
     ]
-    src = program(prelude, "%c", init="%e").replace(
+    src = program(prelude, "%c", init="%e", mode=mode).replace(
         "  func.return %it", f'  %r = "accy.sub"(%it, %c) : ({T}, {T}) -> {T}\n  func.return %r'
     )
-    check(src, inputs(3), device, kernels=2, fallbacks=1)
+    check(src, inputs(3), device, kernels=2 if mode == "host" else 3, fallbacks=fallbacks(mode))
 
 
-def test_returned_splat(device) -> None:
+def test_returned_splat(device, mode: str) -> None:
     """A splat constant the function also returns (stored whole)."""
     prelude, value = INPUTS["splat"]
-    check(program(prelude, value, extra="%c"), inputs(4), device, fallbacks=1)
+    check(program(prelude, value, extra="%c", mode=mode), inputs(4), device, fallbacks=fallbacks(mode))
 
 
-def test_empty_splat(device) -> None:
+def test_empty_splat(device, mode: str) -> None:
     """A splat constant with no elements, carried by the iterate."""
     t = ty([0, 5])
-    src = f"""func.func @main(%x: {t}) -> {t} {{
-{const("c", "dense<2.0>", t)}
-  %it = "accy.iterate"(%c) <{{count = 2 : i64}}> ({{
-  ^bb0(%a: {t}):
-    %s = "accy.add"(%a, %x) : ({t}, {t}) -> {t}
-    "accy.yield"(%s) : ({t}) -> ()
-  }}) : ({t}) -> {t}
-  func.return %it : {t}
-}}"""
-    check(src, [np.zeros((0, 5), np.float32)], device, fallbacks=1)
+    lines = [
+        f"func.func @main(%x: {t}) -> {t} {{",
+        const("c", "dense<2.0>", t),
+        '  %it = "accy.iterate"(%c) <{count = 2 : i64}> ({',
+        f"  ^bb0(%a: {t}):",
+        f'    %s = "accy.add"(%a, %x) : ({t}, {t}) -> {t}',
+        *tanh(mode, "%s", "%u", t),
+        f'    "accy.yield"(%u) : ({t}) -> ()',
+        f"  }}) : ({t}) -> {t}",
+        f"  func.return %it : {t}",
+        "}",
+    ]
+    check(module(mode, lines), [np.zeros((0, 5), np.float32)], device, fallbacks=fallbacks(mode))
 
 
-def test_fallback_of_constants_only(device) -> None:
-    """A fallback whose only inputs are constants has no input buffer."""
-    src = f"""func.func @main(%x: {T}, %y: {ty([5, 3])}) -> ({T}, {T}) {{
-{const("c", "dense<0.5>", T)}
-  %it = "accy.iterate"(%c) <{{count = 3 : i64}}> ({{
-  ^bb0(%a: {T}):
-    %t = "accy.tanh"(%a) : ({T}) -> {T}
-    "accy.yield"(%t) : ({T}) -> ()
-  }}) : ({T}) -> {T}
-  %e = "accy.exp"(%x) : ({T}) -> {T}
-  func.return %it, %e : {T}, {T}
-}}"""
-    check(src, inputs(5), device, kernels=1, fallbacks=1)
+def test_body_of_constants_only(device, mode: str) -> None:
+    """A body (and, on the host, a fallback) whose only input is the carried
+    constant has no other input buffer."""
+    lines = [
+        f"func.func @main(%x: {T}, %y: {ty([5, 3])}) -> ({T}, {T}) {{",
+        const("c", "dense<0.5>", T),
+        '  %it = "accy.iterate"(%c) <{count = 3 : i64}> ({',
+        f"  ^bb0(%a: {T}):",
+        *tanh(mode, "%a", "%t"),
+        f'    "accy.yield"(%t) : ({T}) -> ()',
+        f"  }}) : ({T}) -> {T}",
+        f'  %e = "accy.exp"(%x) : ({T}) -> {T}',
+        f"  func.return %it, %e : {T}, {T}",
+        "}",
+    ]
+    check(module(mode, lines), inputs(5), device, kernels=1 if mode == "host" else 2, fallbacks=fallbacks(mode))
