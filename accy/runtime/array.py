@@ -37,12 +37,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from accy.reference.constants import numpy_dtype
 from accy.runtime.host_memory import ARRAY, CALL
 
 if TYPE_CHECKING:
     from accy.runtime.device import Device
-    from accy.runtime.schedule import Schedule
+    from accy.runtime.results import ResultLayout
 
 #: DLPack's device types (dlpack.h: DLDeviceType).
 DLPACK_CPU = 1
@@ -62,10 +61,23 @@ class Array:
         """Takes `buffer`, a buffer of `device.pool` counted under ARRAY,
         which it gives back when dropped; or, with `base`, views the buffer
         of `base` (kept alive) under another shape."""
+        shape = tuple(int(n) for n in shape)
+        dtype = np.dtype(dtype)
+        self._init(device, buffer, shape, dtype, math.prod(shape) * dtype.itemsize, base)
+
+    @classmethod
+    def _result(cls, device: Device, buffer: Any, layout: ResultLayout) -> Array:
+        """A call's result, owning `buffer`: its shape and dtype as the
+        program worked them out once (results.py), not converted again."""
+        array = cls.__new__(cls)
+        array._init(device, buffer, layout.shape, layout.dtype, layout.nbytes, None)
+        return array
+
+    def _init(self, device: Device, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, nbytes: int, base: Array | None) -> None:
         self.device = device
-        self.shape = tuple(int(n) for n in shape)
-        self.dtype = np.dtype(dtype)
-        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+        self.shape = shape
+        self.dtype = dtype
+        self.nbytes = nbytes
         self._buffer = buffer
         self._base = base
         self._exported = False
@@ -228,25 +240,22 @@ def device_put(value: object, device: str | Device = "auto") -> Array:
 
 
 def result_arrays(
-    device: Device, schedule: Schedule, bufs: list[Any], take: Callable[[int], Any | None], copy: Callable[[Any, Any, int], None]
+    device: Device, layouts: list[ResultLayout], bufs: list[Any], take: Callable[[int], Any | None], copy: Callable[[Any, Any, int], None]
 ) -> list[Array]:
-    """A call's results as Arrays that own their buffers: a result buffer
-    the call owns (`take(slot)` gives it up, or returns None: not the
-    call's, or already given) becomes the Array's; any other (an input, a
-    constant, a slot returned twice) is copied (`copy(dst, src, nbytes)`)
-    into a new pool buffer."""
-    from accy.runtime.schedule import storage_dtype
-
+    """A call's results (`layouts`, results.py) as Arrays that own their
+    buffers: a result buffer the call owns (`take(slot)` gives it up, or
+    returns None: not the call's, or already given) becomes the Array's; any
+    other (an input, a constant, a slot returned twice) is copied
+    (`copy(dst, src, nbytes)`) into a new pool buffer."""
+    pool = device.pool
     arrays = []
-    for slot, t in zip(schedule.result_slots, schedule.result_types, strict=True):
-        shape = tuple(t.get_shape())
-        nbytes = math.prod(shape) * storage_dtype(t.element_type).itemsize
-        buffer = take(slot)
+    for layout in layouts:
+        buffer = take(layout.slot)
         if buffer is None:
-            buffer = device.pool.acquire(nbytes, ARRAY)
-            if nbytes:
-                copy(buffer, bufs[slot], nbytes)
+            buffer = pool.acquire(layout.nbytes, ARRAY)
+            if layout.nbytes:
+                copy(buffer, bufs[layout.slot], layout.nbytes)
         else:
-            device.pool.rehold(buffer, CALL, ARRAY)
-        arrays.append(Array(device, buffer, shape, numpy_dtype(t.element_type)))
+            pool.rehold(buffer, CALL, ARRAY)
+        arrays.append(Array._result(device, buffer, layout))
     return arrays

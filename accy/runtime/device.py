@@ -48,7 +48,7 @@ class LaunchProfile:
     seconds: float
 
 
-@dataclass
+@dataclass(slots=True)
 class RunStats:
     """Figures of the last call: kernel launches, the plan's peak device bytes
     (inputs and outputs included), work items run on the host reference
