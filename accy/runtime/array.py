@@ -31,7 +31,6 @@ calls complete before they return.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +53,7 @@ class Array:
     not by hand. Immutable; see the module docstring."""
 
     __slots__ = (
-        "__weakref__", "_base", "_buffer", "_exported", "_finalizer", "_ready", "_keep", "device", "dtype", "nbytes", "shape",
+        "__weakref__", "_base", "_buffer", "_give_back", "_ready", "_keep", "device", "dtype", "nbytes", "shape",
     )
 
     def __init__(self, device: Device, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, base: Array | None = None) -> None:
@@ -80,13 +79,10 @@ class Array:
         self.nbytes = nbytes
         self._buffer = buffer
         self._base = base
-        self._exported = False
         self._ready: Any = None  # the marker event of the call computing it (asynchronous calls)
         self._keep: Any = None  # host memory that call's queued copies read
-        self._finalizer: weakref.finalize | None = None
-        if base is None:
-            self._finalizer = weakref.finalize(self, device.pool.release, buffer, ARRAY)
-            self._finalizer.atexit = False  # at exit the device's driver may be gone: nothing to give back
+        # What gives the buffer back when the Array is dropped (`__del__`); None for a view of a base.
+        self._give_back: Callable[[Any, str], None] | None = device.pool.release if base is None else None
 
     @staticmethod
     def from_host(device: Device, host: np.ndarray) -> Array:
@@ -157,12 +153,17 @@ class Array:
     def _export(self) -> None:
         """Host views of the buffer exist: when dropped, the Array stops
         counting it without handing it to the pool for reuse."""
-        if self._exported or self._finalizer is None or not self._finalizer.alive:
-            return
-        self._exported = True
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, self.device.pool.discard, self._buffer, ARRAY)
-        self._finalizer.atexit = False
+        if self._give_back is not None:
+            self._give_back = self.device.pool.discard
+
+    def __del__(self, holder: str = ARRAY) -> None:
+        # A method, not a weakref.finalize per Array: that costs ~2 us a call
+        # result (dispatch cost, docs/performance.md). `holder` is bound at
+        # definition, so a drop during interpreter shutdown needs no globals;
+        # giving back is bookkeeping in the pool, never a driver call.
+        give_back, self._give_back = self._give_back, None
+        if give_back is not None:
+            give_back(self._buffer, holder)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """numpy's protocol: `np.asarray(a)` is `a.numpy()`; `copy=True`
