@@ -34,7 +34,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import chart
 import numpy as np
+import targets
 
 import accy
 
@@ -163,6 +165,24 @@ def measure(devices: list[str], calls: int) -> list[dict[str, Any]]:
                 row["overhead_us"] = row["accy_us"] - row["bare_us"]
             rows.append(row)
     return rows
+
+
+def entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows as ratio entries of `make bench`'s JSON (chart.py) with
+    their targets (targets.DISPATCH): on OpenCL accy's time over the bare
+    loop's, elsewhere the whole call."""
+    out = []
+    for row in rows:
+        if "error" in row:
+            continue
+        workload = f"dispatch_{row['inputs']}"
+        if "overhead_us" in row:
+            measure, baseline, value = targets.OVERHEAD_US, "bare pyopencl", row["overhead_us"]
+        else:
+            measure, baseline, value = targets.CALL_US, "accy", row["accy_us"]
+        target = targets.find(targets.DISPATCH, workload, baseline, (16,), measure, row["device"])
+        out.append(chart.entry(row["device"], workload, "16", baseline, value if row["ok"] else None, target, measure=measure))
+    return out
 
 
 def profile(devices: list[str], calls: int) -> None:
