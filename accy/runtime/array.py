@@ -6,7 +6,7 @@
     h.numpy(), np.asarray(h), np.from_dlpack(h)   # the values on the host
 
 An `Array` owns one buffer of its device's pool (runtime/device.py) and
-gives it back when it is dropped (a finalizer), so the pool's report
+gives it back when it is dropped (`__del__`), so the pool's report
 (`Device.memory_report()`) shows what live Arrays hold. Its values never
 change: a kernel that writes its argument gets a copy of the Array's buffer.
 An Array passed to an executable of its own device is used in place; one of
