@@ -21,7 +21,10 @@ _WORDS = {"yes": 1, "true": 1, "on": 1, "no": 0, "false": 0, "off": 0, "": 0}
 def debug_level() -> int:
     """The level `ACCY_DEBUG` asks for (0 when unset); ValueError naming the
     variable for a value that is neither an integer nor a yes/no word."""
-    text = os.environ.get("ACCY_DEBUG", "").strip()
+    text = os.environ.get("ACCY_DEBUG")
+    if not text:  # the common case, on every call of an executable: no more work than this
+        return 0
+    text = text.strip()
     if text.lower() in _WORDS:
         return _WORDS[text.lower()]
     try:

@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"where to run ({', '.join(known_devices())}; default: auto, an OpenCL GPU when one works, else llvm)",
     )
     p.add_argument("--check", action="store_true", help="compare with the reference interpreter; exit 2 past tolerance")
-    p.add_argument("--stats", action="store_true", help="print one JSON line: device, kernels, launches, peak_bytes, compile_s, run_s, fallbacks, compile_cached (and jit_s, jit_kernels, jit_cached on llvm)")
+    p.add_argument("--stats", action="store_true", help="print one JSON line: device, kernels, launches, peak_bytes, compile_s, run_s, fallbacks, compile_cached, uploads, upload_bytes, downloads, download_bytes (and jit_s, jit_kernels, jit_cached on llvm)")
     p.add_argument("--profile", action="store_true", help="print each kernel launch: name, kind, sizes, device time")
     p.add_argument("--strict", action="store_true", help="fail instead of running a work item on the host reference path")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
@@ -176,6 +176,11 @@ def _run(args: argparse.Namespace) -> int:
         "fallbacks": exe.stats.fallbacks,
         # The program came from the compile cache (accy/runtime/compile_cache.py): no kernelize, no backend.
         "compile_cached": exe.program.compile_cached,
+        # What crossed between host and device in the call (RunStats; memory used in place counts as neither).
+        "uploads": exe.stats.uploads,
+        "upload_bytes": exe.stats.upload_bytes,
+        "downloads": exe.stats.downloads,
+        "download_bytes": exe.stats.download_bytes,
     }
     jit_kernels = getattr(exe.program, "jit_kernels", None)
     if jit_kernels is not None:

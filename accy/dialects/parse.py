@@ -68,7 +68,10 @@ def format_diagnostic(span: Span | None, message: str, line_offset: int = 0) -> 
 class SourceMap:
     """Where each parsed op started in its source text."""
 
-    spans: dict[Operation, Span] = dataclasses.field(default_factory=dict)
+    # Weak keys: `_SOURCE_MAPS` holds this map as long as its module lives,
+    # and an op keeps its module alive (parent links); strong keys would keep
+    # every parsed module, so every compile, for the life of the process.
+    spans: weakref.WeakKeyDictionary[Operation, Span] = dataclasses.field(default_factory=weakref.WeakKeyDictionary)
     line_offset: int = 0
 
     def span_of(self, op: Operation) -> Span | None:

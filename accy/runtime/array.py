@@ -6,7 +6,7 @@
     h.numpy(), np.asarray(h), np.from_dlpack(h)   # the values on the host
 
 An `Array` owns one buffer of its device's pool (runtime/device.py) and
-gives it back when it is dropped (a finalizer), so the pool's report
+gives it back when it is dropped (`__del__`), so the pool's report
 (`Device.memory_report()`) shows what live Arrays hold. Its values never
 change: a kernel that writes its argument gets a copy of the Array's buffer.
 An Array passed to an executable of its own device is used in place; one of
@@ -31,18 +31,16 @@ calls complete before they return.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from accy.reference.constants import numpy_dtype
 from accy.runtime.host_memory import ARRAY, CALL
 
 if TYPE_CHECKING:
     from accy.runtime.device import Device
-    from accy.runtime.schedule import Schedule
+    from accy.runtime.results import ResultLayout
 
 #: DLPack's device types (dlpack.h: DLDeviceType).
 DLPACK_CPU = 1
@@ -55,26 +53,36 @@ class Array:
     not by hand. Immutable; see the module docstring."""
 
     __slots__ = (
-        "__weakref__", "_base", "_buffer", "_exported", "_finalizer", "_ready", "_keep", "device", "dtype", "nbytes", "shape",
+        "__weakref__", "_base", "_buffer", "_give_back", "_ready", "_keep", "device", "dtype", "nbytes", "shape",
     )
 
     def __init__(self, device: Device, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, base: Array | None = None) -> None:
         """Takes `buffer`, a buffer of `device.pool` counted under ARRAY,
         which it gives back when dropped; or, with `base`, views the buffer
         of `base` (kept alive) under another shape."""
+        shape = tuple(int(n) for n in shape)
+        dtype = np.dtype(dtype)
+        self._init(device, buffer, shape, dtype, math.prod(shape) * dtype.itemsize, base)
+
+    @classmethod
+    def _result(cls, device: Device, buffer: Any, layout: ResultLayout) -> Array:
+        """A call's result, owning `buffer`: its shape and dtype as the
+        program worked them out once (results.py), not converted again."""
+        array = cls.__new__(cls)
+        array._init(device, buffer, layout.shape, layout.dtype, layout.nbytes, None)
+        return array
+
+    def _init(self, device: Device, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, nbytes: int, base: Array | None) -> None:
         self.device = device
-        self.shape = tuple(int(n) for n in shape)
-        self.dtype = np.dtype(dtype)
-        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+        self.shape = shape
+        self.dtype = dtype
+        self.nbytes = nbytes
         self._buffer = buffer
         self._base = base
-        self._exported = False
         self._ready: Any = None  # the marker event of the call computing it (asynchronous calls)
         self._keep: Any = None  # host memory that call's queued copies read
-        self._finalizer: weakref.finalize | None = None
-        if base is None:
-            self._finalizer = weakref.finalize(self, device.pool.release, buffer, ARRAY)
-            self._finalizer.atexit = False  # at exit the device's driver may be gone: nothing to give back
+        # What gives the buffer back when the Array is dropped (`__del__`); None for a view of a base.
+        self._give_back: Callable[[Any, str], None] | None = device.pool.release if base is None else None
 
     @staticmethod
     def from_host(device: Device, host: np.ndarray) -> Array:
@@ -145,12 +153,17 @@ class Array:
     def _export(self) -> None:
         """Host views of the buffer exist: when dropped, the Array stops
         counting it without handing it to the pool for reuse."""
-        if self._exported or self._finalizer is None or not self._finalizer.alive:
-            return
-        self._exported = True
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, self.device.pool.discard, self._buffer, ARRAY)
-        self._finalizer.atexit = False
+        if self._give_back is not None:
+            self._give_back = self.device.pool.discard
+
+    def __del__(self, holder: str = ARRAY) -> None:
+        # A method, not a weakref.finalize per Array: that costs ~2 us a call
+        # result (dispatch cost, docs/performance.md). `holder` is bound at
+        # definition, so a drop during interpreter shutdown needs no globals;
+        # giving back is bookkeeping in the pool, never a driver call.
+        give_back, self._give_back = self._give_back, None
+        if give_back is not None:
+            give_back(self._buffer, holder)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """numpy's protocol: `np.asarray(a)` is `a.numpy()`; `copy=True`
@@ -228,25 +241,22 @@ def device_put(value: object, device: str | Device = "auto") -> Array:
 
 
 def result_arrays(
-    device: Device, schedule: Schedule, bufs: list[Any], take: Callable[[int], Any | None], copy: Callable[[Any, Any, int], None]
+    device: Device, layouts: list[ResultLayout], bufs: list[Any], take: Callable[[int], Any | None], copy: Callable[[Any, Any, int], None]
 ) -> list[Array]:
-    """A call's results as Arrays that own their buffers: a result buffer
-    the call owns (`take(slot)` gives it up, or returns None: not the
-    call's, or already given) becomes the Array's; any other (an input, a
-    constant, a slot returned twice) is copied (`copy(dst, src, nbytes)`)
-    into a new pool buffer."""
-    from accy.runtime.schedule import storage_dtype
-
+    """A call's results (`layouts`, results.py) as Arrays that own their
+    buffers: a result buffer the call owns (`take(slot)` gives it up, or
+    returns None: not the call's, or already given) becomes the Array's; any
+    other (an input, a constant, a slot returned twice) is copied
+    (`copy(dst, src, nbytes)`) into a new pool buffer."""
+    pool = device.pool
     arrays = []
-    for slot, t in zip(schedule.result_slots, schedule.result_types, strict=True):
-        shape = tuple(t.get_shape())
-        nbytes = math.prod(shape) * storage_dtype(t.element_type).itemsize
-        buffer = take(slot)
+    for layout in layouts:
+        buffer = take(layout.slot)
         if buffer is None:
-            buffer = device.pool.acquire(nbytes, ARRAY)
-            if nbytes:
-                copy(buffer, bufs[slot], nbytes)
+            buffer = pool.acquire(layout.nbytes, ARRAY)
+            if layout.nbytes:
+                copy(buffer, bufs[layout.slot], layout.nbytes)
         else:
-            device.pool.rehold(buffer, CALL, ARRAY)
-        arrays.append(Array(device, buffer, shape, numpy_dtype(t.element_type)))
+            pool.rehold(buffer, CALL, ARRAY)
+        arrays.append(Array._result(device, buffer, layout))
     return arrays

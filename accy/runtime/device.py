@@ -48,7 +48,7 @@ class LaunchProfile:
     seconds: float
 
 
-@dataclass
+@dataclass(slots=True)
 class RunStats:
     """Figures of the last call: the program's kernels (`kernels`: its
     launch ops, a loop's body counted once) and the launches the call made

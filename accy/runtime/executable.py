@@ -100,10 +100,9 @@ class Executable:
         `keep_arrays`, one of this executable's device stays as it is (the
         device uses its buffer), else its values are read to the host."""
         device = self.device if keep_arrays else None
-        if self._signature is not None and _matches(arrays, self._signature):
-            # Every argument is an array of the right dtype and shape (the
-            # warm path of a call): nothing for the full check to say.
-            return [_argument(a, device) if isinstance(a, Array) else _c_order(a) for a in arrays]  # type: ignore[arg-type]
+        warm = self._warm_inputs(arrays, device)
+        if warm is not None:
+            return warm
         if len(arrays) == len(self.input_types):
             for i, (a, t) in enumerate(zip(arrays, self.input_types, strict=True)):
                 if isinstance(a, Array) and (a.dtype, a.shape) != (numpy_dtype(t.element_type), tuple(t.get_shape())):
@@ -122,14 +121,38 @@ class Executable:
         check_arguments(self.function, [_stand_in(a) if isinstance(a, Array) else a for a in prepared])
         return [a if isinstance(a, Array) else _c_order(a) for a in prepared]  # type: ignore[arg-type]
 
+    def _warm_inputs(self, arrays: Sequence[object], device: Device | None) -> list[np.ndarray | Array] | None:
+        """The warm path of `check_inputs`: when every argument is a numpy
+        array or an accy.Array of `device` of exactly the signature's dtype
+        and shape, the arrays as the device gets them (numpy arrays in C
+        order); else None, and the full check runs."""
+        signature = self._signature
+        if signature is None or len(arrays) != len(signature):
+            return None
+        prepared: list[np.ndarray | Array] = []
+        for a, (dtype, shape) in zip(arrays, signature, strict=True):
+            kind = type(a)
+            if kind is np.ndarray:
+                if a.dtype != dtype or a.shape != shape:  # type: ignore[attr-defined]
+                    return None
+                prepared.append(a if a.flags.c_contiguous else _c_order(a))  # type: ignore[attr-defined,arg-type]
+            elif kind is Array and a.device is device and a.dtype == dtype and a.shape == shape:  # type: ignore[attr-defined]
+                prepared.append(a)  # type: ignore[arg-type]
+            else:
+                return None
+        return prepared
+
     def __call__(self, *arrays: object, profile: bool = False, to_host: bool | None = None) -> tuple[object, ...]:
         """Runs the function on `arrays` (numpy arrays, scalars, `accy.Array`s);
         its results as numpy arrays, or as `accy.Array`s on the device when
         `to_host` is False (default: the executable's `to_host`).
         `DeviceMemoryError` when the call's buffers do not fit on the device."""
-        inputs = self.check_inputs(arrays, keep_arrays=True)
-        # accy.Arrays of other devices, read to the host by check_inputs.
-        moved = [a.nbytes for a in arrays if isinstance(a, Array) and a.device is not self.device]
+        inputs = self._warm_inputs(arrays, self.device)
+        moved: list[int] = []
+        if inputs is None:
+            inputs = self.check_inputs(arrays, keep_arrays=True)
+            # accy.Arrays of other devices, read to the host by check_inputs.
+            moved = [a.nbytes for a in arrays if isinstance(a, Array) and a.device is not self.device]
         start = time.perf_counter()
         try:
             outputs = self.program.run(inputs, profile=profile, to_host=self.to_host if to_host is None else to_host)
@@ -170,14 +193,6 @@ def _signature(types: list[TensorType]) -> list[tuple[np.dtype, tuple[int, ...]]
         return [(numpy_dtype(t.element_type), tuple(t.get_shape())) for t in types]
     except (ValueError, KeyError):
         return None
-
-
-def _matches(arrays: Sequence[object], signature: list[tuple[np.dtype, tuple[int, ...]]]) -> bool:
-    """Whether `arrays` are numpy arrays or accy.Arrays of exactly the signature's dtypes and shapes."""
-    return len(arrays) == len(signature) and all(
-        type(a) in (np.ndarray, Array) and a.dtype == dtype and a.shape == shape  # type: ignore[attr-defined]
-        for a, (dtype, shape) in zip(arrays, signature, strict=True)
-    )
 
 
 def _c_order(array: np.ndarray) -> np.ndarray:

@@ -77,13 +77,13 @@ from accy.backends.opencl.emitter import FORMAT, build_options, emit_opencl, ker
 from accy.debug import debug, debug_level
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.target import DEFAULTS, TargetProfile, target_fields
-from accy.reference.constants import numpy_dtype
 from accy.runtime.array import Array, result_arrays
 from accy.runtime.device import KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
 from accy.runtime.host_memory import CONSTANT
 from accy.runtime.kernel_sources import kernel_source
 from accy.runtime.memory import MemoryPool, memory_limit_from_env, pool_max_bytes_from_env
 from accy.runtime.program_cache import BuiltProgram, ProgramCache, isolate_pocl_cache, pocl_environment
+from accy.runtime.results import result_layouts
 from accy.runtime.schedule import POISON_BYTE as POISON_BYTE  # re-exported: tests and tools read them here
 from accy.runtime.schedule import POISON_ENV as POISON_ENV
 from accy.runtime.schedule import Alloc as _Alloc
@@ -258,6 +258,7 @@ class OpenCLProgram(Program):
         #: The built kernels (None when the function has none).
         self.built = built
         self.stats = RunStats(peak_bytes=schedule.peak_bytes, fallbacks=schedule.fallbacks)
+        self.results = result_layouts(schedule)
         # Constant buffers nobody writes are uploaded once and kept, in the
         # device's pool (counted as CONSTANT) until the program is dropped.
         self._constants: dict[int, Any] = {}
@@ -375,11 +376,15 @@ class OpenCLProgram(Program):
         # and everything that reads them later is queued behind it on the same
         # in-order queue. Host inputs (the user may change them once the call
         # returns), host fallbacks and profiling keep the call synchronous.
-        asynchronous = not to_host and release_early and not s.fallbacks and all(isinstance(a, Array) for a in inputs)
+        asynchronous = not to_host and release_early and not s.fallbacks and all(type(a) is Array for a in inputs)
         done = False
         try:
             for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
-                bufs[slot] = self._input(i, array, queue, keep, owned, in_place, stats)
+                if type(array) is Array and not s.arg_written[i]:  # the warm path of a chain of calls: as it is
+                    bufs[slot] = array.buffer
+                    in_place.append(True)
+                else:
+                    bufs[slot] = self._input(i, array, queue, keep, owned, in_place, stats)
 
             def run_steps(steps: list[Any]) -> None:
                 for step in steps:
@@ -422,7 +427,7 @@ class OpenCLProgram(Program):
             if to_host:
                 outputs: list[Any] = self._read_results(bufs, hosts, queue, stats)
             else:
-                outputs = result_arrays(device, s, bufs, _taker(bufs, owned), partial(_copy, queue))
+                outputs = result_arrays(device, self.results, bufs, _taker(bufs, owned), partial(_copy, queue))
                 if asynchronous:
                     ready = cl.enqueue_marker(queue)
                     for array in outputs:
@@ -476,13 +481,13 @@ class OpenCLProgram(Program):
         return host, cl.Buffer(self.device.context, flags, hostbuf=host)
 
     def _read_results(self, bufs: list[Any], hosts: dict[int, np.ndarray], queue: Any, stats: RunStats) -> list[np.ndarray]:
+        """The results as fresh host arrays, their copies queued (`run` waits for the queue)."""
         import pyopencl as cl
 
-        s = self.schedule
         outputs = []
         returned: set[int] = set()
-        for slot, t in zip(s.result_slots, s.result_types, strict=True):
-            shape = tuple(t.get_shape())
+        for r in self.results:
+            slot = r.slot
             if slot in hosts and slot not in returned:  # a slot returned twice gets a copy the second time
                 # Mapping waits for the kernels and makes the host array coherent.
                 mapped, _ = cl.enqueue_map_buffer(
@@ -490,15 +495,14 @@ class OpenCLProgram(Program):
                 )
                 mapped.base.release(queue)
                 returned.add(slot)
-                outputs.append((hosts[slot].reshape(shape), t))
-                continue
-            host = np.empty(shape, _storage_dtype(t.element_type))
-            if host.nbytes:
-                cl.enqueue_copy(queue, host.reshape(-1), bufs[slot], is_blocking=False)
-                stats.download(host.nbytes)
-            outputs.append((host, t))
-        queue.finish()
-        return [host.view(np.bool_) if numpy_dtype(t.element_type) == np.bool_ else host for host, t in outputs]
+                host = hosts[slot].reshape(r.shape)
+            else:
+                host = np.empty(r.shape, r.storage)
+                if r.nbytes:
+                    cl.enqueue_copy(queue, host.reshape(-1), bufs[slot], is_blocking=False)
+                    stats.download(r.nbytes)
+            outputs.append(host.view(np.bool_) if r.is_bool else host)
+        return outputs
 
 
 def _taker(bufs: list[Any], owned: set[int]) -> Any:

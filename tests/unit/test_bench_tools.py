@@ -21,6 +21,8 @@ TOOLS = Path(__file__).parents[2] / "tools"
 sys.path.insert(0, str(TOOLS / "bench"))
 
 import chart  # noqa: E402
+import dispatch  # noqa: E402
+import memory  # noqa: E402
 import targets  # noqa: E402
 from workloads import BY_NAME  # noqa: E402
 
@@ -140,3 +142,44 @@ def test_without_matplotlib_the_json_is_written(
     assert (tmp_path / "bench.json").exists() and not (tmp_path / "bench.png").exists()
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith("chart: no PNG, matplotlib is not importable")
+
+
+def test_dispatch_entries_are_at_most_targets() -> None:
+    """Issue 11's dispatch targets are maxima: accy's time over the bare
+    pyopencl loop on OpenCL (15 us), the whole call on the LLVM device
+    (20 us); a wrong result has no value."""
+    rows = [
+        {"device": "opencl", "inputs": "numpy", "ok": True, "accy_us": 60.0, "bare_us": 50.0, "overhead_us": 10.0},
+        {"device": "opencl", "inputs": "arrays", "ok": True, "accy_us": 66.0, "bare_us": 50.0, "overhead_us": 16.0},
+        {"device": "llvm", "inputs": "numpy", "ok": True, "accy_us": 19.0},
+        {"device": "llvm", "inputs": "arrays", "ok": False, "accy_us": 9.0},
+        {"device": "opencl", "error": "no OpenCL platform"},
+    ]
+    got = [(e["device"], e["workload"], e["measure"], e["value"], e["target"], e["meets"]) for e in dispatch.entries(rows)]
+    assert got == [
+        ("opencl", "dispatch_numpy", targets.OVERHEAD_US, 10.0, 15.0, True),
+        ("opencl", "dispatch_arrays", targets.OVERHEAD_US, 16.0, 15.0, False),
+        ("llvm", "dispatch_numpy", targets.CALL_US, 19.0, 20.0, True),
+        ("llvm", "dispatch_arrays", targets.CALL_US, None, 20.0, False),
+    ]
+    assert chart.target_summary(dispatch.entries(rows))["missed"] == 2
+
+
+def test_memory_rows_pass_only_when_flat() -> None:
+    """A memory case passes when RSS grew by at most its target after
+    warm-up and the pool never changed; its entries say the same."""
+
+    def row(case: str, growth: int, changes: int) -> dict[str, Any]:
+        return {"device": "llvm", "case": case, "inputs": "numpy", "to_host": True, "ok": True, "count": 10,
+                "rss_growth": growth, "pool_changes": changes}
+
+    rows = memory.judge([row("calls", 4096, 0), row("calls", 2 << 20, 0), row("compiles", 0, 1), row("compiles", 2 << 20, 0)])
+    assert [r["passed"] for r in rows] == [True, False, False, True]
+    assert [r["rss_limit"] for r in rows] == [1 << 20, 1 << 20, 2 << 20, 2 << 20]
+    meets = [(e["measure"], e["meets"]) for e in memory.entries(rows)]
+    assert meets == [
+        (targets.RSS_GROWTH, True), (targets.POOL_CHANGES, True),
+        (targets.RSS_GROWTH, False), (targets.POOL_CHANGES, True),
+        (targets.RSS_GROWTH, True), (targets.POOL_CHANGES, False),
+        (targets.RSS_GROWTH, True), (targets.POOL_CHANGES, True),
+    ]

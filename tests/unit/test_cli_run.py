@@ -271,3 +271,24 @@ def test_opencl_device_checks_against_reference(prog: Path, capsys: pytest.Captu
     assert stats["max_abs_err"] < 1e-4
     launches = int(re.search(r"profile: (\d+) launch", out).group(1))
     assert launches == stats["kernels"]
+
+
+@pytest.mark.parametrize("device", ["opencl", "llvm", "reference"])
+def test_stats_counts_transfers(prog: Path, device: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--stats carries RunStats' transfer counters. On PoCL the inputs (read
+    only, aligned) are used in place and both results are read back; the
+    LLVM and reference devices hand their result arrays over as they are."""
+    try:
+        get_device(device)
+    except (ValueError, RuntimeError) as e:
+        pytest.skip(str(e))
+    code, out, err = run(capsys, str(prog), "--device", device, "--stats")
+    assert code == 0, err
+    stats = json.loads(out.strip().splitlines()[-1])
+    moved = {key: stats[key] for key in ("uploads", "upload_bytes", "downloads", "download_bytes")}
+    if device == "opencl" and get_device(device).host_unified_memory:  # type: ignore[attr-defined]
+        assert moved == {"uploads": 0, "upload_bytes": 0, "downloads": 2, "download_bytes": (3 * 17 + 3) * 4}
+    elif device == "opencl":
+        assert moved == {"uploads": 2, "upload_bytes": 2 * 3 * 17 * 4, "downloads": 2, "download_bytes": (3 * 17 + 3) * 4}
+    else:
+        assert moved == {"uploads": 0, "upload_bytes": 0, "downloads": 0, "download_bytes": 0}

@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from targets import COPY_FRACTION, SPEEDUP, TFLOPS
+from targets import CALL_US, COPY_FRACTION, OVERHEAD_US, POOL_CHANGES, RSS_GROWTH, SPEEDUP, TFLOPS
+from targets import meets as meets_target
 
 CHARTED = (SPEEDUP, COPY_FRACTION)
 #: The y-axis ticks (log scale), those within the panel's range.
@@ -57,7 +58,7 @@ def entry(
     measure: str = SPEEDUP,
 ) -> dict[str, Any]:
     """One ratio entry (see the module docstring)."""
-    meets = None if target is None else (value is not None and value >= target)
+    meets = None if target is None else meets_target(value, target, measure)
     return {
         "device": device,
         "workload": workload,
@@ -74,13 +75,19 @@ def entry(
 def describe(e: dict[str, Any]) -> str:
     """`softmax 4096x4096 on opencl (2 threads) vs numpy`."""
     threads = "" if e["threads"] is None else f" ({e['threads']} thread{'s' if e['threads'] != 1 else ''})"
-    against = "" if e["measure"] == TFLOPS else f" vs {e['baseline']}"
+    against = f" vs {e['baseline']}" if e["measure"] in (SPEEDUP, COPY_FRACTION, OVERHEAD_US) else ""
     return f"{e['workload']} {e['size']} on {e['device']}{threads}{against}"
 
 
 def fmt(value: float | None, measure: str) -> str:
     if value is None:
         return "-"
+    if measure in (OVERHEAD_US, CALL_US):
+        return f"{value:.1f} us"
+    if measure == RSS_GROWTH:
+        return f"RSS +{value:,.0f} bytes"
+    if measure == POOL_CHANGES:
+        return f"{value:.0f} pool change(s)"
     return f"{value:.1f} TFLOP/s" if measure == TFLOPS else f"{value:.2f}x" if measure == SPEEDUP else f"{value:.0%}"
 
 

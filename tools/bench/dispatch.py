@@ -1,12 +1,24 @@
 """Dispatch cost (issue 11 item 5): what a warm call of a one-kernel program
-on tiny inputs costs, against a bare pyopencl loop making the same OpenCL
-calls, on PoCL and the LLVM device; numpy in and out, and accy.Arrays in and
-out (`to_host=False`).
+on tiny inputs costs, numpy in and out and accy.Arrays in and out
+(`to_host=False`), on PoCL and the LLVM device.
 
-    .venv/bin/python tools/bench/dispatch.py [--calls N] [--profile]
+    .venv/bin/python tools/bench/dispatch.py [--calls N] [--profile] [--json FILE]
 
-Prints the median microseconds per call of each row (the machine is shared:
-read the differences between rows of one run, not the absolute figures);
+On OpenCL each accy row has a twin: a bare pyopencl loop making the same
+OpenCL calls as the accy call (the same kernel object, `set_args`,
+`enqueue_nd_range_kernel`, the same buffers made over host memory or copies
+in, the copy out and `finish`, or the marker of an asynchronous call), so
+`accy - bare` is the host time accy adds (targets.py). Which calls accy
+makes is read from the call itself (`program.in_place`), not assumed. A
+call on accy.Arrays returns before its kernel ran: both loops wait for
+the result (`block_until_ready`, the marker's `wait`) so that neither
+loop's queued kernels run, on the same two cores, inside the other's timed
+calls. The two loops run in alternating blocks so that the shared
+machine's noise falls on both. On the LLVM device the whole call is the
+measure (there are no driver calls to subtract).
+
+Prints median microseconds per call; `--json FILE` (`-`: stdout) writes the
+rows, and `make bench` (run.py) puts them in its JSON with their targets.
 `--profile` prints the hottest functions of the accy rows (cProfile).
 """
 
@@ -14,12 +26,17 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import pstats
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
+import chart
 import numpy as np
+import targets
 
 import accy
 
@@ -29,74 +46,197 @@ func.func @main(%x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<16xf32> {
   func.return %z : tensor<16xf32>
 }
 """
+#: Calls per block of the alternating loops.
+BLOCK = 100
+#: Untimed calls of each loop first (caches, first launches, the pool's free lists).
+WARM_UP = 300
+
+Call = Callable[[], object]
 
 
-def median_us(call: Callable[[], object], calls: int) -> float:
-    for _ in range(min(200, calls)):  # warm-up
-        call()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+def per_call_seconds(loops: dict[str, Call], calls: int) -> dict[str, list[float]]:
+    """Each loop's per-call times: `calls` calls each, in alternating blocks of BLOCK."""
+    for call in loops.values():
+        for _ in range(WARM_UP):
+            call()
+    times: dict[str, list[float]] = {name: [] for name in loops}
+    clock = time.perf_counter
+    for _ in range(max(1, calls // BLOCK)):
+        for name, call in loops.items():
+            into = times[name]
+            for _ in range(BLOCK):
+                start = clock()
+                call()
+                into.append(clock() - start)
+    return times
 
 
-def bare_pyopencl(exe: accy.Executable, x: np.ndarray, y: np.ndarray) -> Callable[[], object]:
-    """The OpenCL calls one accy call makes (copy in, set args, launch, copy out), by hand."""
+def accy_call(exe: accy.Executable, inputs: list[Any], to_host: bool) -> Call:
+    """One accy call; on accy.Arrays, waiting for its result (module docstring)."""
+    if to_host:
+        return lambda: exe(*inputs)
+
+    def call_arrays() -> object:
+        (result,) = exe(*inputs, to_host=False)
+        return result.block_until_ready()
+
+    return call_arrays
+
+
+def bare_opencl(exe: accy.Executable, inputs: list[Any], to_host: bool) -> Call:
+    """A pyopencl loop making the OpenCL calls one accy call makes on `inputs`
+    (numpy arrays or accy.Arrays), by hand; see the module docstring."""
     import pyopencl as cl
 
+    exe(*inputs, to_host=to_host)  # to learn which numpy inputs accy used in place
+    in_place = list(exe.program.in_place)
     program = exe.program
     device = exe.device
-    (launch,) = [s for s in program.schedule.steps if hasattr(s, "kernel")]
-    bufs = [cl.Buffer(device.context, cl.mem_flags.READ_WRITE, size=x.nbytes) for _ in range(3)]
-    out = np.empty_like(x)
+    queue, context = device.queue, device.context
+    schedule = program.schedule
+    (launch,) = [s for s in schedule.steps if hasattr(s, "kernel")]
+    (result_slot,) = schedule.result_slots
+    nbytes = inputs[0].nbytes
+    # accy's pool hands the same buffers out on every call: no OpenCL call.
+    copies = [cl.Buffer(context, cl.mem_flags.READ_WRITE, size=nbytes) for _ in inputs]
+    result = cl.Buffer(context, cl.mem_flags.READ_WRITE, size=nbytes)
+    read_only_host = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
+    kernel, global_size, local_size = launch.kernel, launch.global_size, launch.local_size
+    slots = schedule.arg_slots
 
-    def call() -> np.ndarray:
-        cl.enqueue_copy(device.queue, bufs[0], x, is_blocking=False)
-        cl.enqueue_copy(device.queue, bufs[1], y, is_blocking=False)
-        launch.kernel.set_args(*bufs)
-        cl.enqueue_nd_range_kernel(device.queue, launch.kernel, launch.global_size, launch.local_size)
-        cl.enqueue_copy(device.queue, out, bufs[2], is_blocking=False)
-        device.queue.finish()
+    if not to_host:  # accy.Arrays in: their buffers, as they are; an Array out: a marker
+        buffers = {slot: a.buffer for slot, a in zip(slots, inputs, strict=True)}
+        buffers[result_slot] = result
+        args = [buffers[a] for a in launch.args]
+
+        def call_arrays() -> object:
+            kernel.set_args(*args)
+            cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size)
+            ready = cl.enqueue_marker(queue)
+            ready.wait()
+            return ready
+
+        return call_arrays
+
+    def call_numpy() -> np.ndarray:
+        buffers = {result_slot: result}
+        for slot, array, copy, direct in zip(slots, inputs, copies, in_place, strict=True):
+            if direct:
+                buffers[slot] = cl.Buffer(context, read_only_host, hostbuf=array)
+            else:
+                cl.enqueue_copy(queue, copy, array, is_blocking=False)
+                buffers[slot] = copy
+        kernel.set_args(*(buffers[a] for a in launch.args))
+        cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size)
+        out = np.empty(16, np.float32)
+        cl.enqueue_copy(queue, out, result, is_blocking=False)
+        queue.finish()
         return out
 
-    return call
+    return call_numpy
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--profile", action="store_true")
-    args = parser.parse_args()
+def measure(devices: list[str], calls: int) -> list[dict[str, Any]]:
+    """One row per device and argument kind: medians (and minimums) in
+    microseconds of accy's call and, on OpenCL, of the bare loop, and the
+    overhead (accy median - bare median)."""
     x = np.arange(16, dtype=np.float32)
-    y = np.ones(16, np.float32)
-    rows: list[tuple[str, Callable[[], object]]] = []
-    for name in ("opencl", "llvm"):
+    y = np.linspace(-1.0, 1.0, 16, dtype=np.float32)
+    rows = []
+    for name in devices:
         try:
             exe = accy.compile(PROGRAM, device=name)
-        except ValueError as e:
-            print(f"{name}: not available ({e})")
+        except (ValueError, RuntimeError) as e:
+            rows.append({"device": name, "error": str(e)})
             continue
-        xa, ya = accy.device_put(x, exe.device), accy.device_put(y, exe.device)
-        rows.append((f"{name}: numpy in, numpy out", lambda exe=exe: exe(x, y)))
-        rows.append((f"{name}: accy.Arrays in and out", lambda exe=exe, xa=xa, ya=ya: exe(xa, ya, to_host=False)))
-        if name == "opencl":
-            rows.append((f"{name}: bare pyopencl, same calls", bare_pyopencl(exe, x, y)))
-    for label, call in rows:
-        print(f"{label:40s} {median_us(call, args.calls):8.1f} us")
-    if args.profile:
-        for label, call in rows:
-            if "bare" in label:
-                continue
+        arrays = [accy.device_put(x, exe.device), accy.device_put(y, exe.device)]
+        for kind, inputs, to_host in (("numpy", [x, y], True), ("arrays", arrays, False)):
+            (got,) = exe(*inputs, to_host=to_host)
+            ok = bool(np.array_equal(np.asarray(got), x + y))
+            loops: dict[str, Call] = {"accy": accy_call(exe, inputs, to_host)}
+            if name.startswith("opencl"):
+                loops["bare"] = bare_opencl(exe, inputs, to_host)
+            times = per_call_seconds(loops, calls)
+            row: dict[str, Any] = {"device": name, "inputs": kind, "ok": ok, "calls": len(times["accy"])}
+            for loop, seconds in times.items():
+                row[f"{loop}_us"] = statistics.median(seconds) * 1e6
+                row[f"{loop}_min_us"] = min(seconds) * 1e6
+            if "bare" in times:
+                row["overhead_us"] = row["accy_us"] - row["bare_us"]
+            rows.append(row)
+    return rows
+
+
+def entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows as ratio entries of `make bench`'s JSON (chart.py) with
+    their targets (targets.DISPATCH): on OpenCL accy's time over the bare
+    loop's, elsewhere the whole call."""
+    out = []
+    for row in rows:
+        if "error" in row:
+            continue
+        workload = f"dispatch_{row['inputs']}"
+        if "overhead_us" in row:
+            measure, baseline, value = targets.OVERHEAD_US, "bare pyopencl", row["overhead_us"]
+        else:
+            measure, baseline, value = targets.CALL_US, "accy", row["accy_us"]
+        target = targets.find(targets.DISPATCH, workload, baseline, (16,), measure, row["device"])
+        out.append(chart.entry(row["device"], workload, "16", baseline, value if row["ok"] else None, target, measure=measure))
+    return out
+
+
+def profile(devices: list[str], calls: int) -> None:
+    """The hottest functions of accy's calls (cProfile), per device and argument kind."""
+    x = np.arange(16, dtype=np.float32)
+    for name in devices:
+        exe = accy.compile(PROGRAM, device=name)
+        arrays = [accy.device_put(x, exe.device), accy.device_put(x, exe.device)]
+        for kind, inputs, to_host in (("numpy", [x, x], True), ("arrays", arrays, False)):
+            for _ in range(WARM_UP):
+                exe(*inputs, to_host=to_host)
             profiler = cProfile.Profile()
             profiler.enable()
-            for _ in range(args.calls):
-                call()
+            for _ in range(calls):
+                exe(*inputs, to_host=to_host)
             profiler.disable()
-            print(f"\n== {label}")
-            pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+            print(f"\n== {name}, {kind} in and out")
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'device':<8} {'in/out':<7} {'accy us':>8} {'bare us':>8} {'accy-bare':>9}  check"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"{r['device']:<8} not available: {r['error']}")
+            continue
+        bare = f"{r['bare_us']:8.1f}" if "bare_us" in r else f"{'-':>8}"
+        over = f"{r['overhead_us']:9.1f}" if "overhead_us" in r else f"{'-':>9}"
+        lines.append(f"{r['device']:<8} {r['inputs']:<7} {r['accy_us']:8.1f} {bare} {over}  {'ok' if r['ok'] else 'WRONG'}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=3000, help="timed calls of each loop (default 3000)")
+    parser.add_argument("--device", default="opencl,llvm", help="devices, comma-separated (default opencl,llvm)")
+    parser.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE (- for stdout)")
+    parser.add_argument("--profile", action="store_true", help="print the hottest functions of accy's calls instead")
+    args = parser.parse_args(argv)
+    devices = [d.strip() for d in args.device.split(",") if d.strip()]
+    if args.profile:
+        profile(devices, args.calls)
+        return 0
+    rows = measure(devices, args.calls)
+    if args.json == "-":
+        print(json.dumps(rows))
+    else:
+        print("Median microseconds per warm call of a one-kernel program on 16 floats:")
+        print(table(rows))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=2)
+    return 0 if all(r.get("ok", True) for r in rows) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import chart
+import dispatch
+import memory
 import numpy as np
 import targets
 from measure import REL_TOLERANCE, RESULT_PREFIX, Settings, measure
@@ -235,6 +237,31 @@ def compile_times(device: str, repeat: int = 3) -> dict[str, Any]:
     return {"cold_s": cold_s, "warm_s": warm_s, "cold_over_warm": cold_s / warm_s, "runs": repeat}
 
 
+#: Issue 11's scripts and their arguments (default; with --quick: fewer calls and compiles).
+SIDE_SCRIPTS = {
+    "dispatch": (dispatch, [], ["--calls", "1000"]),
+    "memory": (memory, [], ["--calls", "2000", "--warm-up", "200", "--compiles", "200", "--compile-warm-up", "50"]),
+}
+
+
+def side_script(name: str, devices: list[str], quick: bool) -> list[dict[str, Any]]:
+    """The rows of tools/bench/<name>.py (dispatch cost, memory flatness) on
+    `devices`, run in a new process of its own: RSS is the process's, and
+    neither should feel what the workloads left behind. A row with "error"
+    when the script failed."""
+    module, default, fewer = SIDE_SCRIPTS[name]
+    argv = [sys.executable, module.__file__, "--json", "-", "--device", ",".join(devices), *(fewer if quick else default)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        return [{"device": ",".join(devices), "error": f"{name}.py took over 900 s"}]
+    lines = done.stdout.strip().splitlines()
+    if not lines or not lines[-1].startswith("["):
+        tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return [{"device": ",".join(devices), "error": f"{name}.py: {tail}"}]
+    return json.loads(lines[-1])
+
+
 # --------------------------------------------------------------------------
 # Printing
 # --------------------------------------------------------------------------
@@ -383,8 +410,11 @@ def chart_only(path: str) -> int:
     return 0 if chart.write_chart(ratios, chart.chart_path(path), chart_title(doc["cpus"])) else 1
 
 
-def problems(records: list[dict[str, Any]], compiles: dict[str, dict[str, Any]]) -> list[str]:
-    """Measurements that failed, and accy results that did not match numpy."""
+def problems(
+    records: list[dict[str, Any]], compiles: dict[str, dict[str, Any]], sides: dict[str, list[dict[str, Any]]]
+) -> list[str]:
+    """Measurements that failed, and accy results that did not match numpy
+    (or, in the dispatch and memory scripts, the expected values)."""
     found = []
     for rec in records:
         for impl, by_thr in rec["results"].items():
@@ -395,6 +425,9 @@ def problems(records: list[dict[str, Any]], compiles: dict[str, dict[str, Any]])
                 elif r.get("ok") is False:
                     found.append(f"{where}: result check {r['check']}, rel err {r['rel_err']}")
     found += [f"compile on {device}: {c['error']}" for device, c in compiles.items() if "error" in c]
+    for name, rows in sides.items():
+        found += [f"{name} on {r['device']}: {r['error']}" for r in rows if "error" in r]
+        found += [f"{name} on {r['device']}: wrong result" for r in rows if r.get("ok") is False]
     return found
 
 
@@ -432,6 +465,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="accy devices, side by side (repeatable or comma-separated; default: opencl and llvm, those that work here)",
     )
     p.add_argument("--no-compile", action="store_true", help="skip the cold/warm compile times of the demo program")
+    p.add_argument("--no-dispatch", action="store_true", help="skip the dispatch cost of a tiny call (dispatch.py)")
+    p.add_argument("--no-memory", action="store_true", help="skip memory over many calls and compiles (memory.py)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument(
         "--json", metavar="FILE", help="also write the results as JSON to FILE, and their chart beside it (FILE.png)"
@@ -495,6 +530,12 @@ def main(argv: list[str] | None = None) -> int:
         for device in args.devices:
             print(f"  compile of {DEMO.name} on {device} ...", file=sys.stderr, flush=True)
             compiles[device] = compile_times(device)
+    # Issue 11's dispatch cost and memory flatness: not a workload, so not with --only.
+    sides: dict[str, list[dict[str, Any]]] = {}
+    for name, skip in (("dispatch", args.no_dispatch), ("memory", args.no_memory)):
+        if not skip and not args.only:
+            print(f"  {name}.py on {', '.join(args.devices)} ...", file=sys.stderr, flush=True)
+            sides[name] = side_script(name, args.devices, args.quick)
     print()
     print("Times in ms (median and min of the timed runs); X/Y = X median / Y median, below 1 is X faster.")
     print(times_table(records, args.devices, baselines, cpus))
@@ -507,7 +548,16 @@ def main(argv: list[str] | None = None) -> int:
             f"accy.compile of {DEMO.name} (medians of 3): cold = new process, empty cache; warm = new process, same cache"
         )
         print(compile_table(compiles))
+    if "dispatch" in sides:
+        print()
+        print("Dispatch cost (dispatch.py): median us of a warm call on 16 floats; accy-bare = what accy adds to its OpenCL calls")
+        print(dispatch.table(sides["dispatch"]))
+    if "memory" in sides:
+        print()
+        print("Memory (memory.py): RSS growth in bytes after warm-up, and readings at which the pool's state changed")
+        print(memory.table(sides["memory"]))
     ratios = ratio_entries(records, args.devices, baselines, cpus)
+    ratios += dispatch.entries(sides.get("dispatch", [])) + memory.entries(sides.get("memory", []))
     summary = chart.target_summary(ratios)
     ran = {rec["workload"] for rec in records}
     unchecked = list(
@@ -518,13 +568,13 @@ def main(argv: list[str] | None = None) -> int:
     if summary["lines"] or unchecked:
         print()
         print(
-            f"Issue 10's CPU targets (accy's speed over the baseline at {cpus} threads, above 1 accy is faster):"
-            f" {summary['met']} met, {summary['missed']} missed"
+            f"Targets (issue 10's CPU targets: accy's speed over the baseline at {cpus} threads, above 1 accy is"
+            f" faster; issue 11's dispatch cost and memory, at most): {summary['met']} met, {summary['missed']} missed"
         )
         print("  " + "\n  ".join(summary["lines"]))
         if unchecked:
             print(f"  not checked ({torch_note}): {', '.join(unchecked)}")
-    found = problems(records, compiles)
+    found = problems(records, compiles, sides)
     if found:
         print("\nproblems:\n  " + "\n  ".join(found))
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
@@ -540,13 +590,16 @@ def main(argv: list[str] | None = None) -> int:
             "ratios": ratios,
             "targets": {"met": summary["met"], "missed": summary["missed"], "not_checked": unchecked},
             "compile": compiles,
+            "dispatch": sides.get("dispatch"),
+            "memory": sides.get("memory"),
         }
         chart.write_results(doc, args.json, chart_title(cpus))
     # A wrong or failed accy result fails the run (after printing everything).
     failed = any(
         r.get("ok") is not True for rec in records for d in args.devices for r in rec["results"][accy_impl(d)].values()
     )
-    return 1 if failed or any("error" in c for c in compiles.values()) else 0
+    side_failed = any("error" in r or r.get("ok") is False for rows in sides.values() for r in rows)
+    return 1 if failed or side_failed or any("error" in c for c in compiles.values()) else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The targets of issue 10 ("Heavy kernels that win"), as the benchmarks
 check them: accy's speed relative to a baseline, that is baseline time /
 accy time (above 1, accy is faster; "≥ 0.6× numpy" is 0.6), or, where the
-issue says so, a fraction of a measured limit or an absolute rate.
+issue says so, a fraction of a measured limit or an absolute rate; and
+issue 11's dispatch cost and memory flatness (`DISPATCH`, `MEMORY`: at
+most the target, see `AT_MOST`).
 
 `CPU` applies to tools/bench/run.py (the issue states it for PoCL with 2
 threads; the bench checks it on every CPU device at its default thread
@@ -18,18 +20,27 @@ from dataclasses import dataclass
 SPEEDUP = "speedup"  # baseline time / accy time
 COPY_FRACTION = "copy fraction"  # accy's bytes per second / the card's copy bandwidth (torch copy_)
 TFLOPS = "TFLOP/s"  # accy's rate, not a ratio: in the JSON, never in the chart
+# Issue 11's dispatch cost and memory (tools/bench/dispatch.py, memory.py): in the JSON, not in the chart.
+OVERHEAD_US = "us over bare"  # accy's median call - a bare pyopencl loop's making the same calls, microseconds
+CALL_US = "us a call"  # accy's median call, microseconds
+RSS_GROWTH = "RSS growth"  # bytes of resident memory grown after warm-up
+POOL_CHANGES = "pool changes"  # readings after warm-up at which the pool's state differed
+#: Measures whose target is a most, not a least.
+AT_MOST = frozenset({OVERHEAD_US, CALL_US, RSS_GROWTH, POOL_CHANGES})
 
 
 @dataclass(frozen=True)
 class Target:
-    """At least `value` of `measure` for `workload` against `baseline`;
-    `dims` limits it to those sizes (None: every size)."""
+    """At least `value` of `measure` (at most, for `AT_MOST` measures) for
+    `workload` against `baseline`; `dims` limits it to those sizes and
+    `device` to that device (None: every size, every device)."""
 
     workload: str
     baseline: str
     value: float
     measure: str = SPEEDUP
     dims: tuple[int, ...] | None = None
+    device: str | None = None
 
 
 CPU: list[Target] = [
@@ -61,13 +72,51 @@ GPU: list[Target] = [
 ]
 
 
+#: Issue 11 item 5: a warm call of a one-kernel program on tiny inputs (16
+#: floats), numpy in and out or accy.Arrays in and out. On OpenCL, the host
+#: time accy adds beyond the OpenCL calls it makes; on the LLVM device, the
+#: whole call.
+DISPATCH: list[Target] = [
+    Target("dispatch_numpy", "bare pyopencl", 15.0, OVERHEAD_US),
+    Target("dispatch_arrays", "bare pyopencl", 15.0, OVERHEAD_US),
+    Target("dispatch_numpy", "accy", 20.0, CALL_US, device="llvm"),
+    Target("dispatch_arrays", "accy", 20.0, CALL_US, device="llvm"),
+]
+
+#: Issue 11's memory target, "10,000 calls and 1,000 compiles: resident
+#: memory and the pool's size stay flat after warm-up", on every device:
+#: bytes of RSS growth allowed after warm-up (what malloc and the drivers
+#: may round to; 1 MiB over 10,000 calls is ~100 bytes a call, 2 MiB over
+#: 1,000 compiles 2 KB a compile) and no change of the pool at all.
+MEMORY: list[Target] = [
+    Target("memory_calls", "after warm-up", 1 << 20, RSS_GROWTH),
+    Target("memory_calls", "after warm-up", 0, POOL_CHANGES),
+    Target("memory_compiles", "after warm-up", 2 << 20, RSS_GROWTH),
+    Target("memory_compiles", "after warm-up", 0, POOL_CHANGES),
+]
+
+
+def meets(value: float | None, target: float, measure: str) -> bool:
+    """Whether `value` reaches `target` (at most it for `AT_MOST` measures, else at least)."""
+    if value is None:
+        return False
+    return value <= target if measure in AT_MOST else value >= target
+
+
 def find(
-    targets: Sequence[Target], workload: str, baseline: str, dims: Sequence[int], measure: str = SPEEDUP
+    targets: Sequence[Target],
+    workload: str,
+    baseline: str,
+    dims: Sequence[int],
+    measure: str = SPEEDUP,
+    device: str | None = None,
 ) -> float | None:
     """The target for this measurement, or None when the issue gives none."""
     for t in targets:
-        if (t.workload, t.baseline, t.measure) == (workload, baseline, measure) and (
-            t.dims is None or t.dims == tuple(dims)
+        if (
+            (t.workload, t.baseline, t.measure) == (workload, baseline, measure)
+            and (t.dims is None or t.dims == tuple(dims))
+            and (t.device is None or t.device == device)
         ):
             return t.value
     return None
