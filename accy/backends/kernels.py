@@ -4,11 +4,11 @@ arguments it writes (docs/kernel-ir.md)."""
 
 from __future__ import annotations
 
-from xdsl.dialects import gpu, memref, vector
+from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute
 
-from accy.dialects.host import KERNELS_MODULE
+from accy.dialects.host import KERNELS_MODULE, written_arguments
 
 
 class KernelModuleError(ValueError):
@@ -43,12 +43,4 @@ def kernel_funcs(module: ModuleOp, hint: str) -> list[gpu.FuncOp]:
     return funcs
 
 
-def written_arguments(func: gpu.FuncOp) -> set[int]:
-    """Indices of the kernel arguments (buffers) that `func` stores to: the
-    others are read-only, and a runtime may pass them in place."""
-    args = list(func.body.block.args)
-    return {
-        args.index(op.operands[1])
-        for op in func.walk()
-        if isinstance(op, memref.StoreOp | vector.StoreOp) and op.operands[1] in args
-    }
+__all__ = ["KernelModuleError", "kernel_funcs", "kernel_module", "symbol", "written_arguments"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xdsl.dialects import gpu, memref, vector
 from xdsl.dialects.builtin import (
     I64,
     DenseIntOrFPElementsAttr,
@@ -102,6 +103,23 @@ def buffer_element_type(tensor_element: Attribute) -> Attribute:
     if isinstance(tensor_element, IntegerType) and tensor_element.width.data == 1:
         return IntegerType(8)
     return tensor_element
+
+
+def written_arguments(func: gpu.FuncOp) -> set[int]:
+    """Indices of the kernel arguments (buffers) that `func` stores to: the
+    others are read-only, and a runtime may pass them in place."""
+    args = list(func.body.block.args)
+    return {
+        args.index(op.operands[1])
+        for op in func.walk()
+        if isinstance(op, memref.StoreOp | vector.StoreOp) and op.operands[1] in args
+    }
+
+
+def used_arguments(func: gpu.FuncOp) -> set[int]:
+    """Indices of the kernel arguments that `func` reads or writes at all
+    (a stage of a lowering is passed every buffer of its work item)."""
+    return {i for i, arg in enumerate(func.body.block.args) if arg.uses}
 
 
 def _check_fits(op: IRDLOperation, buffer: SSAValue, t: Attribute, what: str) -> None:

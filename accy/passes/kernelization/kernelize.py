@@ -65,6 +65,8 @@ from accy.dialects.host import (
     FallbackOp,
     YieldOp,
     buffer_element_type,
+    used_arguments,
+    written_arguments,
 )
 from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.dialects.target import TargetProfile
@@ -362,11 +364,17 @@ class _HostBuilder:
 
         body = Block(arg_types=[IndexType(), *(p[0].type for p in pairs), *(p[0].type for p in pairs)])
         current, following = body.args[1 : 1 + len(pairs)], body.args[1 + len(pairs) :]
+        trip = [op for op in body_block.ops if op not in hoisted and not isinstance(op, memref.DeallocOp | func.ReturnOp)]
+        # A hoisted stage is still passed the carried buffers it does not use: any of their pairs does.
+        outside = {**inner, **dict(zip(carried, (a for a, _ in pairs), strict=True))}
+        outside.update((p, b) for p, (_, b) in zip(partners, pairs, strict=True) if p is not None)
+        for op in _invariant_launches(trip, {*carried, *(p for p in partners if p is not None)}, self._kernel):
+            trip.remove(op)
+            self.block.add_op(op.clone(value_mapper=outside))
         inner.update(zip(carried, current, strict=True))
         inner.update((p, f) for p, f in zip(partners, following, strict=True) if p is not None)
-        for op in body_block.ops:
-            if op not in hoisted and not isinstance(op, memref.DeallocOp | func.ReturnOp):
-                body.add_op(op.clone(value_mapper=inner))
+        for op in trip:
+            body.add_op(op.clone(value_mapper=inner))
         for v, partner, target, n in zip(yielded, partners, following, counts, strict=True):
             if partner is None:
                 body.add_op(CopyOp(inner.get(v, v), target, n))
@@ -379,6 +387,19 @@ class _HostBuilder:
                 self.block.add_op(CopyOp(last, self._buffer(result), n))
         for buf in [*(v for pair in pairs for v in pair), *(inner[op.results[0]] for op in hoisted if isinstance(op, memref.AllocOp) and op.results[0] not in partners)]:
             self.block.add_op(memref.DeallocOp.get(buf))
+
+    def _kernel(self, launch: gpu.LaunchFuncOp) -> gpu.FuncOp:
+        """The `gpu.func` a launch of this module names."""
+        ref = launch.kernel
+        holder, name = ref.root_reference.data, ref.nested_references.data[-1].data
+        top = self.module.parent_op()
+        assert top is not None
+        for op in top.walk():
+            if isinstance(op, gpu.FuncOp) and op.sym_name.data == name:
+                parent = op.parent_op()
+                if isinstance(parent, gpu.ModuleOp) and parent.sym_name.data == holder:
+                    return op
+        raise ValueError(f"kernelize: a launch names @{holder}::@{name}, which is not in the module")
 
     def _nested(self, fn: func.FuncOp) -> tuple[Block, list[SSAValue], int]:
         """`fn`'s host schedule (its block, result buffers and peak bytes),
@@ -449,6 +470,44 @@ class _HostBuilder:
                 raise ValueError(f"input {v.name_hint or v} of a host fallback is not reachable from a whole buffer")
             ops.insert(0, owner)
             cur = owner.operands[0]
+
+
+def _invariant_launches(
+    trip: list[Operation], carried: set[SSAValue], kernel: Callable[[gpu.LaunchFuncOp], gpu.FuncOp]
+) -> list[Operation]:
+    """The launches of a loop's trip that compute the same every trip (a
+    packed invariant operand, say), in order: each reads no carried buffer
+    and no buffer another op of the trip writes, and no op before it in the
+    trip reads what it writes. Hoisted in order, a chain of them goes out."""
+
+    def used(op: Operation) -> set[SSAValue]:
+        if isinstance(op, gpu.LaunchFuncOp):
+            args = list(op.kernelOperands)
+            return {args[i] for i in used_arguments(kernel(op))}
+        return {v for inner in op.walk() for v in inner.operands if isinstance(v.type, MemRefType)}
+
+    def written(op: Operation) -> set[SSAValue]:
+        if isinstance(op, gpu.LaunchFuncOp):
+            args = list(op.kernelOperands)
+            return {args[i] for i in written_arguments(kernel(op))}
+        if isinstance(op, FallbackOp):
+            return set(op.outputs)
+        if isinstance(op, CopyOp):
+            return {op.target}
+        return used(op)  # a nested loop: anything it touches
+
+    rest, out = list(trip), []
+    for op in trip:
+        if not isinstance(op, gpu.LaunchFuncOp):
+            continue
+        reads, writes = used(op), written(op)
+        others = [o for o in rest if o is not op]
+        earlier = others[: rest.index(op)]
+        if reads & carried or any(reads & written(o) for o in others) or any(writes & used(o) for o in earlier):
+            continue
+        rest.remove(op)
+        out.append(op)
+    return out
 
 
 def _size(buffer: SSAValue) -> int:

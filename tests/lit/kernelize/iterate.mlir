@@ -1,4 +1,4 @@
-// RUN: accy-opt %s -p kernelize | filecheck %s
+// RUN: accy-opt %s -p 'set-target{profile=cpu},kernelize' | filecheck %s
 
 // An RNN cell, h = tanh(h·W + b), as a loop of kernels: the initial state
 // (a splat literal) is made whole before the loop and copied into the first
@@ -87,3 +87,24 @@ func.func @nested(%x: tensor<5xf32>) -> tensor<5xf32> {
 // CHECK-NEXT:    memref.alloc
 // CHECK-NEXT:    accy_host.copy
 // CHECK-COUNT-4: memref.dealloc
+
+// A packed dot in the body: packing the loop-invariant weight is a launch
+// that reads no carried buffer and nothing the trip writes, so it runs once,
+// before the loop; the carried lhs is packed every trip.
+func.func @packed(%h0: tensor<64x256xf32>, %w: tensor<256x256xf32>) -> tensor<64x256xf32> {
+  %h = "accy.iterate"(%h0) <{count = 10 : i64}> ({
+  ^bb0(%hi: tensor<64x256xf32>):
+    %m = "accy.dot_general"(%hi, %w) <{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>}> : (tensor<64x256xf32>, tensor<256x256xf32>) -> tensor<64x256xf32>
+    %t = "accy.tanh"(%m) : (tensor<64x256xf32>) -> tensor<64x256xf32>
+    "accy.yield"(%t) : (tensor<64x256xf32>) -> ()
+  }) : (tensor<64x256xf32>) -> tensor<64x256xf32>
+  func.return %h : tensor<64x256xf32>
+}
+
+// CHECK-LABEL: func.func @packed
+// CHECK:         "gpu.launch_func"({{.*}}) <{kernel = @kernels::@packed_k0_iterate_body_k0_dot_general_pack_b
+// CHECK-NOT:     gpu.launch_func
+// CHECK:         scf.for
+// CHECK-NEXT:      "gpu.launch_func"({{.*}}) <{kernel = @kernels::@packed_k0_iterate_body_k0_dot_general_pack_a
+// CHECK-NEXT:      "gpu.launch_func"({{.*}}) <{kernel = @kernels::@packed_k0_iterate_body_k0_dot_general,
+// CHECK-NEXT:      scf.yield
