@@ -86,7 +86,8 @@ def test_packed_dot_float64(case: str, device) -> None:
 
 
 def test_small_products_are_not_packed(device) -> None:
-    """Below PACK_MIN_WORK (and for a single tile of rows) the dot stays one launch."""
+    """Below PACK_MIN_WORK (and for a single tile of rows) the dot packs
+    nothing (on the GPU profile, a long k may still split into two launches)."""
     for a_shape, b_shape in (((13, 16), (16, 32)), ((12, 300), (300, 300))):
         src = f"""func.func @main(%a: {ty(a_shape)}, %b: {ty(b_shape)}) -> {ty([a_shape[0], b_shape[1]])} {{
   %d = "accy.dot_general"(%a, %b) <{{lhs_batch = {arr([])}, rhs_batch = {arr([])}, lhs_contract = {arr([1])}, rhs_contract = {arr([0])}}}> : ({ty(a_shape)}, {ty(b_shape)}) -> {ty([a_shape[0], b_shape[1]])}
@@ -95,8 +96,8 @@ def test_small_products_are_not_packed(device) -> None:
         exe = accy.compile(src, device=device)
         rng = np.random.default_rng(3)
         inputs = [rand(rng, a_shape, "float32"), rand(rng, b_shape, "float32")]
-        (got,) = exe(*inputs)
-        assert exe.stats.kernels == 1
+        (got,) = exe(*inputs, profile=True)
+        assert not any("pack" in p.name for p in exe.stats.profile) and exe.stats.kernels in (1, 2)
         assert_matches(got, exe.reference_outputs(inputs)[0], rtol=1e-3, atol=1e-4)
 
 

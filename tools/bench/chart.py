@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from targets import CALL_US, COPY_FRACTION, OVERHEAD_US, POOL_CHANGES, RSS_GROWTH, SPEEDUP, TFLOPS
+from targets import CALL_US, COPY_FRACTION, OVERHEAD_US, POOL_CHANGES, RSS_GROWTH, SPEEDUP, TFLOPS, TRIP_US
 from targets import meets as meets_target
 
 CHARTED = (SPEEDUP, COPY_FRACTION)
@@ -84,6 +84,8 @@ def fmt(value: float | None, measure: str) -> str:
         return "-"
     if measure in (OVERHEAD_US, CALL_US):
         return f"{value:.1f} us"
+    if measure == TRIP_US:
+        return f"{value:.1f} us a trip over the kernels"
     if measure == RSS_GROWTH:
         return f"RSS +{value:,.0f} bytes"
     if measure == POOL_CHANGES:

@@ -51,6 +51,7 @@ import chart
 import dispatch
 import memory
 import numpy as np
+import rnn
 import targets
 from measure import REL_TOLERANCE, RESULT_PREFIX, Settings, measure
 from workloads import BY_NAME, Workload, select
@@ -241,6 +242,7 @@ def compile_times(device: str, repeat: int = 3) -> dict[str, Any]:
 SIDE_SCRIPTS = {
     "dispatch": (dispatch, [], ["--calls", "1000"]),
     "memory": (memory, [], ["--calls", "2000", "--warm-up", "200", "--compiles", "200", "--compile-warm-up", "50"]),
+    "rnn": (rnn, [], ["--trips", "20", "--repeat", "3"]),
 }
 
 
@@ -467,6 +469,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-compile", action="store_true", help="skip the cold/warm compile times of the demo program")
     p.add_argument("--no-dispatch", action="store_true", help="skip the dispatch cost of a tiny call (dispatch.py)")
     p.add_argument("--no-memory", action="store_true", help="skip memory over many calls and compiles (memory.py)")
+    p.add_argument("--no-rnn", action="store_true", help="skip the RNN cell iterated on the device (rnn.py)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument(
         "--json", metavar="FILE", help="also write the results as JSON to FILE, and their chart beside it (FILE.png)"
@@ -530,9 +533,9 @@ def main(argv: list[str] | None = None) -> int:
         for device in args.devices:
             print(f"  compile of {DEMO.name} on {device} ...", file=sys.stderr, flush=True)
             compiles[device] = compile_times(device)
-    # Issue 11's dispatch cost and memory flatness: not a workload, so not with --only.
+    # Issue 11's dispatch cost, memory flatness and iterated RNN cell: not workloads, so not with --only.
     sides: dict[str, list[dict[str, Any]]] = {}
-    for name, skip in (("dispatch", args.no_dispatch), ("memory", args.no_memory)):
+    for name, skip in (("dispatch", args.no_dispatch), ("memory", args.no_memory), ("rnn", args.no_rnn)):
         if not skip and not args.only:
             print(f"  {name}.py on {', '.join(args.devices)} ...", file=sys.stderr, flush=True)
             sides[name] = side_script(name, args.devices, args.quick)
@@ -556,8 +559,13 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print("Memory (memory.py): RSS growth in bytes after warm-up, and readings at which the pool's state changed")
         print(memory.table(sides["memory"]))
+    if "rnn" in sides:
+        print()
+        print("RNN cell iterated on the device (rnn.py): ms a call; us a trip beyond the kernels' device time")
+        print(rnn.table(sides["rnn"]))
     ratios = ratio_entries(records, args.devices, baselines, cpus)
     ratios += dispatch.entries(sides.get("dispatch", [])) + memory.entries(sides.get("memory", []))
+    ratios += rnn.entries(sides.get("rnn", []))
     summary = chart.target_summary(ratios)
     ran = {rec["workload"] for rec in records}
     unchecked = list(
@@ -569,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(
             f"Targets (issue 10's CPU targets: accy's speed over the baseline at {cpus} threads, above 1 accy is"
-            f" faster; issue 11's dispatch cost and memory, at most): {summary['met']} met, {summary['missed']} missed"
+            f" faster; issue 11's dispatch cost, memory and RNN trip overhead, at most): {summary['met']} met, {summary['missed']} missed"
         )
         print("  " + "\n  ".join(summary["lines"]))
         if unchecked:
@@ -592,6 +600,7 @@ def main(argv: list[str] | None = None) -> int:
             "compile": compiles,
             "dispatch": sides.get("dispatch"),
             "memory": sides.get("memory"),
+            "rnn": sides.get("rnn"),
         }
         chart.write_results(doc, args.json, chart_title(cpus))
     # A wrong or failed accy result fails the run (after printing everything).

@@ -26,7 +26,9 @@ tools/gpu/h200.sh (the conformance suite, then this), or alone:
 
     tools/gpu/nvidia_opencl.sh python3 tools/gpu/bench.py --json $OUT/gpu-bench.json
 
-Then (unless `--no-chain`) issue 11's chain: exp(a)·b+c over 2^26 floats
+Then (unless `--no-rnn`) issue 11's RNN cell iterated 100 times on the
+card against the host path (tools/bench/rnn.py; JSON `rnn`), and (unless
+`--no-chain`) issue 11's chain: exp(a)·b+c over 2^26 floats
 on `accy.Array`s, each result the next call's input, 100 calls: wall time
 a call against the kernel's device time (target: 1.2x + 50 us, no host
 transfer); JSON `chain`.
@@ -51,6 +53,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import chart  # noqa: E402
+import rnn  # noqa: E402
 import targets  # noqa: E402
 from workloads import BY_NAME  # noqa: E402
 
@@ -256,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--chart-only", metavar="JSON", help="measure nothing: chart a saved run's JSON beside it")
     p.add_argument("--no-chain", action="store_true", help="skip the chain of calls on device arrays (issue 11)")
+    p.add_argument("--no-rnn", action="store_true", help="skip the RNN cell iterated on the device (issue 11)")
     p.add_argument(
         "--target", default="", metavar="FIELDS",
         help='tile sizes for every program\'s module target, e.g. "row_threads = 512, scan_vectors = 8"',
@@ -295,6 +299,13 @@ def main(argv: list[str] | None = None) -> int:
             f"device {chain['device_s'] * 1e3:.3f} ms, target {chain['target_s'] * 1e3:.3f} ms (1.2x + 50 us), "
             f"{chain['transfers']} host transfers: {'met' if chain['met'] else 'MISSED'}"
         )
+    rnn_rows = None if args.no_rnn else rnn.measure(["opencl"], 64, 1024, 100, args.repeat)
+    if rnn_rows is not None:
+        rnn_ratios = rnn.entries(rnn_rows, gpu=True)
+        rnn_summary = chart.target_summary(rnn_ratios)
+        print("\nIssue 11: RNN cell h = tanh(h·W + b), batch 64, hidden 1024, 100 trips a call (host: the reference path)")
+        print(rnn.table(rnn_rows))
+        print("  " + "\n  ".join(rnn_summary["lines"]))
     if args.json:
         doc = {
             "device": device_name,
@@ -305,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
             "ratios": ratios,
             "targets": {"met": summary["met"], "missed": summary["missed"]},
             "chain": chain,
+            "rnn": rnn_rows,
+            "rnn_ratios": rnn.entries(rnn_rows, gpu=True) if rnn_rows is not None else None,
         }
         chart.write_results(doc, args.json, chart_title(device_name, torch_note))
     return 1 if any(r.get("ok") is not True for r in rows) else 0

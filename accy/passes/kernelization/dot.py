@@ -39,7 +39,10 @@ is just index math.
   the lhs block and T/4 rows of the rhs block in local memory (barriers
   around it), fetched into registers from global memory during the step
   before, and every work-item does R² `fma`s per staged k from R + R local
-  loads (`local_tiles`).
+  loads (`local_tiles`). A product with too few blocks even at 2 x 2 tiles
+  (64 rows by 1024, an RNN cell's) splits k into ranges of at least
+  `GPU_SPLIT_MIN_K`: one launch stores each range's partial sums, a second
+  adds them per output element and runs the epilogue.
 - Otherwise: one work-item per output element, a scalar loop over k.
 """
 
@@ -70,7 +73,7 @@ def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) 
     kb, dot = anchored_kernel(kernel, plan, profile, accy.DotGeneralOp, "dot")
     d = _Dot(kb, kernel, dot)
     if profile.profile == "gpu":
-        return d.local_tiles()
+        return d.local_tiles(plan)
     if d.can_pack():
         return d.packed_tiles(plan)
     if d.can_register_tile():
@@ -89,6 +92,8 @@ GPU_MIN_BLOCKS = 256
 #: Multiply-adds per batch below which a CPU dot is not packed: two more
 #: launches (~10-20 us each) cost more than packing saves on a small product.
 PACK_MIN_WORK = 64 * 64 * 64
+#: Fewest k a range of a GPU dot split along k holds (`_k_split`).
+GPU_SPLIT_MIN_K = 128
 #: k staged per step of a GPU dot, for a 16 x 16 work-group (scaled with it).
 GPU_K_STEP = 4
 #: Largest GPU register tile that prefetches the next k step (`local_tiles`).
@@ -141,10 +146,11 @@ class _Dot:
         kb = self.kb
         return [*bc, *kb.delinearize(m, self.m_shape), *kb.delinearize(n, self.n_shape)]
 
-    def fma(self, a: SSAValue, b: SSAValue, acc: SSAValue) -> SSAValue:
+    def fma(self, a: SSAValue, b: SSAValue, acc: SSAValue, kb: KernelBuilder | None = None) -> SSAValue:
+        kb = kb or self.kb
         if self.float:
-            return self.kb.val(mathd.FmaOp(a, b, acc))
-        return self.kb.val(arith.AddiOp(self.kb.val(arith.MuliOp(a, b)), acc))
+            return kb.val(mathd.FmaOp(a, b, acc))
+        return kb.val(arith.AddiOp(kb.val(arith.MuliOp(a, b)), acc))
 
     def finish(self, coords: list[SSAValue], value: SSAValue, width: int = 1) -> None:
         """The epilogue and stores of one output element (or W lanes)."""
@@ -361,15 +367,14 @@ class _Dot:
 
     # -- GPU: local-memory tiles and register tiles --------------------------------
 
-    def local_tiles(self) -> LoweredKernel:
+    def local_tiles(self, plan: BufferPlan) -> LoweredKernel:
         """T x T work-items (T the profile's `dot_tile`), each a R x R register
-        tile (R its `dot_rows`): a work-group computes a (T·R) x (T·R) block.
-        Work-item (tx, ty) owns rows ty + T·i and columns tx + T·j, so a warp's
-        reads of the staged tiles are broadcasts (rows) or consecutive
-        (columns), and its stores are coalesced. Each k step stages BK =
-        T·GPU_K_STEP/16 columns of the lhs block (k-major) and BK rows of the
-        rhs block in local memory, zero past M, N and K, fetched during the
-        step before (tiles up to GPU_PREFETCH_TILE)."""
+        tile (R its `dot_rows`): a work-group computes a (T·R) x (T·R) block
+        (`_tiles`). A product with too few blocks to fill the device even
+        with 2 x 2 tiles (a batch of 64 rows, say) splits k into S ranges
+        (`_k_split`): the blocks of each range store partial sums in a
+        scratch buffer, and a second launch adds the S sums of each output
+        element, in order, and runs the epilogue."""
         kb = self.kb
         t = min(kb.profile.dot_tile, math.isqrt(kb.profile.max_work_group_size))
         r = max(1, kb.profile.dot_rows)
@@ -377,8 +382,69 @@ class _Dot:
             r //= 2
         # Smaller tiles for a product too small to fill the device with blocks
         # (1024² at 8x8 tiles is 64 blocks for an H200's 132 multiprocessors).
-        while r > 2 and max(self.B, 1) * -(-self.M // (t * r)) * -(-self.N // (t * r)) < GPU_MIN_BLOCKS:
+        while r > 2 and self._blocks(t * r) < GPU_MIN_BLOCKS:
             r //= 2
+        bk = max(1, t * GPU_K_STEP // 16)  # k per staged step
+        splits, chunk = self._k_split(self._blocks(t * r), bk)
+        if splits == 1:
+            return self._tiles(kb, t, r, 1, self.K, lambda b, bc, s, m, n, value: self.finish(self.out_coords(bc, m, n), value))
+        partial = Scratch(self.et, splits * self.B * self.M * self.N)
+        sk = KernelBuilder(f"{self.kernel.name}_split_k", self.kernel.kind, kb.profile, plan, list(self.kernel.inputs), ops=self.kernel.ops)
+        sums = sk.scratch_argument(partial)
+
+        def store_partial(b: KernelBuilder, bc: list[SSAValue], s: SSAValue, m: SSAValue, n: SSAValue, value: SSAValue) -> None:
+            bi = b.linearize(bc, self.batch_shape)
+            b.op(memref.StoreOp.get(value, sums, [b.add(b.mul(b.add(b.mul(b.add(b.mul(s, self.B), bi), self.M), m), self.N), n)]))
+
+        first = self._tiles(sk, t, r, splits, chunk, store_partial)
+        read = kb.scratch_argument(partial)
+        outputs = self.B * self.M * self.N
+
+        def body(gid: SSAValue) -> None:
+            bi, m, n = kb.delinearize(gid, [self.B, self.M, self.N])
+            total = kb.val(memref.LoadOp.get(read, [gid]))
+            for s in range(1, splits):
+                total = kb.val(arith.AddfOp(total, kb.val(memref.LoadOp.get(read, [kb.add(gid, s * outputs)]))))
+            self.finish(self.out_coords(kb.delinearize(bi, self.batch_shape), m, n), total)
+
+        main = work_item_per(kb, outputs, body)
+        main.before = first
+        return main
+
+    def _blocks(self, edge: int) -> int:
+        """Work-groups of (edge x edge)-output blocks over the product."""
+        return max(self.B, 1) * -(-self.M // edge) * -(-self.N // edge)
+
+    def _k_split(self, blocks: int, bk: int) -> tuple[int, int]:
+        """How many k ranges (S) and how long each (a multiple of `bk`, at
+        least GPU_SPLIT_MIN_K): enough for GPU_MIN_BLOCKS work-groups, or 1."""
+        if blocks >= GPU_MIN_BLOCKS or not self.float:
+            return 1, self.K
+        splits = min(-(-GPU_MIN_BLOCKS // blocks), self.K // GPU_SPLIT_MIN_K)
+        if splits <= 1:
+            return 1, self.K
+        chunk = -(-self.K // splits)
+        chunk = -(-chunk // bk) * bk
+        return -(-self.K // chunk), chunk
+
+    def _tiles(
+        self,
+        kb: KernelBuilder,
+        t: int,
+        r: int,
+        splits: int,
+        chunk: int,
+        store: Callable[[KernelBuilder, list[SSAValue], SSAValue, SSAValue, SSAValue, SSAValue], None],
+    ) -> LoweredKernel:
+        """The tiled kernel on builder `kb`: T x T work-items of R x R tiles
+        over k range s (`chunk` k from s·chunk; the grid's z is batch x
+        range), `store(kb, batch coords, s, m, n, sum)` for every output
+        element in range. Work-item (tx, ty) owns rows ty + T·i and columns
+        tx + T·j, so a warp's reads of the staged tiles are broadcasts (rows)
+        or consecutive (columns), and its stores are coalesced. Each k step
+        stages BK = T·GPU_K_STEP/16 columns of the lhs block (k-major) and BK
+        rows of the rhs block in local memory, zero past M, N and K, fetched
+        during the step before (tiles up to GPU_PREFETCH_TILE)."""
         bm = t * r  # block edge (rows and columns)
         bk = max(1, t * GPU_K_STEP // 16)  # k per staged step
         st = buffer_element_type(self.et)
@@ -386,7 +452,10 @@ class _Dot:
         b_tile = kb.local_array(bk * bm, st, workgroup=True)  # [k][n]
         tx, ty = kb.local_id("x"), kb.local_id("y")
         n0, m0 = kb.mul(kb.group_id("x"), bm), kb.mul(kb.group_id("y"), bm)
-        bc = kb.delinearize(kb.group_id("z"), self.batch_shape)
+        z = kb.group_id("z")
+        s = kb.rem(z, splits)
+        bc = kb.delinearize(kb.div(z, splits), self.batch_shape)
+        k_first = kb.mul(s, chunk)
         flat = kb.add(kb.mul(ty, t), tx)
         zero = kb.const(0, self.et)
         per_thread = -(-(bk * bm) // (t * t))
@@ -422,22 +491,22 @@ class _Dot:
             for e in range(per_thread):
                 slot = kb.add(flat, e * t * t)
 
-                def store(slot: SSAValue = slot, a: SSAValue = values[2 * e], b: SSAValue = values[2 * e + 1]) -> list[SSAValue]:
+                def store_pair(slot: SSAValue = slot, a: SSAValue = values[2 * e], b: SSAValue = values[2 * e + 1]) -> list[SSAValue]:
                     mm, kk = kb.div(slot, bk), kb.rem(slot, bk)
                     kb.op(memref.StoreOp.get(a, a_tile, [kb.add(kb.mul(kk, bm), mm)]))
                     kb.op(memref.StoreOp.get(b, b_tile, [slot]))
                     return []
 
                 if (e + 1) * t * t <= bk * bm:
-                    store()
+                    store_pair()
                 else:
-                    kb.if_(kb.lt(slot, bk * bm), store)
+                    kb.if_(kb.lt(slot, bk * bm), store_pair)
 
         def inner(kk: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
             row = kb.mul(kk, bm)
             a = [kb.val(memref.LoadOp.get(a_tile, [kb.add(row, kb.add(ty, t * i))])) for i in range(r)]
             b = [kb.val(memref.LoadOp.get(b_tile, [kb.add(row, kb.add(tx, t * j))])) for j in range(r)]
-            return [self.fma(a[i], b[j], c[i * r + j]) for i in range(r) for j in range(r)]
+            return [self.fma(a[i], b[j], c[i * r + j], kb) for i in range(r) for j in range(r)]
 
         # The next k step's elements are fetched from global memory while
         # this one's are multiplied (register prefetch). On the H200, with 4
@@ -446,7 +515,8 @@ class _Dot:
         # without).
         prefetch = r <= GPU_PREFETCH_TILE
 
-        def k_step(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        def k_step(k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            k0 = kb.add(k_first, k)
             acc, held = carried[: r * r], carried[r * r :]
             put(held if prefetch else fetch(k0))
             kb.barrier()
@@ -455,17 +525,17 @@ class _Dot:
             kb.barrier()
             return out + following
 
-        first = fetch(kb.idx(0)) if prefetch else []
-        accs = kb.for_(0, self.K, bk, [zero] * (r * r) + first, k_step)[: r * r]
+        first = fetch(k_first) if prefetch else []
+        accs = kb.for_(0, chunk, bk, [zero] * (r * r) + first, k_step)[: r * r]
         for i in range(r):
             m = kb.add(m0, kb.add(ty, t * i))
             for j in range(r):
                 n = kb.add(n0, kb.add(tx, t * j))
 
-                def store(m: SSAValue = m, n: SSAValue = n, value: SSAValue = accs[i * r + j]) -> list[SSAValue]:
-                    self.finish(self.out_coords(bc, m, n), value)
+                def store_sum(m: SSAValue = m, n: SSAValue = n, value: SSAValue = accs[i * r + j]) -> list[SSAValue]:
+                    store(kb, bc, s, m, n, value)
                     return []
 
-                kb.if_(kb.val(arith.AndIOp(kb.lt(m, self.M), kb.lt(n, self.N))), store)
-        grid = (-(-self.N // bm), -(-self.M // bm), max(self.B, 1))
+                kb.if_(kb.val(arith.AndIOp(kb.lt(m, self.M), kb.lt(n, self.N))), store_sum)
+        grid = (-(-self.N // bm), -(-self.M // bm), max(self.B, 1) * splits)
         return kb.lowered(grid, (t, t, 1), states_block=True)
