@@ -23,16 +23,8 @@ from xdsl.ir import Operation
 from xdsl.traits import is_side_effect_free
 
 from accy.dialects.accy import IterateOp, YieldOp
-from accy.passes.analyses import external_operands
+from accy.passes.analyses import external_operands, is_inside
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
-
-
-def _inside(op: Operation | None, ancestor: Operation) -> bool:
-    while op is not None:
-        if op is ancestor:
-            return True
-        op = op.parent_op()
-    return False
 
 
 def hoist_invariants(loop: IterateOp) -> int:
@@ -42,7 +34,7 @@ def hoist_invariants(loop: IterateOp) -> int:
         if isinstance(op, YieldOp) or not is_side_effect_free(op):
             continue
         reads = external_operands(op)
-        if any(_inside(v.owner if isinstance(v.owner, Operation) else v.owner.parent_op(), loop) for v in reads):
+        if any(is_inside(v.owner if isinstance(v.owner, Operation) else v.owner.parent_op(), loop) for v in reads):
             continue
         op.detach()
         parent = loop.parent_block()

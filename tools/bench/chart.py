@@ -221,3 +221,17 @@ def _panel(ax: Any, entries: list[dict[str, Any]], colors: dict[str, str], devic
     ax.set_ylabel("speed vs baseline (log)")
     ax.set_title(f"accy on {device}: baseline time / accy time, above 1 accy is faster", fontsize="small")
     ax.grid(axis="y", alpha=0.25)
+
+
+def print_rows(rows: list[dict[str, Any]], path: str | None, title: str, table: str) -> None:
+    """A side script's rows (dispatch.py, memory.py, rnn.py): as one JSON
+    line on stdout when `path` is "-" (what run.py reads), else `title` and
+    the `table`, and the JSON in `path` when given."""
+    if path == "-":
+        print(json.dumps(rows))
+        return
+    print(title)
+    print(table)
+    if path:
+        with open(path, "w") as f:
+            json.dump(rows, f, indent=2)

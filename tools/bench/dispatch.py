@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import json
 import pstats
 import statistics
 import sys
@@ -227,14 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         profile(devices, args.calls)
         return 0
     rows = measure(devices, args.calls)
-    if args.json == "-":
-        print(json.dumps(rows))
-    else:
-        print("Median microseconds per warm call of a one-kernel program on 16 floats:")
-        print(table(rows))
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(rows, f, indent=2)
+    chart.print_rows(rows, args.json, "Median microseconds per warm call of a one-kernel program on 16 floats:", table(rows))
     return 0 if all(r.get("ok", True) for r in rows) else 1
 
 

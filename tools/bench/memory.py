@@ -193,14 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     passed_on = _without_values(argv, ("--device", "--json"))
     rows = measure([d.strip() for d in args.device.split(",") if d.strip()], passed_on)
-    if args.json == "-":
-        print(json.dumps(rows))
-    else:
-        print("Memory over many calls and compiles (bytes; the pool's state compared at each tenth):")
-        print(table(rows))
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(rows, f, indent=2)
+    chart.print_rows(rows, args.json, "Memory over many calls and compiles (bytes; the pool's state compared at each tenth):", table(rows))
     return 0 if all(r.get("passed") for r in rows) else 1
 
 

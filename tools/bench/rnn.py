@@ -26,7 +26,6 @@ them in its JSON with their targets.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from typing import Any
@@ -167,14 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     devices = [d.strip() for d in args.device.split(",") if d.strip()]
     rows = measure(devices, args.batch, args.hidden, args.trips, args.repeat)
-    if args.json == "-":
-        print(json.dumps(rows))
-    else:
-        print(f"RNN cell h = tanh(h·W + b), batch {args.batch}, hidden {args.hidden}, {args.trips} trips a call:")
-        print(table(rows))
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(rows, f, indent=2)
+    title = f"RNN cell h = tanh(h·W + b), batch {args.batch}, hidden {args.hidden}, {args.trips} trips a call:"
+    chart.print_rows(rows, args.json, title, table(rows))
     return 0 if all(r.get("ok", True) for r in rows) else 1
 
 

@@ -75,12 +75,13 @@ def external_operands(op: Operation) -> list[SSAValue]:
         for v in inner.operands:
             owner = v.owner
             definer = owner if isinstance(owner, Operation) else owner.parent_op()
-            if not _inside(definer, op):
+            if not is_inside(definer, op):
                 seen.setdefault(v)
     return list(seen)
 
 
-def _inside(op: Operation | None, ancestor: Operation) -> bool:
+def is_inside(op: Operation | None, ancestor: Operation) -> bool:
+    """Whether `op` is `ancestor` or nested in it."""
     while op is not None:
         if op is ancestor:
             return True
