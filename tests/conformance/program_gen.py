@@ -152,6 +152,7 @@ class _Builder:
         self.block: Block = Block()
         self.pool: list[Val] = []
         self.count = 0
+        self.depth = 0  # loops around the block being drawn
 
     # -- drawing helpers ----------------------------------------------------
 
@@ -591,9 +592,14 @@ class _Builder:
         feature = "dot_batched" if lb else "dot"
         return self.emit(op, a.mag * b.mag * k, a.is_int, feature=feature)
 
+    #: Ops a loop body draws from (an iterate in a body makes a nested loop).
+    BODY_OPS = ("unary", "binary", "dot", "reduce", "scan", "softmax", "transpose", "iterate")
+    #: Loops nest at most this deep.
+    MAX_LOOP_DEPTH = 2
+
     def op_iterate(self) -> Val | None:
         v = self.pick(lambda w: not w.is_bool)
-        if v is None:
+        if v is None or self.depth >= self.MAX_LOOP_DEPTH:
             return None
         inits = [v]
         w = self.pick(lambda u: u is not v and not u.is_bool and u.shape == v.shape)
@@ -607,18 +613,39 @@ class _Builder:
         # From the second trip on, a block argument is what the body yielded.
         args = [Val(a, u.mag, u.is_int) for a, u in zip(body.args, inits, strict=True)]
         # The body sees its block arguments and the outer values of their shape.
-        self.block, self.pool = body, args + [u for u in outer_pool if u.shape == v.shape]
+        outer = [u for u in outer_pool if u.shape == v.shape]
+        self.block, self.pool = body, args + outer
+        self.depth += 1
+        drawn = [o for o in self.BODY_OPS if self.allowed(o)]
         for _ in range(self.integer(1, 3)):
-            self.op_binary() if self.flag() else self.op_unary()
-        yields = []
+            before = self.count
+            getattr(self, "op_" + self.choice(drawn))()
+            if self.count == before:
+                self.op_binary() if self.flag() else self.op_unary()
+        self.depth -= 1
+        yields: list[SSAValue] = []
         for a in args:
-            last = self.pick(lambda u, a=a: u.ssa.type == a.ssa.type and all(u is not x for x in args)) or a
-            yields.append(self.tame(last, 1.0 if a.is_float else 8).ssa)
+            bound = 1.0 if a.is_float else 8
+            how = self.integer(0, 7)
+            same_type = [y for y in yields if y.type == a.ssa.type]
+            tame_outer = [u for u in outer if u.ssa.type == a.ssa.type and u.mag <= bound]
+            if how == 0:
+                yields.append(a.ssa)  # carried unchanged
+                self.features.add("iterate_yields_carried")
+            elif how == 1 and tame_outer:
+                yields.append(self.choice(tame_outer).ssa)  # an outer value
+                self.features.add("iterate_yields_outer")
+            elif how == 2 and same_type:
+                yields.append(self.choice(same_type))  # one value for two carried values
+                self.features.add("iterate_yields_twice")
+            else:
+                last = self.pick(lambda u, a=a: u.ssa.type == a.ssa.type and all(u is not x for x in args)) or a
+                yields.append(self.tame(last, bound).ssa)
         body.add_op(A.YieldOp(yields))
         self.block, self.pool = outer_block, outer_pool
         op = A.IterateOp([u.ssa for u in inits], count, Region(body))
         self.block.add_op(op)
-        self.features.add("iterate")
+        self.features.add("iterate" if self.depth == 0 else "iterate_nested")
         vals = [Val(r, max(u.mag, 1.0 if u.is_float else 8), u.is_int) for r, u in zip(op.results, inits, strict=True)]
         self.pool.extend(vals)
         return vals[0]

@@ -101,3 +101,13 @@ def test_inputs_are_what_the_bounds_assume() -> None:
     x, n = random_inputs([tensor([33, 17], f32), tensor([5], i32)], seed=3)
     assert x.dtype == np.float32 and np.abs(x).max() <= FLOAT_INPUT
     assert n.dtype == np.int32 and np.abs(n).max() <= INT_INPUT
+
+
+@settings(max_examples=40, derandomize=True, **_COMMON)
+@given(program=programs(ops=("iterate", "unary", "binary", "dot", "reduce"), min_ops=2, max_ops=6),
+       seed=st.integers(0, 2**16))
+def test_loops(program: Program, seed: int, device: Device) -> None:
+    """accy.iterate as loops of kernels: bodies of dots, reductions, scans,
+    softmaxes and nested loops, carried values yielded unchanged, outer
+    values or one value twice, and 0 to 3 trips."""
+    check_program(program, seed, device)
