@@ -34,7 +34,9 @@ The mapping:
 - index -> i64; iN -> iN; f16/f32/f64 -> half/float/double; `vector<WxT>` ->
   `<W x T>` (masks `<W x i1>`), loaded and stored with the elements'
   alignment; memory of i1 elements holds i8 (0/1): loads truncate, stores
-  zero-extend;
+  zero-extend; a `vector.store` marked `nontemporal` is a store aligned to
+  the vector's size with `!nontemporal` (x86 `movntps`, around the caches;
+  the lowering that marks one guarantees the alignment);
 - `memref.load/store` -> GEP on the flat buffer (indices linearised
   row-major over the memref's static shape) + load/store; a private
   `memref.alloca` is an `alloca T, i64 N` in the entry block;
@@ -99,7 +101,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from accy.backends import kernels as backend_kernels
 from accy.backends.llvm import vector_math
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
-from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp
+from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
 
 #: The artifact format (`accy.target`'s `format`) this backend prints.
@@ -704,6 +706,11 @@ class _KernelEmitter:
             x = self.builder.zext(x, ir.VectorType(I8, x.type.count))
         if not ptr.type.is_opaque:  # a private array's element pointer: llvmlite checks the pointee
             ptr = self.builder.bitcast(ptr, x.type.as_pointer())
+        if is_stream_store(op):
+            # LLVM emits a non-temporal store only where it knows the vector's alignment.
+            stored = self.builder.store(x, ptr, align=_byte_size(x.type) * x.type.count)
+            stored.set_metadata("nontemporal", self.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+            return
         self.builder.store(x, ptr, align=_byte_size(x.type))
 
     # -- vector --------------------------------------------------------

@@ -104,7 +104,7 @@ class KernelizePass(AccyPass):
     kind) and a host schedule of buffers, launches and host fallbacks."""
 
     name: ClassVar[str] = "kernelize"
-    version: ClassVar[int] = 5  # 4: GPU scans tiled; 5: accy.kernel_call is launched, not a host fallback
+    version: ClassVar[int] = 6  # 4: GPU scans tiled; 5: accy.kernel_call is launched, not a host fallback; 6: CPU streaming stores, softmax exp kept in the output row
 
     strict: bool = False
     verify_bounds: bool = False
