@@ -345,13 +345,15 @@ class RowPipeline:
         and the full output whose row keeps it (None when there is none).
 
         The reduction's pass stores the operand into that output's row, and
-        the write pass loads it back instead of computing it again; each
-        element is read before the write pass stores it (an `Expr` computes
-        a value once per element), so overwriting in place is safe. Only for
-        an operand that costs library math (reading the input again is as
-        cheap otherwise), of the output's element type, that the output is
-        computed from, into a buffer that is none of the kernel's inputs (a
-        later pass may still read those)."""
+        the write pass loads it back instead of computing it again. Each
+        element is loaded before the write pass stores over it (an `Expr`
+        computes a value once per element), so overwriting in place is safe
+        as long as every output reads the operand at its own coordinates:
+        through elementwise ops only, no view between (a view could read an
+        element the write pass already overwrote). Only for an operand that
+        costs library math (reading the input again is as cheap otherwise),
+        of the output's element type, into a buffer that is none of the
+        kernel's inputs (a later pass may still read those)."""
         if not self.levels:
             return None
         kb = self.kb
@@ -361,13 +363,36 @@ class RowPipeline:
             v = red.x
             if not self._library_math(v):
                 continue
+            reach = {o: self._reads_of(o, v) for o in full}
+            if "moved" in reach.values():
+                continue
             for out in full:
-                if accy.elem_of(out) != accy.elem_of(v) or kb.access[out].arg in read:
-                    continue
-                met, _ = walk_cone(kb, self.producer, self.aliases, [out], self.invariant | {v}, set(self.inputs))
-                if v in met:
+                if reach[out] == "same" and accy.elem_of(out) == accy.elem_of(v) and kb.access[out].arg not in read:
                     return v, out
         return None
+
+    def _reads_of(self, out: SSAValue, v: SSAValue) -> str | None:
+        """How computing `out` per element reads `v`: "same" (at its own
+        coordinates, through elementwise ops only), "moved" (through a view
+        somewhere) or None (not at all). Row scalars, inputs and loaded
+        views end the walk."""
+        how: str | None = None
+        seen: set[tuple[SSAValue, bool]] = set()
+        stack = [(out, False)]
+        while stack:
+            x, moved = stack.pop()
+            if (x, moved) in seen or x in self.invariant or x in self.inputs or x in self.kb.view_leaves:
+                continue
+            seen.add((x, moved))
+            if x == v:
+                if moved:
+                    return "moved"
+                how = "same"
+            elif x in self.aliases:
+                stack.append((self.aliases[x], moved))
+            elif (op := self.producer.get(x)) is not None:
+                stack.extend((o, moved or not isinstance(op, ELEMENTWISE)) for o in op.operands)
+        return how
 
     def _library_math(self, v: SSAValue) -> bool:
         """Whether computing `v` per element takes a `LIBRARY_MATH` op (row
