@@ -69,6 +69,7 @@ GPU_ROW_REGISTERS = 16
 LIBRARY_MATH = (accy.ExpOp, accy.LogOp, accy.TanhOp, accy.SigmoidOp, accy.GeluOp, accy.SinOp, accy.CosOp,
                 accy.ErfOp, accy.PowOp)
 
+
 def lower_row_pipeline(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
     """A row-pipeline kernel over the rows the schedule found (`rows`, `row_length`)."""
     if kernel.facts is None:
