@@ -24,14 +24,20 @@ selects, casts and i1 masks vectorised:
 
 All are pure (CSE and DCE apply). Scalars keep using the `arith` ops; the
 helpers `compare_op`, `select_op` and `convert_op` pick the right op.
+
+Streaming stores are xDSL's own `vector.store` with `nontemporal = true`
+(`stream_store_op`, `is_stream_store`): the vector goes to memory around
+the caches (x86 `movntps`), and its address must be a multiple of the
+vector's size in bytes, which the lowering that marks one guarantees.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerType, StringAttr, VectorType
+from xdsl.dialects import arith, vector
+from xdsl.dialects.builtin import BoolAttr, IndexType, IntegerAttr, IntegerType, StringAttr, VectorType
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -212,6 +218,17 @@ def convert_op(kind: str, x: SSAValue, element_type: Attribute) -> Operation:
     return _SCALAR_CASTS[kind](x, element_type)
 
 
+def stream_store_op(value: SSAValue, base: SSAValue, indices: Sequence[SSAValue]) -> Operation:
+    """A streaming `vector.store` (`nontemporal`; module docstring)."""
+    return vector.StoreOp(value, base, indices, nontemporal=BoolAttr.from_bool(True))
+
+
+def is_stream_store(op: Operation) -> bool:
+    """Whether `op` is a `vector.store` marked `nontemporal`."""
+    flag = op.properties.get("nontemporal") if isinstance(op, vector.StoreOp) else None
+    return isinstance(flag, IntegerAttr) and flag.value.data != 0
+
+
 AccyKernel = Dialect("accy_kernel", [VCmpOp, VSelectOp, VCastOp], [])
 
 __all__ = [
@@ -224,5 +241,7 @@ __all__ = [
     "VSelectOp",
     "compare_op",
     "convert_op",
+    "is_stream_store",
     "select_op",
+    "stream_store_op",
 ]

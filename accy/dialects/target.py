@@ -61,7 +61,11 @@ tuned) sizes compiles with them.
     register tile; rows x vectors accumulators are kept within the vector
     registers (24 with 16 lanes, AVX-512's 32 registers; 12 otherwise);
   - `dot_tile`: edge of a GPU dot's square work-group (`dot_tile`²
-    work-items, each a register tile).
+    work-items, each a register tile);
+  - `stream_bytes`: a CPU kernel stores an output of at least this many
+    bytes with streaming (non-temporal) vector stores, around the caches:
+    an output that large would not stay in them, and a streaming store
+    saves the read of each cache line a plain first write costs.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ MATH_TIERS = ("exact", "fast")
 #: Tile and work-group sizes of the lowerings (module docstring).
 TUNING_FIELDS = (
     "group_size", "reduce_threads", "reduce_chunk", "row_threads", "scan_vectors", "query_rows", "key_tile", "dot_rows",
-    "dot_vectors", "dot_tile",
+    "dot_vectors", "dot_tile", "stream_bytes",
 )
 #: Fields no longer part of a profile, and why (a file that sets one is told).
 REMOVED_FIELDS = {
@@ -119,6 +123,7 @@ class TargetProfile:
     dot_rows: int = 12
     dot_vectors: int = 2
     dot_tile: int = 16
+    stream_bytes: int = 16 << 20
 
     def __post_init__(self) -> None:
         self.validate()

@@ -30,12 +30,12 @@ class SetTargetPass(AccyPass):
     `max_work_group_size`, `local_mem_bytes`, `vector_width`, `fp16`, `fp64`;
     the tile and work-group sizes `group_size`, `reduce_threads`,
     `reduce_chunk`, `row_threads`, `scan_vectors`, `query_rows`, `key_tile`, `dot_rows`,
-    `dot_vectors`, `dot_tile`. A
+    `dot_vectors`, `dot_tile`, `stream_bytes`. A
     field set here is kept when a device compiles the module. Changing the
     target invalidates every analysis (they may read it)."""
 
     name: ClassVar[str] = "set-target"
-    version: ClassVar[int] = 4
+    version: ClassVar[int] = 5  # 5: stream_bytes
 
     profile: str | None = None
     format: str | None = None
@@ -55,6 +55,7 @@ class SetTargetPass(AccyPass):
     dot_rows: int | None = None
     dot_vectors: int | None = None
     dot_tile: int | None = None
+    stream_bytes: int | None = None
 
     def __post_init__(self) -> None:
         # Validate at construction, so a bad pipeline string fails before any pass runs.

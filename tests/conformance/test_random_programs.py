@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from program_gen import Program, programs, random_inputs
 
 import accy
+from accy.dialects.target import TARGET_KEY, TargetAttr
 from accy.runtime.device import Device
 
 RTOL, ATOL = 2e-3, 2e-4
@@ -76,6 +77,26 @@ def test_row_patterns_square(program: Program, seed: int, device: Device) -> Non
     """Softmax, layer norm and attention forms on square and cubic tensors,
     their reductions and broadcasts along every dim that fits."""
     check_program(program, seed, device)
+
+
+def streamed(text: str) -> str:
+    """`text` (a module) with a target that streams every output, however
+    small (`stream_bytes`; CPU kernels only)."""
+    module = accy.parse_module(text)
+    module.attributes[TARGET_KEY] = TargetAttr.from_fields({"stream_bytes": 4})
+    return str(module)
+
+
+@settings(max_examples=40, derandomize=True, **_COMMON)
+@given(program=programs(ops=("row_primitive", "softmax", "layer_norm", "scan", "binary"), square=True, min_ops=1,
+                        max_ops=5),
+       seed=st.integers(0, 2**16))
+def test_random_program_streamed(program: Program, seed: int, device: Device) -> None:
+    """Row pipelines and scans with every output stored by streaming stores
+    wherever a kernel can take them (whole vectors at multiples of W: here
+    the programs of size 16, a few of the 40)."""
+    note(f"device: {device.name}, input seed: {seed}")
+    check_text(streamed(program.text), seed, device)
 
 
 @pytest.mark.slow

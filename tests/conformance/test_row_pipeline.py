@@ -166,3 +166,18 @@ def test_softmax_along_another_axis_is_a_kernel(shape: tuple[int, ...], axis: in
         f"  func.return %a : {t}\n}}"
     )
     check_program(src, normal(shape, shape), device)
+
+
+def streamed(src: str) -> str:
+    """`src` in a module whose target streams every output, however small."""
+    return f"builtin.module attributes {{accy.target = #accy.target<stream_bytes = 4>}} {{\n{src}\n}}\n"
+
+
+@pytest.mark.parametrize("rows,n", [(1, 1), (3, 17), (17, 127), (2, 1023), (3, 1024)])
+def test_streaming_stores(rows: int, n: int, device) -> None:
+    """The write pass through streaming stores (CPU profile): softmax, whose
+    sum pass keeps exp in the output's row for it, log_softmax and
+    layer_norm; rows of whole vectors and not."""
+    for log in (False, True):
+        check_program(streamed(softmax_src(rows, n, log, named=True)), normal((rows, n)), device)
+    check_program(streamed(layer_norm_src([rows, n], named=False)), normal((rows, n), (n,), (n,)), device)

@@ -23,6 +23,7 @@ from conftest import GPU_PROFILE
 
 import accy
 from accy.backends.opencl.emitter import kernel_funcs
+from accy.dialects.kernel import is_stream_store
 from accy.passes.kernelization.kernelize import KernelizePass
 from accy.passes.pass_manager import PassManager
 
@@ -202,3 +203,28 @@ def test_gpu_kernel_shape(
     assert ("gpu.barrier" in names) == barriers
     assert ("vector.load" in names) == vectors
     assert "gpu.thread_id" in names
+
+
+#: Every output streamed, however small (`stream_bytes`, CPU profile only).
+STREAM = "stream_bytes = 4"
+
+
+@pytest.mark.parametrize("n", [1, 3, 16, 17, 32, 1023, 1024])
+@pytest.mark.parametrize("kind,exclusive,reverse", [("sum", False, False), ("max", True, False), ("sum", False, True)])
+def test_streaming_stores(n: int, kind: str, exclusive: bool, reverse: bool, device) -> None:
+    """Along the last dim with streaming stores of whole vectors (a reverse
+    walk streams only lines of whole vectors: its vectors start at n mod W),
+    the tail stored plainly; 3 lines, each starting at a multiple of W only
+    when n is one."""
+    run(scan_src([3, n], 1, kind, exclusive, reverse, target=STREAM), [3, n], kind, "f32", device, n)
+
+
+def test_streaming_stores_are_emitted() -> None:
+    """A cumsum of 4 x 32 with `stream_bytes` below its size stores through
+    streaming stores on the CPU profile, and only there."""
+    src = scan_src([4, 32], 1, target=STREAM)
+    mod = accy.parse_module(src)
+    PassManager([KernelizePass()]).run(mod)
+    stores = [op for f in kernel_funcs(mod) for op in f.walk() if op.name == "vector.store"]
+    assert stores and all(is_stream_store(op) for op in stores)
+    assert not any(is_stream_store(op) for f in gpu_kernels(src, STREAM) for op in f.walk())

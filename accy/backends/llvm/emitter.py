@@ -34,7 +34,9 @@ The mapping:
 - index -> i64; iN -> iN; f16/f32/f64 -> half/float/double; `vector<WxT>` ->
   `<W x T>` (masks `<W x i1>`), loaded and stored with the elements'
   alignment; memory of i1 elements holds i8 (0/1): loads truncate, stores
-  zero-extend;
+  zero-extend; a `vector.store` marked `nontemporal` is a store aligned to
+  the vector's size with `!nontemporal` (x86 `movntps`, around the caches;
+  the lowering that marks one guarantees the alignment);
 - `memref.load/store` -> GEP on the flat buffer (indices linearised
   row-major over the memref's static shape) + load/store; a private
   `memref.alloca` is an `alloca T, i64 N` in the entry block;
@@ -99,7 +101,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from accy.backends import kernels as backend_kernels
 from accy.backends.llvm import vector_math
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
-from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp
+from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
 
 #: The artifact format (`accy.target`'s `format`) this backend prints.
@@ -704,6 +706,11 @@ class _KernelEmitter:
             x = self.builder.zext(x, ir.VectorType(I8, x.type.count))
         if not ptr.type.is_opaque:  # a private array's element pointer: llvmlite checks the pointee
             ptr = self.builder.bitcast(ptr, x.type.as_pointer())
+        if is_stream_store(op):
+            # LLVM emits a non-temporal store only where it knows the vector's alignment.
+            stored = self.builder.store(x, ptr, align=_byte_size(x.type) * x.type.count)
+            stored.set_metadata("nontemporal", self.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+            return
         self.builder.store(x, ptr, align=_byte_size(x.type))
 
     # -- vector --------------------------------------------------------
@@ -774,7 +781,22 @@ class _KernelEmitter:
         if min(mask) < 0:
             raise self.fail(op, "only shuffles by a mask of known lanes are supported")
         a, b = (self.get(v) for v in op.operands)
-        self.set(op, self.builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(I32, len(mask)), list(mask))))
+        w = a.type.count
+        if op.operands[0] == op.operands[1] or all(m < w for m in mask) or all(m >= w for m in mask):
+            self.set(op, self.builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(I32, len(mask)), list(mask))))
+            return
+        # Lanes of two vectors: each vector's lanes moved on its own, then a
+        # select by a constant mask. As one two-source shuffle, LLVM lowers a
+        # shift of a scan's lanes with the identity coming in to a masked
+        # `vexpandps` on AVX-512, which took a cumsum along rows 2.5x longer
+        # on Zen 5 (its lanes moved by `vpermps`/`vpermt2ps` here).
+        def lanes(v: ir.Value, picked: list[int]) -> ir.Value:
+            return self.builder.shuffle_vector(v, ir.Constant(v.type, None), ir.Constant(ir.VectorType(I32, len(picked)), picked))
+
+        from_a = lanes(a, [m if m < w else i % w for i, m in enumerate(mask)])
+        from_b = lanes(b, [m - w if m >= w else i % w for i, m in enumerate(mask)])
+        keep = ir.Constant(ir.VectorType(I1, len(mask)), [int(m < w) for m in mask])
+        self.set(op, self.builder.select(keep, from_a, from_b))
 
     def insert(self, op: Operation) -> None:
         lane = self._static_lane(op)

@@ -11,6 +11,10 @@ The input follows docs/kernel-ir.md; the output is meant to be read:
   mutable locals declared before the loop, assigned by `scf.yield`; `scf.if`
   with results declares them before the `if`;
 - `vector<WxT>` is `TW` (`float16`), loaded and stored with `vloadW`/`vstoreW`;
+  a `vector.store` marked `nontemporal` into a kernel argument is a
+  streaming store (`accy_stream_store`: clang's `__builtin_nontemporal_store`
+  through a `TW` pointer, so its address must be a multiple of the vector's
+  size, as the lowerings that mark one ensure);
   `vector<Wxi1>` is `intW` (OpenCL's -1/0 comparison masks): `accy_kernel.vcmp`
   is a vector comparison (converted to `intW` when the lanes are not 32-bit)
   and `accy_kernel.vselect %m, %a, %b` is `select(b, a, m)` (OpenCL picks its
@@ -63,7 +67,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from accy.backends import kernels as backend_kernels
 from accy.backends.kernels import written_arguments
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
-from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp
+from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
 
 
@@ -222,6 +226,16 @@ def _reduction_helper(kind: str, elem: str, width: int) -> tuple[str, str]:
         lines.append(f"  return {cur};")
     lines.append("}")
     return name, "\n".join(lines)
+
+
+_STREAM_STORE = "accy_stream_store"
+# Clang (PoCL's compiler) stores around the caches: `movntps` on x86, whose
+# address must be aligned to the vector. Another compiler stores plainly.
+_STREAM_STORE_TEXT = f"""#ifdef __clang__
+#define {_STREAM_STORE}(T, v, p) __builtin_nontemporal_store((v), (__global T*)(p))
+#else
+#define {_STREAM_STORE}(T, v, p) (*(__global T*)(p) = (v))
+#endif"""
 
 
 # --------------------------------------------------------------------------
@@ -606,7 +620,12 @@ class _KernelEmitter:
     def vector_store(self, op: Operation) -> None:
         value, memref, *indices = op.operands
         w = _width(value.type)
-        self.line(f"vstore{w}({self.get(value)}, 0, {self.get(memref)} + {self.address(op, memref, indices)});")
+        at = f"{self.get(memref)} + {self.address(op, memref, indices)}"
+        if is_stream_store(op) and memref in self.func.body.block.args:
+            self.helpers.setdefault(_STREAM_STORE, _STREAM_STORE_TEXT)
+            self.line(f"{_STREAM_STORE}({c_type(value.type)}, {self.get(value)}, {at});")
+            return
+        self.line(f"vstore{w}({self.get(value)}, 0, {at});")
 
     # -- vector --------------------------------------------------------
 

@@ -129,11 +129,12 @@ class Expr:
         result as the value of its decomposition)."""
         self.aliases[value] = same
 
-    def store(self, outputs: Sequence[SSAValue], coords: Sequence[SSAValue]) -> None:
+    def store(self, outputs: Sequence[SSAValue], coords: Sequence[SSAValue], stream: Container[SSAValue] = ()) -> None:
         """Stores each of `outputs`, evaluated at `coords` (`width` lanes),
-        into its buffer: a lowering's epilogue."""
+        into its buffer: a lowering's epilogue. Those in `stream` by
+        streaming stores (`KernelBuilder.streams`)."""
         for out in outputs:
-            self.kb.store(self.access[out], coords, self.at(out, coords), self.width)
+            self.kb.store(self.access[out], coords, self.at(out, coords), self.width, stream=out in stream)
 
     def at(self, value: SSAValue, coords: Sequence[SSAValue]) -> SSAValue:
         """`value` at `coords`, computed once per block where it dominates.

@@ -40,9 +40,9 @@ from xdsl.rewriter import InsertPoint
 
 from accy.dialects import accy
 from accy.dialects.host import WORKGROUP, buffer_element_type
-from accy.dialects.kernel import compare_op, select_op
+from accy.dialects.kernel import compare_op, select_op, stream_store_op
 from accy.dialects.target import TargetProfile
-from accy.dialects.types import element_bytes, is_row_major
+from accy.dialects.types import element_bytes, is_row_major, numel
 from accy.passes.analyses.bufferization import Buffer, BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.reads import read_elsewhere
@@ -51,6 +51,12 @@ from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 
 T = TypeVar("T")
 Anchor = TypeVar("Anchor", bound=Operation)
+
+#: Every buffer a kernel is given starts at a multiple of this many bytes:
+#: the LLVM device's host buffers are 64-byte aligned, and OpenCL requires
+#: CL_DEVICE_MEM_BASE_ADDR_ALIGN to be at least 128 bytes (the size of a
+#: long16). Streaming stores rely on it (`KernelBuilder.streams`).
+BUFFER_ALIGN_BYTES = 64
 
 
 def buffer_type(buffer: Buffer, element_type: Attribute) -> MemRefType:
@@ -493,13 +499,32 @@ class KernelBuilder:
         self._loads[key] = x
         return x
 
-    def store(self, acc: Access, coords: Sequence[SSAValue], x: SSAValue, width: int = 1) -> None:
+    def streams(self, value: SSAValue, width: int) -> bool:
+        """Whether the output `value` is worth streaming stores of `width`
+        lanes (`store(..., stream=True)`), and may take them: the CPU
+        profile, at least the target's `stream_bytes`, and a vector at a
+        multiple of `width` along its contiguous last dim is aligned to its
+        size (`BUFFER_ALIGN_BYTES`)."""
+        acc = self.access[value]
+        size = width * element_bytes(acc.element_type)
+        return (
+            self.profile.profile == "cpu" and width > 1 and accy.is_float(acc.element_type)
+            and numel(accy.shape_of(value)) * element_bytes(acc.element_type) >= self.profile.stream_bytes
+            and BUFFER_ALIGN_BYTES % size == 0 and bool(acc.strides) and acc.strides[-1] == 1
+            and all(s % width == 0 for s in (acc.offset, *acc.strides[:-1]))
+        )
+
+    def store(self, acc: Access, coords: Sequence[SSAValue], x: SSAValue, width: int = 1, stream: bool = False) -> None:
+        """Stores `x` at `coords` (width > 1: W consecutive elements along the
+        last coordinate). `stream`: a streaming store, for a vector whose
+        address the caller knows to be aligned (`streams`)."""
         if accy.is_bool(acc.element_type):
             x = self.select(x, self.const(1, like_type(x.type, i8)), self.const(0, like_type(x.type, i8)))
         if width == 1:
             self.op(memref.StoreOp.get(x, acc.arg, [self.address(acc, coords)]))
         elif acc.strides[-1] == 1:
-            self.op(vector.StoreOp(x, acc.arg, [self.address(acc, coords)]))
+            at = [self.address(acc, coords)]
+            self.op(stream_store_op(x, acc.arg, at) if stream else vector.StoreOp(x, acc.arg, at))
         else:
             for lane in range(width):
                 lc = [*coords[:-1], self.add(coords[-1], lane)]

@@ -115,7 +115,7 @@ class KernelizePass(AccyPass):
     kind) and a host schedule of buffers, launches and host fallbacks."""
 
     name: ClassVar[str] = "kernelize"
-    version: ClassVar[int] = 6  # 4: GPU scans tiled; 5: accy.kernel_call is launched, not a host fallback; 6: accy.iterate is a loop of kernels, GPU dots split k
+    version: ClassVar[int] = 7  # 4: GPU scans tiled; 5: accy.kernel_call is launched, not a host fallback; 6: CPU streaming stores, softmax exp kept in the output row; 7: accy.iterate is a loop of kernels, GPU dots split k
 
     strict: bool = False
     verify_bounds: bool = False

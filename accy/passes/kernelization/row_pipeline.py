@@ -18,7 +18,12 @@ CPU profile: one work-item per row; each pass walks the row W lanes at a time
 (`vector.load`, `vector<WxT>` accumulators, `vector.reduction`) with a scalar
 tail. A pass whose values cannot be computed W lanes at a time (casts,
 compares, views computed inside the kernel) walks the row one element at a
-time. No barriers.
+time. No barriers. When an output is computed from the operand of a
+last-level reduction and that operand costs library math (softmax's
+exp(x - max)), the reduction's pass stores the operand into the output's row
+and the write pass reads it back from there (`_stash`): exp once per
+element, not twice, and the row is still in the cache. That output is then
+written by streaming stores when it is large (`KernelBuilder.streams`).
 
 GPU profile: one work-group per row; in every pass each work-item takes a
 strided share of the row, and the shares are combined by a tree in local
@@ -57,6 +62,13 @@ T = TypeVar("T")
 #: passes (H200, softmax and layer norm rows of 4096: one read of the row
 #: instead of three).
 GPU_ROW_REGISTERS = 16
+
+#: Ops a backend computes by a polynomial or a library call, tens of
+#: instructions a lane: a per-element value computed from one of them is
+#: worth storing once rather than computing in two passes (`_stash`).
+LIBRARY_MATH = (accy.ExpOp, accy.LogOp, accy.TanhOp, accy.SigmoidOp, accy.GeluOp, accy.SinOp, accy.CosOp,
+                accy.ErfOp, accy.PowOp)
+
 
 def lower_row_pipeline(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
     """A row-pipeline kernel over the rows the schedule found (`rows`, `row_length`)."""
@@ -289,6 +301,8 @@ class RowPipeline:
     def work_item_per_row(self) -> LoweredKernel:
         kb = self.kb
         total = numel(self.rows)
+        stash = self._stash()
+
         def body(gid: SSAValue) -> None:
             row = kb.delinearize(gid, self.rows)
             for reds in self.levels:
@@ -297,7 +311,10 @@ class RowPipeline:
 
                 def step(c: SSAValue, w: int, acc: list[SSAValue], reds: list[accy.ReduceOp] = reds) -> list[SSAValue]:
                     e = self.expr(w)
-                    return [combine(kb, r.kind.data, a, e.at(r.x, self.at_c(row, c))) for r, a in zip(reds, acc, strict=True)]
+                    at = self.at_c(row, c)
+                    if stash is not None and stash[0] in (r.x for r in reds):
+                        kb.store(kb.access[stash[1]], at, e.at(stash[0], at), w)
+                    return [combine(kb, r.kind.data, a, e.at(r.x, at)) for r, a in zip(reds, acc, strict=True)]
 
                 ets = [accy.elem_of(r.x) for r in reds]
                 inits = [kb.const(identity(r.kind.data, t), VectorType(t, [width])) for r, t in zip(reds, ets, strict=True)]
@@ -313,13 +330,94 @@ class RowPipeline:
                 self._prepare(row, full, width)
 
                 def write(c: SSAValue, w: int, _: list[SSAValue]) -> list[SSAValue]:
-                    self.expr(w).store(full, self.at_c(row, c))
+                    e = self.expr(w)
+                    if stash is not None:
+                        e.pin(stash[0], lambda at, w=w: kb.load(kb.access[stash[1]], at, w))
+                    # The output that kept the stash takes streaming stores (c is
+                    # a multiple of w here, as they need): its lines are in the
+                    # cache already, and on Zen 5 softmax rows of 4096 took 1-4%
+                    # less time so; an output written here first (layer norm)
+                    # took 7-12% more.
+                    kept = {stash[1]} if stash is not None and kb.streams(stash[1], w) else set()
+                    e.store(full, self.at_c(row, c), stream=kept)
                     return []
 
                 self._sweep(width, [], [], write)
             self.store_row_outputs(self.outputs, row)
 
         return work_item_per(kb, total, body)
+
+    def _stash(self) -> tuple[SSAValue, SSAValue] | None:
+        """A last-level reduction's operand worth keeping for the write pass,
+        and the full output whose row keeps it (None when there is none).
+
+        The reduction's pass stores the operand into that output's row, and
+        the write pass loads it back instead of computing it again. Each
+        element is loaded before the write pass stores over it (an `Expr`
+        computes a value once per element), so overwriting in place is safe
+        as long as every output reads the operand at its own coordinates:
+        through elementwise ops only, no view between (a view could read an
+        element the write pass already overwrote). Only for an operand that
+        costs library math (reading the input again is as cheap otherwise),
+        of the output's element type, into a buffer that is none of the
+        kernel's inputs (a later pass may still read those)."""
+        if not self.levels:
+            return None
+        kb = self.kb
+        full = [o for o in self.outputs if self.domain(o) == "full"]
+        read = {kb.access[v].arg for v in kb.values if v not in self.outputs}
+        for red in self.levels[-1]:
+            v = red.x
+            if not self._library_math(v):
+                continue
+            reach = {o: self._reads_of(o, v) for o in full}
+            if "moved" in reach.values():
+                continue
+            for out in full:
+                if reach[out] == "same" and accy.elem_of(out) == accy.elem_of(v) and kb.access[out].arg not in read:
+                    return v, out
+        return None
+
+    def _reads_of(self, out: SSAValue, v: SSAValue) -> str | None:
+        """How computing `out` per element reads `v`: "same" (at its own
+        coordinates, through elementwise ops only), "moved" (through a view
+        somewhere) or None (not at all). Row scalars, inputs and loaded
+        views end the walk."""
+        how: str | None = None
+        seen: set[tuple[SSAValue, bool]] = set()
+        stack = [(out, False)]
+        while stack:
+            x, moved = stack.pop()
+            if (x, moved) in seen or x in self.invariant or x in self.inputs or x in self.kb.view_leaves:
+                continue
+            seen.add((x, moved))
+            if x == v:
+                if moved:
+                    return "moved"
+                how = "same"
+            elif x in self.aliases:
+                stack.append((self.aliases[x], moved))
+            elif (op := self.producer.get(x)) is not None:
+                stack.extend((o, moved or not isinstance(op, ELEMENTWISE)) for o in op.operands)
+        return how
+
+    def _library_math(self, v: SSAValue) -> bool:
+        """Whether computing `v` per element takes a `LIBRARY_MATH` op (row
+        scalars, computed once per row, do not count)."""
+        seen: set[SSAValue] = set()
+        stack = [v]
+        while stack:
+            x = stack.pop()
+            if x in seen or x in self.invariant or x in self.inputs:
+                continue
+            seen.add(x)
+            if x in self.aliases:
+                stack.append(self.aliases[x])
+            elif (op := self.producer.get(x)) is not None:
+                if isinstance(op, LIBRARY_MATH):
+                    return True
+                stack.extend(op.operands)
+        return False
 
     def _width(self, values: Sequence[SSAValue], float_only: bool) -> int:
         w = self.kb.profile.vector_width

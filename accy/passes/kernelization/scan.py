@@ -157,11 +157,15 @@ class _Scan:
     def identity(self) -> SSAValue:
         return self.kb.const(identity(self.kind, self.et), self.et)
 
-    def store(self, kept: list[SSAValue], pos: SSAValue, result: SSAValue, width: int = 1) -> None:
-        """The epilogue of `result` (a `vector<width>` from `pos` when width > 1), stored."""
-        epilogue = Expr(self.kb, self.others, width)
+    def store(self, kept: list[SSAValue], pos: SSAValue, result: SSAValue, width: int = 1, aligned: bool = False) -> None:
+        """The epilogue of `result` (a `vector<width>` from `pos` when width > 1), stored;
+        by streaming stores where that pays (`KernelBuilder.streams`) and
+        `aligned` says `pos` is a multiple of `width`."""
+        kb = self.kb
+        epilogue = Expr(kb, self.others, width)
         epilogue.pin(self.scan.result, lambda _: result)
-        epilogue.store(self.kernel.outputs, self.coords(kept, pos))
+        stream = {o for o in self.kernel.outputs if aligned and kb.streams(o, width)}
+        epilogue.store(self.kernel.outputs, self.coords(kept, pos), stream)
 
     # -- one work-item per line (or per W adjacent lines) ----------------------------
 
@@ -222,9 +226,15 @@ class _Scan:
         step: each vector scanned in registers (`vector_prefix`, log2 W
         shuffles; lanes reversed for a reverse scan), the carry (the last
         lane so far, in every lane) combined in; the n mod W elements left
-        at the end of the walk one at a time."""
+        at the end of the walk one at a time. The next carry combines the
+        carry with the vector's own total (its prefix's last lane, the same
+        value as the last lane of the result): one combine a step on the
+        chain from one carry to the next, the shuffles off it."""
         kb, w = self.kb, self.kb.profile.vector_width
         full = self.n - self.n % w
+        # A vector starts at a multiple of W (streaming stores need it) unless
+        # a reverse walk starts from the end of a line of no multiple of W.
+        aligned = not self.reverse or self.n % w == 0
 
         def step(k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             start = kb.sub(self.n - w, k) if self.reverse else k  # the vector's first element in memory
@@ -233,8 +243,8 @@ class _Scan:
             prefix = vector_prefix(kb, self.kind, x)
             inclusive = combine(kb, self.kind, carried[0], prefix)
             out = combine(kb, self.kind, carried[0], shifted_lanes(kb, self.kind, prefix, 1)) if self.exclusive else inclusive
-            self.store(kept, start, reversed_lanes(kb, out) if self.reverse else out, w)
-            return [last_lane(kb, inclusive)]
+            self.store(kept, start, reversed_lanes(kb, out) if self.reverse else out, w, aligned)
+            return [combine(kb, self.kind, carried[0], last_lane(kb, prefix))]
 
         init = kb.const(identity(self.kind, self.et), VectorType(self.et, [w]))
         carry = kb.for_(0, full, w, [init], step)[0]
