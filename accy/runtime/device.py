@@ -29,6 +29,7 @@ from accy.runtime.disk_cache import DiskCache
 from accy.runtime.host_memory import (
     HostMemoryPool,
     MemoryReport,
+    RecycledResults,
     SizedPool,
     memory_limit_from_env,
     physical_memory,
@@ -156,6 +157,13 @@ class Device(ABC):
         """`buffer` as a flat uint8 host array without a copy, or None when
         the device's memory is not the host's."""
         return None
+
+    @cached_property
+    def results(self) -> RecycledResults:
+        """The host arrays calls return results in where the kernels write
+        them in place (host_memory.py's `RecycledResults`): a result the
+        caller dropped is the next call's, its pages already faulted in."""
+        return RecycledResults(pool_max_bytes_from_env(1 << 30))
 
 
 class HostMemory:

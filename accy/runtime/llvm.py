@@ -53,6 +53,7 @@ import pickle
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -397,7 +398,11 @@ class LLVMProgram(Program):
                     bufs[slot] = buf
                     if not isinstance(arg, Array):
                         stats.upload(n)
-            def run_steps(steps: list[Any]) -> None:
+            # A loop's body runs through `again` (this function), not through
+            # its own name: a closure that names itself is a reference cycle
+            # that keeps the call's buffers, results included, alive until
+            # the next garbage collection.
+            def run_steps(steps: list[Any], again: Callable[..., None]) -> None:
                 for step in steps:
                     if isinstance(step, _Launch):
                         if trace:
@@ -413,7 +418,7 @@ class LLVMProgram(Program):
                         # A result returned whole is a fresh array the caller gets (to the host) or a
                         # pool buffer the result's accy.Array takes over (result_arrays).
                         if step.result and to_host and step.slot not in fresh:
-                            buf = aligned_empty(step.nbytes)
+                            buf = device.results.take(step.nbytes)
                             fresh.add(step.slot)
                         else:
                             buf = pool.acquire(step.nbytes)
@@ -438,14 +443,14 @@ class LLVMProgram(Program):
                     elif isinstance(step, Copy):
                         bufs[step.target][: step.nbytes] = bufs[step.source][: step.nbytes]  # type: ignore[index]
                     elif isinstance(step, Loop):
-                        run_loop(step, bufs, run_steps)
+                        run_loop(step, bufs, lambda body: again(body, again))
                     else:
                         start = time.perf_counter()
                         self._fallback(step, bufs)  # type: ignore[arg-type]
                         if profile:
                             records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
 
-            run_steps(s.steps)
+            run_steps(s.steps, run_steps)
             if to_host:
                 outputs: list[Any] = self._results(bufs, fresh, stats)  # type: ignore[arg-type]
             else:

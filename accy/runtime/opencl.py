@@ -65,6 +65,7 @@ import math
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -386,7 +387,11 @@ class OpenCLProgram(Program):
                 else:
                     bufs[slot] = self._input(i, array, queue, keep, owned, in_place, stats)
 
-            def run_steps(steps: list[Any]) -> None:
+            # A loop's body runs through `again` (this function), not through
+            # its own name: a closure that names itself is a reference cycle
+            # that keeps the call's buffers, results included, alive until
+            # the next garbage collection.
+            def run_steps(steps: list[Any], again: Callable[..., None]) -> None:
                 for step in steps:
                     if isinstance(step, _Launch):
                         if trace:
@@ -417,13 +422,13 @@ class OpenCLProgram(Program):
                         if step.nbytes:
                             cl.enqueue_copy(queue, bufs[step.target], bufs[step.source], byte_count=step.nbytes)
                     elif isinstance(step, Loop):
-                        run_loop(step, bufs, run_steps)
+                        run_loop(step, bufs, lambda body: again(body, again))
                     else:
                         start = time.perf_counter()
                         self._fallback(step, bufs, queue, stats)
                         if profile:
                             records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
-            run_steps(s.steps)
+            run_steps(s.steps, run_steps)
             if to_host:
                 outputs: list[Any] = self._read_results(bufs, hosts, queue, stats)
             else:
@@ -468,15 +473,14 @@ class OpenCLProgram(Program):
                 stats.upload(value.nbytes)
 
     def _host_result(self, step: _Alloc) -> tuple[np.ndarray, Any]:
-        """A fresh flat host array for a result and a buffer over it. It is
-        aligned to the device's base address alignment so that the driver
-        uses it in place (PoCL copies an unaligned host pointer)."""
+        """A flat host array for a result (one a dropped result left, or a
+        fresh one: `Device.results`) and a buffer over it. It is aligned to
+        the device's base address alignment so that the driver uses it in
+        place (PoCL copies an unaligned host pointer)."""
         import pyopencl as cl
 
         align = max(1, int(self.device.cl_device.mem_base_addr_align) // 8)  # bits -> bytes
-        raw = np.empty(step.nbytes + align, np.uint8)
-        start = -raw.ctypes.data % align
-        host = raw[start : start + step.nbytes].view(step.dtype)
+        host = self.device.results.take(step.nbytes, align).view(step.dtype)
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
         return host, cl.Buffer(self.device.context, flags, hostbuf=host)
 
