@@ -60,7 +60,10 @@ MEASURE_SCRIPT = Path(__file__).with_name("measure.py")
 # docs/performance.md: set on the project's machines, they slow numpy's OpenBLAS down.
 OPENBLAS_TRAPS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-SETTLE_S = 0.1
+#: Seconds between measurements: the previous one's idle OpenMP/OpenBLAS/torch
+#: threads spin that long or more (at 0.1 s, PoCL's softmax right after torch's
+#: measured 6.2 ms median against 4.2 quiet).
+SETTLE_S = 0.5
 #: The accy devices a run compares when --device is not given (those that work here).
 DEFAULT_DEVICES = ("opencl", "llvm")
 
@@ -538,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, skip in (("dispatch", args.no_dispatch), ("memory", args.no_memory), ("rnn", args.no_rnn)):
         if not skip and not args.only:
             print(f"  {name}.py on {', '.join(args.devices)} ...", file=sys.stderr, flush=True)
+            time.sleep(SETTLE_S)
             sides[name] = side_script(name, args.devices, args.quick)
     print()
     print("Times in ms (median and min of the timed runs); X/Y = X median / Y median, below 1 is X faster.")
