@@ -169,6 +169,25 @@ def test_reduce_fused_prologue_epilogue(n: int, device) -> None:
     check(src, [rand(rng, (5, n)), rand(rng, (5,))], device, kernels=1)
 
 
+@pytest.mark.parametrize("threads", [1, 4, 32, 64])
+@pytest.mark.parametrize(("shape", "axes"), [((7, 256), [1]), ((5, 3, 64), [2]), ((9, 17), [0]), ((1, 128), [1]), ((33, 8), [1])])
+def test_reduce_several_outputs_a_work_group(threads: int, shape: tuple[int, ...], axes: list[int], device) -> None:
+    """`reduce_threads` below a GPU work-group's 256: several outputs share a
+    work-group (the last one partly full), each combined apart in local
+    memory; on the CPU profile the field changes nothing."""
+    rng = np.random.default_rng(threads + len(shape))
+    out = [s for d, s in enumerate(shape) if d not in axes]
+    src = f"""builtin.module attributes {{accy.target = #accy.target<reduce_threads = {threads}>}} {{
+func.func @main(%x: {ty(shape)}) -> ({ty(out)}, {ty(out)}) {{
+  %s = "accy.reduce"(%x) <{{kind = "sum", axes = {arr(axes)}}}> : ({ty(shape)}) -> {ty(out)}
+  %m = "accy.reduce"(%x) <{{kind = "max", axes = {arr(axes)}}}> : ({ty(shape)}) -> {ty(out)}
+  %t = "accy.tanh"(%s) : ({ty(out)}) -> {ty(out)}
+  func.return %t, %m : {ty(out)}, {ty(out)}
+}}
+}}"""
+    check(src, [rand(rng, shape)], device, kernels=2)
+
+
 def test_reduce_int(device) -> None:
     rng = np.random.default_rng(5)
     src = f"""func.func @main(%x: {ty([7, 33], "i32")}) -> ({ty([7], "i32")}, {ty([33], "i32")}) {{

@@ -287,7 +287,8 @@ class _Ranges:
         if isinstance(op, arith.AddiOp):
             same = _delinearized(a_v, b_v) or _delinearized(b_v, a_v)
             if same is not None:
-                return self.of(same, env)
+                # x, and no more than its parts allow (a guard may bound x % n alone).
+                return self.of(same, env) & a.shift(b)
             return self._symbolic(op.results[0], _clamp(a.shift(b), t), env)
         if isinstance(op, arith.SubiOp):
             return self._symbolic(op.results[0], _clamp(Interval(a.lo - b.hi, a.hi - b.lo), t), env)

@@ -121,26 +121,38 @@ def work_group_size(n: int, cap: int, profile: TargetProfile) -> int:
 
 
 def work_group_tree(
-    kb: KernelBuilder, kind: str, share: SSAValue, scratch: SSAValue, tid: SSAValue, size: int
+    kb: KernelBuilder, kind: str, share: SSAValue, scratch: SSAValue, tid: SSAValue, size: int, segment: int | None = None
 ) -> None:
     """Combines the `size` shares of a work-group (`share` of work-item `tid`;
     `size` a power of two) by a tree in the local array `scratch`: after the
     last barrier its element 0 holds the total (`work_group_total`), for
-    every work-item to read."""
+    every work-item to read. With `segment` (a power of two dividing
+    `size`), each run of `segment` work-items is combined apart: element
+    `s·segment` holds the total of run s."""
     kb.op(memref.StoreOp.get(share, scratch, [tid]))
     kb.barrier()
-    half = size // 2
+    span = size if segment is None else segment
+    # Work-item tid is lane `lane` of the run starting at `base` (written so
+    # that the bounds verifier sees base + lane + half < size under lane < half).
+    base, lane = (None, tid) if span == size else (segment_start(kb, tid, span), kb.rem(tid, span))
+    half = span // 2
     while half >= 1:
 
         def fold(half: int = half) -> list[SSAValue]:
-            a = kb.val(memref.LoadOp.get(scratch, [tid]))
-            b = kb.val(memref.LoadOp.get(scratch, [kb.add(tid, half)]))
-            kb.op(memref.StoreOp.get(combine(kb, kind, a, b), scratch, [tid]))
+            at = lane if base is None else kb.add(base, lane)
+            a = kb.val(memref.LoadOp.get(scratch, [at]))
+            b = kb.val(memref.LoadOp.get(scratch, [kb.add(at, half)]))
+            kb.op(memref.StoreOp.get(combine(kb, kind, a, b), scratch, [at]))
             return []
 
-        kb.if_(kb.lt(tid, half), fold)
+        kb.if_(kb.lt(lane, half), fold)
         kb.barrier()
         half //= 2
+
+
+def segment_start(kb: KernelBuilder, tid: SSAValue, segment: int) -> SSAValue:
+    """The first work-item of tid's run of `segment` work-items."""
+    return kb.mul(kb.div(tid, segment), segment)
 
 
 def work_group_total(kb: KernelBuilder, scratch: SSAValue) -> SSAValue:

@@ -47,15 +47,19 @@ from accy.passes.kernelization.combining import (
     combine,
     identity,
     place,
+    segment_start,
     vector_total,
     work_group_size,
-    work_group_total,
     work_group_tree,
 )
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
 from accy.passes.kernelization.launch import work_group_per, work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel, Scratch
+
+#: Work-items of a GPU reduction's work-group: outputs shared by fewer
+#: (`reduce_threads`) are several to a work-group.
+GPU_REDUCE_GROUP = 256
 
 
 def lower_reduction(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
@@ -184,27 +188,45 @@ class _Reduction:
     def _work_group_share(
         self, kb: KernelBuilder, groups: int, threads: int,
         work: Callable[[SSAValue, SSAValue], tuple[SSAValue, Callable[[SSAValue], None]]],
+        per_group: int = 1,
     ) -> LoweredKernel:
-        """One work-group of `threads` work-items per unit 0..groups-1:
-        `work(group, tid)` gives each work-item's share and what to do with
-        the total; the shares are combined by a tree in local memory and
-        work-item 0 hands the total on."""
-        scratch = kb.local_array(threads, buffer_element_type(self.et), workgroup=True)
+        """`per_group` units a work-group of `per_group` x `threads`
+        work-items, unit 0..groups-1 being (group, slot) = divmod(unit,
+        per_group): `work(unit, tid)` gives each work-item's share of its
+        unit (tid its index among the unit's `threads`) and what to do with
+        the total; a unit's shares are combined by a tree in local memory
+        and its first work-item hands the total on. Units past `groups` (a
+        last work-group not full) compute the last unit again and hand
+        nothing on."""
+        size = per_group * threads
+        scratch = kb.local_array(size, buffer_element_type(self.et), workgroup=True)
 
-        def body(group: SSAValue, tid: SSAValue) -> None:
-            share, finish = work(group, tid)
-            work_group_tree(kb, self.kind, share, scratch, tid, threads)
+        def body(group: SSAValue, flat: SSAValue) -> None:
+            if per_group == 1:
+                unit, tid, real = group, flat, None
+            else:
+                wanted = kb.add(kb.mul(group, per_group), kb.div(flat, threads))
+                unit, tid = kb.min(wanted, groups - 1), kb.rem(flat, threads)
+                real = kb.lt(wanted, groups)
+            share, finish = work(unit, tid)
+            work_group_tree(kb, self.kind, share, scratch, flat, size, threads if per_group > 1 else None)
 
             def first() -> list[SSAValue]:
-                finish(work_group_total(kb, scratch))
+                start = kb.idx(0) if per_group == 1 else segment_start(kb, flat, threads)
+                finish(kb.val(memref.LoadOp.get(scratch, [start])))
                 return []
 
-            kb.if_(kb.lt(tid, 1), first)
+            lead = kb.lt(tid, 1)
+            kb.if_(lead if real is None else kb.val(arith.AndIOp(lead, real)), first)
 
-        return work_group_per(kb, groups, threads, body)
+        return work_group_per(kb, -(-groups // per_group), size, body)
 
     def work_group_per_output(self) -> LoweredKernel:
         kb = self.kb
+        # Outputs shared by fewer work-items than GPU_REDUCE_GROUP are several to a work-group.
+        per_group = max(1, min(GPU_REDUCE_GROUP // self.threads, self.n_out))
+        while per_group & (per_group - 1):
+            per_group -= 1  # a power of two: the work-group's size is one
 
         def work(group: SSAValue, tid: SSAValue) -> tuple[SSAValue, Callable[[SSAValue], None]]:
             kept = kb.delinearize(group, self.out_shape)
@@ -215,7 +237,7 @@ class _Reduction:
                 share = self._scalar_accumulate(kb, kept, tid, self.count, self.threads, self._init(kb))
             return share, lambda total: self._finish(kb, kept, total)
 
-        return self._work_group_share(kb, self.n_out, self.threads, work)
+        return self._work_group_share(kb, self.n_out, self.threads, work, per_group)
 
     # -- two launches: partials per (output, chunk), then their totals -------------
 
