@@ -128,8 +128,9 @@ def test_many_batches_take_the_full_gpu_register_tile(device) -> None:
 @pytest.mark.parametrize("tile", [8, 4, 2])
 def test_gpu_register_tiles_of_every_size(tile: int, device) -> None:
     """Batches enough for GPU register tiles of 8, 4 and 2, with M and N
-    ragged against the 16·tile blocks, the rhs transposed."""
-    from accy.passes.kernelization.dot import GPU_MIN_BLOCKS
+    ragged against the 16·tile blocks, the rhs transposed. Tiles halve down
+    to GPU_MIN_TILE; a smaller one is the module's `dot_rows`."""
+    from accy.passes.kernelization.dot import GPU_MIN_BLOCKS, GPU_MIN_TILE
 
     m, n, k = 16 * tile + 13, 16 * tile + 5, 21
     b = -(-GPU_MIN_BLOCKS // 4)  # 2 x 2 blocks a batch at this tile, 4x fewer at the next
@@ -138,6 +139,8 @@ def test_gpu_register_tiles_of_every_size(tile: int, device) -> None:
   %d = "accy.dot_general"(%a, %b) <{{lhs_batch = {arr([0])}, rhs_batch = {arr([0])}, lhs_contract = {arr([2])}, rhs_contract = {arr([2])}}}> : ({ta}, {tb}) -> {to}
   func.return %d : {to}
 }}"""
+    if tile < GPU_MIN_TILE:
+        src = f"builtin.module attributes {{accy.target = #accy.target<dot_rows = {tile}>}} {{\n{src}\n}}"
     exe = accy.compile(src, device=device)
     rng = np.random.default_rng(tile)
     inputs = [rand(rng, (b, m, k), "float32"), rand(rng, (b, n, k), "float32")]

@@ -39,10 +39,11 @@ is just index math.
   the lhs block and T/4 rows of the rhs block in local memory (barriers
   around it), fetched into registers from global memory during the step
   before, and every work-item does R² `fma`s per staged k from R + R local
-  loads (`local_tiles`). A product with too few blocks even at 2 x 2 tiles
-  (64 rows by 1024, an RNN cell's) splits k into ranges of at least
-  `GPU_SPLIT_MIN_K`: one launch stores each range's partial sums, a second
-  adds them per output element and runs the epilogue.
+  loads (`local_tiles`). A product with too few blocks even at
+  `GPU_MIN_TILE` tiles (64 rows by 1024, an RNN cell's) splits k into
+  ranges of at least `GPU_SPLIT_MIN_K`: one launch stores each range's
+  partial sums, a second adds them per output element and runs the
+  epilogue.
 - Otherwise: one work-item per output element, a scalar loop over k.
 """
 
@@ -92,8 +93,12 @@ GPU_MIN_BLOCKS = 256
 #: Multiply-adds per batch below which a CPU dot is not packed: two more
 #: launches (~10-20 us each) cost more than packing saves on a small product.
 PACK_MIN_WORK = 64 * 64 * 64
+#: Smallest register tile edge a GPU dot halves its tiles to before it splits k.
+GPU_MIN_TILE = 4
 #: Fewest k a range of a GPU dot split along k holds (`_k_split`).
-GPU_SPLIT_MIN_K = 128
+GPU_SPLIT_MIN_K = 32
+#: Work-groups a GPU dot split along k aims for (`_k_split`).
+GPU_SPLIT_BLOCKS = 512
 #: k staged per step of a GPU dot, for a 16 x 16 work-group (scaled with it).
 GPU_K_STEP = 4
 #: Largest GPU register tile that prefetches the next k step (`local_tiles`).
@@ -371,7 +376,7 @@ class _Dot:
         """T x T work-items (T the profile's `dot_tile`), each a R x R register
         tile (R its `dot_rows`): a work-group computes a (T·R) x (T·R) block
         (`_tiles`). A product with too few blocks to fill the device even
-        with 2 x 2 tiles (a batch of 64 rows, say) splits k into S ranges
+        with GPU_MIN_TILE tiles (a batch of 64 rows, say) splits k into S ranges
         (`_k_split`): the blocks of each range store partial sums in a
         scratch buffer, and a second launch adds the S sums of each output
         element, in order, and runs the epilogue."""
@@ -381,8 +386,9 @@ class _Dot:
         while r > 1 and 2 * (t // 2 or 1) * t * r * element_bytes(buffer_element_type(self.et)) > kb.profile.local_mem_bytes:
             r //= 2
         # Smaller tiles for a product too small to fill the device with blocks
-        # (1024² at 8x8 tiles is 64 blocks for an H200's 132 multiprocessors).
-        while r > 2 and self._blocks(t * r) < GPU_MIN_BLOCKS:
+        # (1024² at 8x8 tiles is 64 blocks for an H200's 132 multiprocessors),
+        # down to GPU_MIN_TILE: below, k is split instead.
+        while r > GPU_MIN_TILE and self._blocks(t * r) < GPU_MIN_BLOCKS:
             r //= 2
         bk = max(1, t * GPU_K_STEP // 16)  # k per staged step
         splits, chunk = self._k_split(self._blocks(t * r), bk)
@@ -417,10 +423,11 @@ class _Dot:
 
     def _k_split(self, blocks: int, bk: int) -> tuple[int, int]:
         """How many k ranges (S) and how long each (a multiple of `bk`, at
-        least GPU_SPLIT_MIN_K): enough for GPU_MIN_BLOCKS work-groups, or 1."""
+        least GPU_SPLIT_MIN_K): 1 when there are GPU_MIN_BLOCKS blocks, else
+        enough for GPU_SPLIT_BLOCKS work-groups."""
         if blocks >= GPU_MIN_BLOCKS or not self.float:
             return 1, self.K
-        splits = min(-(-GPU_MIN_BLOCKS // blocks), self.K // GPU_SPLIT_MIN_K)
+        splits = min(-(-GPU_SPLIT_BLOCKS // blocks), self.K // GPU_SPLIT_MIN_K)
         if splits <= 1:
             return 1, self.K
         chunk = -(-self.K // splits)
