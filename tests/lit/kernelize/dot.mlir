@@ -22,12 +22,12 @@ func.func @main(%a: tensor<17x33xf32>, %b: tensor<33x32xf32>, %c: tensor<32xf32>
 // CHECK:      vector.store
 
 // On the gpu profile, 16x16 work-items of register tiles: 8x8 by default,
-// halved down to 2x2 for a product too small to make 256 work-groups. The
-// staged k step holds 4 columns of the 32-row lhs block and 4 rows of the
-// 32-column rhs block (fetched during the step before); each staged k is
-// 2 + 2 local loads and 4 fmas.
-// GPU:        memref.alloca() : memref<128xf32, #gpu.address_space<workgroup>>
-// GPU-NEXT:   memref.alloca() : memref<128xf32, #gpu.address_space<workgroup>>
+// halved down to 4x4 for a product too small to make 256 work-groups (k,
+// 33, is too short to split). The staged k step holds 4 columns of the
+// 64-row lhs block and 4 rows of the 64-column rhs block (fetched during
+// the step before); each staged k is 4 + 4 local loads and 16 fmas.
+// GPU:        memref.alloca() : memref<256xf32, #gpu.address_space<workgroup>>
+// GPU-NEXT:   memref.alloca() : memref<256xf32, #gpu.address_space<workgroup>>
 // GPU:        gpu.barrier
-// GPU-COUNT-4: math.fma
+// GPU-COUNT-16: math.fma
 // GPU:        gpu.barrier

@@ -14,29 +14,32 @@ builtin.module {
   }
 }
 
-// A work-group of reduce_threads work-items shares each output (default 256).
+// reduce_threads work-items share each output (default 256, a work-group);
+// with fewer, several outputs share a work-group of 256 (here 4 x 64).
 // DEFAULT: // kind: reduction
 // DEFAULT: __local float l0[256];
 // DEFAULT: // kind: dot_general
-// DEFAULT: __local float l0[128];
-// DEFAULT-NEXT: __local float l1[128];
+// DEFAULT: __local float l0[256];
+// DEFAULT-NEXT: __local float l1[256];
 
 // THREADS: // kind: reduction
-// THREADS: __local float l0[64];
+// THREADS: reqd_work_group_size(256, 1, 1)
+// THREADS: __local float l0[256];
+// THREADS: long v{{[0-9]+}} = v{{[0-9]+}} % 64;
 // THREADS: // kind: dot_general
-// THREADS: __local float l0[128];
+// THREADS: __local float l0[256];
 
 // KEPT: accy.target = #accy.target<profile = "gpu", reduce_threads = 64>
 // KEPT: "gpu.launch_func"(%{{.*}}) <{kernel = @kernels::@main_k{{[0-9]+}}_reduction
 
 // The GPU dot's work-group is dot_tile x dot_tile work-items (default 16),
-// each a register tile (8x8, halved down to 2x2 for a product this small):
-// it stages dot_tile/4 k of a (2 dot_tile)-row lhs block and of a
-// (2 dot_tile)-column rhs block.
+// each a register tile (8x8, halved down to 4x4 for a product this small):
+// it stages dot_tile/4 k of a (4 dot_tile)-row lhs block and of a
+// (4 dot_tile)-column rhs block.
 // TILE: // kind: dot_general
 // TILE-NEXT: reqd_work_group_size(8, 8, 1)
-// TILE-NEXT: __local float l0[32];
-// TILE-NEXT: __local float l1[32];
+// TILE-NEXT: __local float l0[64];
+// TILE-NEXT: __local float l1[64];
 
 // One-work-item-per-tile kernels get work-groups of group_size items (CPU
 // default 64): the dot's 6 register tiles (12 rows by 16 columns) run as 2
