@@ -78,15 +78,17 @@ def test_hand_set_sizes_are_kept_through_compile(device):
     exe = accy_compile(target_module('profile = "gpu", reduce_threads = 64, dot_tile = 8', body), device=device)
     fields = compiled_target(exe)
     assert (fields["profile"], fields["reduce_threads"], fields["dot_tile"]) == ("gpu", 64, 8)
+    # 64 work-items an output: the 4 outputs share one work-group of 256.
     reductions = [s for s in exe.program.schedule.steps if isinstance(s, ocl._Launch) and s.kind == "reduction"]
-    assert reductions and all(s.local_size == (64,) for s in reductions)
-    assert "__local float l0[64];" in exe.program.source
+    assert reductions and all((s.global_size, s.local_size) == ((256,), (256,)) for s in reductions)
+    assert "% 64;" in exe.program.source
     x = np.random.default_rng(2).standard_normal((4, 1024)).astype(np.float32)
     s, m = exe(x, x)
     np.testing.assert_allclose(s, (np.exp(x) * x).sum(1), rtol=1e-4)
-    # The defaults give another kernel: the sizes were not ignored.
+    # The defaults give another kernel (a work-group of 256 an output): the sizes were not ignored.
     default = accy_compile(target_module('profile = "gpu"', body), device=device)
-    assert "__local float l0[64];" not in default.program.source
+    steps = [s for s in default.program.schedule.steps if isinstance(s, ocl._Launch) and s.kind == "reduction"]
+    assert steps and all((s.global_size, s.local_size) == ((1024,), (256,)) for s in steps)
 
 
 @pytest.mark.parametrize(
