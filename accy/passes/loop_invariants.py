@@ -19,11 +19,10 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
 from xdsl.traits import is_side_effect_free
 
 from accy.dialects.accy import IterateOp, YieldOp
-from accy.passes.analyses import external_operands, is_inside
+from accy.passes.analyses import defined_inside, external_operands
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
 
 
@@ -34,7 +33,7 @@ def hoist_invariants(loop: IterateOp) -> int:
         if isinstance(op, YieldOp) or not is_side_effect_free(op):
             continue
         reads = external_operands(op)
-        if any(is_inside(v.owner if isinstance(v.owner, Operation) else v.owner.parent_op(), loop) for v in reads):
+        if any(defined_inside(v, loop) for v in reads):
             continue
         op.detach()
         parent = loop.parent_block()

@@ -159,7 +159,7 @@ class Device(ABC):
         return None
 
     @cached_property
-    def results(self) -> RecycledResults:
+    def recycled_results(self) -> RecycledResults:
         """The host arrays calls return results in where the kernels write
         them in place (host_memory.py's `RecycledResults`): a result the
         caller dropped is the next call's, its pages already faulted in."""

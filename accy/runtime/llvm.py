@@ -86,7 +86,7 @@ from accy.runtime.schedule import (
     fallback_input_types,
     has_kernels,
     host_function,
-    map_launches,
+    map_steps,
     poison_from_env,
     poison_pattern,
     run_loop,
@@ -418,7 +418,7 @@ class LLVMProgram(Program):
                         # A result returned whole is a fresh array the caller gets (to the host) or a
                         # pool buffer the result's accy.Array takes over (result_arrays).
                         if step.result and to_host and step.slot not in fresh:
-                            buf = device.results.take(step.nbytes)
+                            buf = device.recycled_results.take(step.nbytes)
                             fresh.add(step.slot)
                         else:
                             buf = pool.acquire(step.nbytes)
@@ -572,7 +572,7 @@ class LLVMDevice(HostMemory, KernelDevice):
         schedule = program.schedule
         if schedule.fallbacks:
             return None
-        steps = map_launches(schedule.steps, lambda step: replace(step, fn=None), _Launch)
+        steps = map_steps(schedule.steps, lambda step: replace(step, fn=None), _Launch)
         return pickle.dumps((program.sources, replace(schedule, steps=steps)), protocol=pickle.HIGHEST_PROTOCOL)
 
     def thaw(self, payload: bytes) -> LLVMProgram | None:

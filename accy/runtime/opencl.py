@@ -474,13 +474,13 @@ class OpenCLProgram(Program):
 
     def _host_result(self, step: _Alloc) -> tuple[np.ndarray, Any]:
         """A flat host array for a result (one a dropped result left, or a
-        fresh one: `Device.results`) and a buffer over it. It is aligned to
+        fresh one: `Device.recycled_results`) and a buffer over it. It is aligned to
         the device's base address alignment so that the driver uses it in
         place (PoCL copies an unaligned host pointer)."""
         import pyopencl as cl
 
         align = max(1, int(self.device.cl_device.mem_base_addr_align) // 8)  # bits -> bytes
-        host = self.device.results.take(step.nbytes, align).view(step.dtype)
+        host = self.device.recycled_results.take(step.nbytes, align).view(step.dtype)
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
         return host, cl.Buffer(self.device.context, flags, hostbuf=host)
 

@@ -178,12 +178,12 @@ def walk_steps(steps: list[Any]) -> list[Any]:
     return out
 
 
-def map_launches(steps: list[Any], change: Callable[[Any], Any], kind: type) -> list[Any]:
+def map_steps(steps: list[Any], change: Callable[[Any], Any], kind: type) -> list[Any]:
     """`steps` with every step of type `kind` (in loops too) replaced by `change(step)`."""
     out = []
     for step in steps:
         if isinstance(step, Loop):
-            step = replace(step, body=map_launches(step.body, change, kind))
+            step = replace(step, body=map_steps(step.body, change, kind))
         elif isinstance(step, kind):
             step = change(step)
         out.append(step)

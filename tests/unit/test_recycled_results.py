@@ -1,5 +1,5 @@
 """Results that the kernels write in place in host memory (the LLVM device,
-PoCL's results of 1 MiB and more) come from `Device.results`
+PoCL's results of 1 MiB and more) come from `Device.recycled_results`
 (host_memory.py's `RecycledResults`): a result the caller dropped is the
 next call's array, one still held (itself, a view of it, a DLPack export
 of it) never is. Checked on real devices by where the arrays' data lies

@@ -73,15 +73,14 @@ def external_operands(op: Operation) -> list[SSAValue]:
     seen: dict[SSAValue, None] = dict.fromkeys(op.operands)
     for inner in op.walk():
         for v in inner.operands:
-            owner = v.owner
-            definer = owner if isinstance(owner, Operation) else owner.parent_op()
-            if not is_inside(definer, op):
+            if not defined_inside(v, op):
                 seen.setdefault(v)
     return list(seen)
 
 
-def is_inside(op: Operation | None, ancestor: Operation) -> bool:
-    """Whether `op` is `ancestor` or nested in it."""
+def defined_inside(v: SSAValue, ancestor: Operation) -> bool:
+    """Whether `v` is a result or block argument of `ancestor` or of an op nested in it."""
+    op = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
     while op is not None:
         if op is ancestor:
             return True

@@ -399,8 +399,8 @@ class _Dot:
         sums = sk.scratch_argument(partial)
 
         def store_partial(b: KernelBuilder, bc: list[SSAValue], s: SSAValue, m: SSAValue, n: SSAValue, value: SSAValue) -> None:
-            bi = b.linearize(bc, self.batch_shape)
-            b.op(memref.StoreOp.get(value, sums, [b.add(b.mul(b.add(b.mul(b.add(b.mul(s, self.B), bi), self.M), m), self.N), n)]))
+            at = b.linearize([s, b.linearize(bc, self.batch_shape), m, n], [splits, self.B, self.M, self.N])
+            b.op(memref.StoreOp.get(value, sums, [at]))
 
         first = self._tiles(sk, t, r, splits, chunk, store_partial)
         read = kb.scratch_argument(partial)

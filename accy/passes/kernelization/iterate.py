@@ -27,7 +27,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from accy.dialects.accy import IterateOp, YieldOp
-from accy.passes.analyses import is_inside
+from accy.passes.analyses import defined_inside
 
 #: Where a value read from outside comes from: its base (None for a literal)
 #: and the ops that lead from the base to it (views; first the constant of a literal).
@@ -76,7 +76,7 @@ def _captured(loop: IterateOp) -> list[SSAValue]:
     seen: dict[SSAValue, None] = {}
     for op in loop.body.walk():
         for v in op.operands:
-            if not is_inside(v.owner if isinstance(v.owner, Operation) else v.owner.parent_op(), loop):
+            if not defined_inside(v, loop):
                 seen.setdefault(v)
     return list(seen)
 

@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.traits import SymbolTable
 
 from accy.dialects import accy
 from accy.dialects.dense import storage_format
@@ -352,12 +353,12 @@ class _HostBuilder:
         extra = body_peak
         for arg, partner, init, n in zip(carried, partners, inits, counts, strict=True):
             size = max(_size(arg), _size(partner) if partner is not None else 0)
-            t = MemRefType(_element(arg), [size])
-            first, second = (memref.AllocOp.get(t.element_type, shape=[size]) for _ in range(2))
+            element = _element(arg)
+            first, second = (memref.AllocOp.get(element, shape=[size]) for _ in range(2))
             self.block.add_ops([first, second])
             self.block.add_op(CopyOp(init, first.memref, n))
             pairs.append((first.memref, second.memref))
-            extra += 2 * size * element_bytes(t.element_type)
+            extra += 2 * size * element_bytes(element)
         for buf in made:
             self.block.add_op(memref.DeallocOp.get(buf))
         self.scratch_bytes = max(self.scratch_bytes, extra)
@@ -377,7 +378,7 @@ class _HostBuilder:
             body.add_op(op.clone(value_mapper=inner))
         for v, partner, target, n in zip(yielded, partners, following, counts, strict=True):
             if partner is None:
-                body.add_op(CopyOp(inner.get(v, v), target, n))
+                body.add_op(CopyOp(inner[v], target, n))
         body.add_op(scf.YieldOp(*following, *current))
         trips = scf.ForOp(self._index(0), self._index(fns.count), self._index(1), [*(a for a, _ in pairs), *(b for _, b in pairs)], body)
         self.block.add_op(trips)
@@ -390,16 +391,12 @@ class _HostBuilder:
 
     def _kernel(self, launch: gpu.LaunchFuncOp) -> gpu.FuncOp:
         """The `gpu.func` a launch of this module names."""
-        ref = launch.kernel
-        holder, name = ref.root_reference.data, ref.nested_references.data[-1].data
         top = self.module.parent_op()
         assert top is not None
-        for op in top.walk():
-            if isinstance(op, gpu.FuncOp) and op.sym_name.data == name:
-                parent = op.parent_op()
-                if isinstance(parent, gpu.ModuleOp) and parent.sym_name.data == holder:
-                    return op
-        raise ValueError(f"kernelize: a launch names @{holder}::@{name}, which is not in the module")
+        found = SymbolTable.lookup_symbol(top, launch.kernel)
+        if not isinstance(found, gpu.FuncOp):
+            raise ValueError(f"kernelize: a launch names {launch.kernel}, which is not a kernel of the module")
+        return found
 
     def _nested(self, fn: func.FuncOp) -> tuple[Block, list[SSAValue], int]:
         """`fn`'s host schedule (its block, result buffers and peak bytes),
