@@ -78,6 +78,7 @@ from accy.backends.opencl.emitter import FORMAT, build_options, emit_opencl, ker
 from accy.debug import debug, debug_level
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.target import DEFAULTS, TargetProfile, target_fields
+from accy.runtime import pocl_threads
 from accy.runtime.array import Array, result_arrays
 from accy.runtime.device import KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
 from accy.runtime.host_memory import CONSTANT
@@ -192,17 +193,29 @@ def launch_work_group(gfunc: gpu.FuncOp, block: tuple[int, ...]) -> tuple[int, .
     return None
 
 
+#: PoCL's worker threads, when accy had PoCL pin them (pocl_threads.py).
+_pocl_workers: pocl_threads.Workers | None = None
+_platforms_listed = False
+
+
 def opencl_devices() -> list[cl.Device]:
     """Every device of every OpenCL platform, in platform order. The first
-    call initialises PoCL (if installed) with its private cache folder."""
+    call initialises PoCL (if installed) with its private cache folder and
+    its worker threads pinned (where `pocl_threads.can_pin`)."""
     import pyopencl as cl
 
-    with pocl_environment():
+    global _pocl_workers, _platforms_listed
+    before = pocl_threads.thread_ids()
+    with pocl_environment() as environment:
         try:
             platforms = cl.get_platforms()
         except cl.Error:  # the ICD loader reports "no platforms" as an error
             platforms = []
-        return [d for p in platforms for d in p.get_devices()]
+        devices = [d for p in platforms for d in p.get_devices()]
+    if not _platforms_listed and environment.pins:
+        _pocl_workers = pocl_threads.Workers.found(before)
+    _platforms_listed = True
+    return devices
 
 
 # --------------------------------------------------------------------------
@@ -267,6 +280,8 @@ class OpenCLProgram(Program):
         weakref.finalize(self, _release_constants, device.pool, self._constants).atexit = False
         #: Inputs of the last call that ran in place (no copy), by argument index.
         self.in_place: list[bool] = []
+        #: Whether PoCL's workers are pinned while this program runs (pocl_threads.py).
+        self.pinned = pocl_threads.wants_pinned(sum(schedule.arg_nbytes) + schedule.peak_bytes)
 
     def describe(self) -> str:
         """One line per step: what `ACCY_DEBUG=1` prints."""
@@ -358,6 +373,8 @@ class OpenCLProgram(Program):
 
         s = self.schedule
         device = self.device
+        if device.pocl_workers is not None:
+            device.pocl_workers.pin(self.pinned)
         queue = device.profiling_queue if profile else device.queue
         pool = device.pool
         bufs: list[Any] = [None] * s.num_slots
@@ -597,6 +614,8 @@ class OpenCLDevice(KernelDevice):
         self.cpu = bool(self.cl_device.type & cl.device_type.CPU)
         self.pool = MemoryPool(self.context, max_free_bytes=pool_max_bytes, limit=memory_limit, name=self.name)
         self.programs = ProgramCache(self.context, self.cl_device, max_entries=program_cache_size)
+        #: PoCL's worker threads, switched per call (pocl_threads.py); None elsewhere.
+        self.pocl_workers = _pocl_workers if self.cpu and "Portable Computing Language" in self.description else None
 
     @property
     def profiling_queue(self) -> cl.CommandQueue:

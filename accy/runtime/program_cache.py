@@ -28,6 +28,8 @@ PoCL here. It must run before PoCL initialises (the first
 `cl.get_platforms()`), which is why `opencl_devices()` calls it first; a
 `POCL_CACHE_DIR` set by the user before is restored afterwards, so child
 processes see what the user set.
+
+It also asks PoCL to pin its worker threads (pocl_threads.py).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from typing import Any
 
 import pyopencl as cl
 
+from accy.runtime import pocl_threads
 from accy.runtime.disk_cache import DiskCache
 
 PROGRAM_CACHE_SIZE_ENV = "ACCY_PROGRAM_CACHE_SIZE"
@@ -80,20 +83,28 @@ def isolate_pocl_cache() -> str | None:
 
 
 class pocl_environment:
-    """Context manager: `POCL_CACHE_DIR` is the private folder while PoCL
-    initialises inside it, and the caller's value (or none) again after."""
+    """Context manager: the environment PoCL initialises in (`POCL_CACHE_DIR`
+    the private folder; `POCL_AFFINITY=1` where `pocl_threads.can_pin`,
+    unless the user set it), and the caller's values (or none) again after.
+    PoCL's threads read it before initialisation returns (they wait at a
+    barrier). `pins`: whether accy set POCL_AFFINITY."""
 
-    def __enter__(self) -> None:
-        self._saved = os.environ.get("POCL_CACHE_DIR")
+    def __enter__(self) -> pocl_environment:
+        self._saved = {name: os.environ.get(name) for name in ("POCL_CACHE_DIR", "POCL_AFFINITY")}
         path = isolate_pocl_cache()
         if path is not None:
             os.environ["POCL_CACHE_DIR"] = path
+        self.pins = self._saved["POCL_AFFINITY"] is None and pocl_threads.can_pin()
+        if self.pins:
+            os.environ["POCL_AFFINITY"] = "1"
+        return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._saved is None:
-            os.environ.pop("POCL_CACHE_DIR", None)
-        else:
-            os.environ["POCL_CACHE_DIR"] = self._saved
+        for name, value in self._saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _remove_dead_pocl_dirs(tmp: str) -> None:

@@ -4,6 +4,10 @@ to end, checked against numpy and the reference interpreter."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +19,7 @@ from templates import EXP_MUL_SUM  # noqa: E402
 
 from accy.backends.opencl.emitter import kernel_funcs  # noqa: E402
 from accy.runtime import opencl as ocl  # noqa: E402
+from accy.runtime import pocl_threads  # noqa: E402
 from accy.runtime.executable import compile as accy_compile  # noqa: E402
 
 
@@ -210,9 +215,6 @@ def test_program_cache_builds_identical_kernels_once(device):
 
 
 def test_pocl_cache_is_private_to_the_process(device):
-    import os
-    from pathlib import Path
-
     # PoCL writes its kernels into this process's own folder (another
     # driver, NVIDIA's say, writes nothing there), and the variable is back
     # to what it was (unset, or the user's value).
@@ -222,6 +224,60 @@ def test_pocl_cache_is_private_to_the_process(device):
     if "Portable Computing Language" in device.cl_device.platform.name:
         assert any(private.iterdir())
     assert os.environ.get("POCL_CACHE_DIR") != str(private)
+
+
+# Run in a new process: PoCL reads POCL_AFFINITY once, when it initialises.
+# It prints each thread's CPUs after a small call, then after a large one.
+THREAD_MASKS = """
+import glob, json, os
+import numpy as np
+import accy
+from accy.runtime import opencl as ocl
+device = ocl.OpenCLDevice()
+
+def masks():
+    return sorted(",".join(map(str, sorted(os.sched_getaffinity(int(t.split("/")[-1])))))
+                  for t in glob.glob("/proc/self/task/*"))
+
+seen = {"pocl": device.pocl_workers is not None or "Portable Computing Language" in device.description,
+        "units": device.cl_device.max_compute_units, "env": os.environ.get("POCL_AFFINITY")}
+for n in (16, 1 << 20):  # 64 bytes a call, then 8 MiB
+    x = np.arange(n, dtype=np.float32)
+    exe = accy.compile(
+        f'func.func @main(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{'
+        f' %y = "accy.neg"(%x) : (tensor<{n}xf32>) -> tensor<{n}xf32>'
+        f' func.return %y : tensor<{n}xf32> }}', device=device)
+    assert np.array_equal(exe(x)[0], -x)
+    seen[str(n)] = masks()
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("user_value", [None, "0"])
+def test_pocl_threads_pinned_for_large_calls_unless_the_user_says(device, user_value):
+    env = {k: v for k, v in os.environ.items() if k != "POCL_AFFINITY"}
+    if user_value is not None:
+        env["POCL_AFFINITY"] = user_value
+    done = subprocess.run([sys.executable, "-c", THREAD_MASKS], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    if not seen["pocl"]:
+        pytest.skip("the OpenCL device is not PoCL")
+    assert seen["env"] == user_value  # the process's environment is left as the user had it
+    everywhere = ",".join(map(str, range(os.cpu_count() or 1)))
+    small, large = (sorted(m for m in seen[k] if m != everywhere) for k in ("16", str(1 << 20)))
+    assert small == []  # a 64-byte call runs with every thread free
+    if user_value is None and pocl_threads.can_pin():
+        assert large == [str(i) for i in range(seen["units"])]  # PoCL's worker i on CPU i
+    else:
+        assert large == []
+
+
+def test_pocl_threads_not_pinned_past_the_cpus(monkeypatch):
+    monkeypatch.setenv("POCL_MAX_PTHREAD_COUNT", str((os.cpu_count() or 1) + 1))
+    assert not pocl_threads.can_pin()
+    monkeypatch.setenv("POCL_MAX_PTHREAD_COUNT", "1")
+    assert pocl_threads.can_pin() == (os.sched_getaffinity(0) == set(range(os.cpu_count() or 1)))
 
 
 def test_profile_reports_each_launch(device):

@@ -23,7 +23,7 @@ process on the same folder (warm).
 
 Workers (measure.py --serve) live for the whole run; see measure.py.
 
-Every measurement warms up, then times `--repeat` calls (fewer, at least 3,
+Every measurement warms up (at least 0.2 s), then times `--repeat` calls (fewer, at least 3,
 when they would take more than `--budget` seconds) and keeps the median and
 the minimum. After the tables, issue 10's CPU targets (targets.py), met or
 missed. `--json FILE` writes everything, with a `ratios` list (accy's speed
