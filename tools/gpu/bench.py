@@ -3,8 +3,9 @@ device time against device time, side by side in one run.
 
 For each workload (tools/bench/workloads.py's programs, at GPU sizes):
 
-- accy: `accy.compile(program, device="opencl")`, then calls with
-  `profile=True`; a call's device time is the sum of its launches' OpenCL
+- accy: `accy.compile(program, device="opencl")`, its inputs on the card
+  (`accy.device_put`, as torch's are), then calls with `profile=True` and
+  `to_host=False`; a call's device time is the sum of its launches' OpenCL
   profiling-event times (`exe.stats.profile`), the median over `--repeat`
   calls after a warm-up; its result is checked against torch's on the same
   inputs (max |accy - torch| <= 1e-3 * max |torch|, float64 reference for
@@ -12,6 +13,8 @@ For each workload (tools/bench/workloads.py's programs, at GPU sizes):
 - torch: the same computation on CUDA tensors (eager ops,
   `torch.matmul` with TF32 off, `scaled_dot_product_attention`), timed with
   CUDA events around each call, the median likewise;
+- accy's and torch's calls alternate, one each a round, so that the card's
+  state (clocks, temperature, what ran before) falls on both alike;
 - for exp(a)·b+c, also torch's copy of as many floats (`Tensor.copy_`): the
   card's copy bandwidth, read + write counted, which the issue's target for
   that workload is a fraction of.
@@ -86,27 +89,26 @@ def moved_bytes(name: str, dims: tuple[int, ...]) -> float | None:
     return {"exp_mul_add": 16 * n, "row_sum": 4 * n, "cumsum": 8 * n, "softmax": 8 * n, "layer_norm": 8 * n}.get(name)
 
 
-def time_accy(exe: Any, inputs: list[np.ndarray], repeat: int) -> tuple[float, np.ndarray]:
-    (out,) = exe(*inputs, profile=True)
-    times = []
-    for _ in range(repeat):
-        exe(*inputs, profile=True)
-        times.append(sum(p.seconds for p in exe.stats.profile))
-    return statistics.median(times), out
+def accy_seconds(exe: Any, arrays: list[Any]) -> float:
+    """The device time of one accy call on device arrays: its launches' profiling-event times."""
+    exe(*arrays, profile=True, to_host=False)
+    return sum(p.seconds for p in exe.stats.profile)
+
+
+def torch_seconds(torch: Any, fn: Any, tensors: list[Any]) -> float:
+    """The device time of one torch call: CUDA events around it."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn(torch, *tensors)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1e3
 
 
 def time_torch(torch: Any, fn: Any, tensors: list[Any], repeat: int) -> tuple[float, Any]:
     out = fn(torch, *tensors)
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(torch, *tensors)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times), out
+    return statistics.median(torch_seconds(torch, fn, tensors) for _ in range(repeat)), out
 
 
 def copy_tbs(torch: Any, n: int, repeat: int) -> float:
@@ -137,14 +139,23 @@ def measure(
     record: dict[str, Any] = {"workload": name, "dims": list(dims)}
     try:
         exe = accy.compile(with_target(w.program(dims), target), device=device)
-        accy_s, got = time_accy(exe, inputs, repeat)
-        record.update(accy_s=accy_s, kernels=exe.stats.kernels, fallbacks=exe.stats.fallbacks)
+        arrays = [accy.device_put(a, device) for a in inputs]
+        (got,) = exe(*arrays)
+        accy_seconds(exe, arrays)  # the profiling queue's first call
+        record.update(kernels=exe.stats.kernels, fallbacks=exe.stats.fallbacks)
     except Exception as e:  # reported, and the run fails at the end
         record["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         return record
     tensors = [torch.from_numpy(a).cuda() for a in inputs]
+    accy_times, torch_times = [], []
     with torch.inference_mode():
-        torch_s, want = time_torch(torch, w.torch_fn, tensors, repeat)
+        want = w.torch_fn(torch, *tensors)
+        torch.cuda.synchronize()
+        for _ in range(repeat):
+            accy_times.append(accy_seconds(exe, arrays))
+            torch_times.append(torch_seconds(torch, w.torch_fn, tensors))
+    accy_s, torch_s = statistics.median(accy_times), statistics.median(torch_times)
+    record["accy_s"] = accy_s
     want_np = want.float().cpu().numpy()
     err = float(np.abs(got.astype(np.float64) - want_np).max()) / (float(np.abs(want_np).max()) or 1.0)
     record.update(torch_s=torch_s, accy_over_torch=accy_s / torch_s, rel_err=err, ok=err <= REL_TOLERANCE)

@@ -151,7 +151,14 @@ class _Reduction:
 
                 return step
 
-            v = kb.for_(kb.add(c0, kb.mul(kb.as_index(first), width)), vec_end, width * every, [carried[0]], lanes(width))[0]
+            lo, step = kb.add(c0, kb.mul(kb.as_index(first), width)), width * every
+            if every > 1 and isinstance(c0, int) and isinstance(vec_end, int) and (vec_end - c0) % step == 0:
+                # Every work-item takes as many vectors: a loop of a known trip
+                # count, which a GPU compiler unrolls, its loads issued together.
+                trips = (vec_end - c0) // step
+                v = kb.for_(0, trips, 1, [carried[0]], lambda j, acc: lanes(width)(kb.add(lo, kb.mul(j, step)), acc))[0]
+            else:
+                v = kb.for_(lo, vec_end, step, [carried[0]], lanes(width))[0]
             whole = isinstance(vec_end, int) and vec_end == c1
             s = carried[1] if whole else kb.for_(kb.add(vec_end, first), c1, every, [carried[1]], lanes(1))[0]
             return [v, s]
