@@ -53,7 +53,7 @@ tuned) sizes compiles with them.
     work-item's register tiles; GPU: of one work-group);
   - `key_tile`: keys of a flash attention's tile (CPU: of one register
     tile, whole vectors of `vector_width` lanes; GPU: staged in local
-    memory at a time);
+    memory at a time, at most 32 when there are 256 work-groups or more);
   - `dot_rows`: rows of a dot register tile (CPU: of its rows x
     `dot_vectors` vectors; GPU: each work-item's tile is `dot_rows` x
     `dot_rows` outputs);
@@ -201,7 +201,7 @@ GPU_PROFILE = TargetProfile(
     group_size=256,
     scan_vectors=2,
     query_rows=64,
-    key_tile=32,
+    key_tile=64,
     dot_rows=8,
 )
 DEFAULTS = {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE}

@@ -34,12 +34,13 @@ func.func @main(%q: tensor<2x48x32xf32>, %k: tensor<2x48x32xf32>, %v: tensor<2x4
 // CHECK-NOT:  memref<4608x
 
 // The GPU form: a work-group of 16 x 8 work-items per block of 64 query rows: q
-// staged once ([64][32+1]), tiles of 32 keys ([32][32+1]) and p ([64][32+1]).
+// staged once ([64][32+1]), tiles of 64 keys ([64][32+1]: with 2 work-groups,
+// far fewer than 256, the profile's key_tile stands) and p ([64][64+1]).
 // GPU-NOT:    memref<4608x
 // GPU:        "gpu.launch_func"({{.*}}@kernels::@main_k0_flash_attention
 // GPU:        memref.alloca() : memref<2112xf32, #gpu.address_space<workgroup>>
-// GPU:        memref.alloca() : memref<1056xf32, #gpu.address_space<workgroup>>
 // GPU:        memref.alloca() : memref<2112xf32, #gpu.address_space<workgroup>>
+// GPU:        memref.alloca() : memref<4160xf32, #gpu.address_space<workgroup>>
 // GPU:        "gpu.thread_id"
 // GPU:        "gpu.block_id"
 // GPU:        scf.for
