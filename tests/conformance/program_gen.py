@@ -3,7 +3,7 @@ compiler against the reference interpreter.
 
 `programs(...)` is a hypothesis strategy of `Program`s: a `func.func @main`
 with 1-4 arguments of small odd shapes (dims from `DIMS`, rank 1-3; f32
-mostly, some i32) and 2-12 random ops from the whole tensor dialect
+mostly, some i32, i8, i16, i64) and 2-12 random ops from the whole tensor dialect
 (elementwise, cmp/select/cast, views, concat, reduce, scan, softmax,
 log_softmax, layer_norm, dot_general, constants, iterate), returning several
 of the values it computed. Values are reused by several consumers. The IR is
@@ -57,6 +57,9 @@ from accy.reference.constants import numpy_dtype, numpy_to_dense
 
 f32 = Float32Type()
 i32 = IntegerType(32)
+#: Integer widths besides i32 that arguments take now and then (their
+#: constants beside a char or a long once made OpenCL's max/min ambiguous).
+OTHER_INTS = (IntegerType(8), IntegerType(16), IntegerType(64))
 
 #: Dimension sizes: 1 (folds away), tiny, odd, around a vector width.
 DIMS = (1, 2, 3, 5, 16, 17, 33)
@@ -808,11 +811,11 @@ def _prime_factors(n: int) -> list[int]:
 @st.composite
 def arg_types(draw: Callable, square: int | None = None) -> TensorType:
     """A function argument's type: rank 1-3 over `DIMS` (every dim `square`
-    when given), f32 or (1 in 4) i32."""
+    when given), f32 (2 in 3), i32 (2 in 9) or i8, i16, i64 (1 in 27 each)."""
     rank = draw(st.integers(1, 3))
     sizes = st.just(square) if square is not None else st.sampled_from(DIMS)
     shape = draw(st.lists(sizes, min_size=rank, max_size=rank))
-    et = draw(st.sampled_from([f32, f32, f32, i32]))
+    et = draw(st.sampled_from([f32] * 18 + [i32] * 6 + list(OTHER_INTS)))
     return A.tensor(shape, et)
 
 

@@ -67,6 +67,33 @@ def test_int_pow_and_logic(device) -> None:
     check(src, [a, b, rng.integers(0, 2, 33).astype(bool)], device, kernels=1)
 
 
+INT_TYPES = {"i8": np.int8, "i16": np.int16, "i64": np.int64}
+
+
+@pytest.mark.parametrize("et", sorted(INT_TYPES))
+def test_integers_of_every_width(et: str, device) -> None:
+    """relu, max and min, max/min reductions along either axis and a max scan
+    on char, short and long elements: their constants (relu's 0, a max's
+    identity) beside a char are ints in OpenCL C, which made `max(v, 0)`
+    ambiguous; odd lengths, values up to the type's edges."""
+    rng = np.random.default_rng(4)
+    info = np.iinfo(INT_TYPES[et])
+    lo, hi = max(int(info.min), -(2**40)), min(int(info.max), 2**40)
+    a = rng.integers(lo, hi, (37, 129), endpoint=True).astype(INT_TYPES[et])
+    b = rng.integers(lo, hi, (37, 129), endpoint=True).astype(INT_TYPES[et])
+    t, rows, cols = ty([37, 129], et), ty([37], et), ty([129], et)
+    src = f"""func.func @main(%a: {t}, %b: {t}) -> ({t}, {t}, {rows}, {cols}, {t}) {{
+  %r = "accy.relu"(%a) : ({t}) -> {t}
+  %m = "accy.max"(%r, %b) : ({t}, {t}) -> {t}
+  %n = "accy.min"(%a, %b) : ({t}, {t}) -> {t}
+  %x = "accy.reduce"(%a) <{{kind = "max", axes = array<i64: 1>}}> : ({t}) -> {rows}
+  %y = "accy.reduce"(%b) <{{kind = "min", axes = array<i64: 0>}}> : ({t}) -> {cols}
+  %s = "accy.scan"(%a) <{{kind = "max", axis = 0 : i64}}> : ({t}) -> {t}
+  func.return %m, %n, %x, %y, %s : {t}, {t}, {rows}, {cols}, {t}
+}}"""
+    check(src, [a, b], device)
+
+
 @pytest.mark.parametrize("pred", ["eq", "ne", "lt", "le", "gt", "ge"])
 def test_cmp_select_cast(pred: str, device) -> None:
     rng = np.random.default_rng(3)

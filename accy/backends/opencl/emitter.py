@@ -472,12 +472,24 @@ class _KernelEmitter:
 
     def call(self, op: Operation, fn: str) -> None:
         """`fn(operands...)`: an OpenCL built-in of the same meaning."""
-        self.define(op.results[0], f"{fn}({', '.join(self.get(v) for v in op.operands)})")
+        self.define(op.results[0], f"{fn}({', '.join(self.overload_operands(op))})")
 
     def combine(self, op: Operation, kind: str) -> None:
         """A binary op that is one of the reductions' combining functions (`_COMBINE`)."""
-        a, b = (self.get(v) for v in op.operands)
+        a, b = self.overload_operands(op)
         self.define(op.results[0], _COMBINE[kind](a, b, isinstance(op.results[0].type, VectorType)))
+
+    def overload_operands(self, op: Operation) -> list[str]:
+        """The operands of a call to an overloaded built-in (`max`, `min`):
+        an integer literal beside a char, short or long is an int, which
+        makes the overload ambiguous (`max(v, 0)` on a char), so constants
+        are cast to the result's scalar type there."""
+        t = op.results[0].type
+        literal_int = isinstance(t, IntegerType | IndexType) and not _is_bool(t) and c_type(t) != "int"
+        return [
+            f"(({c_type(t)}){self.get(v)})" if literal_int and isinstance(v.owner, arith.ConstantOp) else self.get(v)
+            for v in op.operands
+        ]
 
     def negf(self, op: Operation) -> None:
         self.define(op.results[0], f"-{self.get(op.operands[0])}")
@@ -651,7 +663,7 @@ class _KernelEmitter:
         self.helpers.setdefault(name, text)
         expr = f"{name}({self.get(vec)})"
         if len(op.operands) > 1:
-            expr = _COMBINE[kind](self.get(op.operands[1]), expr, False)
+            expr = _COMBINE[kind](self.overload_operands(op)[1], expr, False)
         self.define(op.results[0], expr)
 
     def _static_lane(self, op: Operation) -> int:
