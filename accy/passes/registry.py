@@ -24,6 +24,7 @@ PASSES: dict[str, str] = {
     "decompose": "accy.passes.decompose:DecomposePass",
     "inline": "accy.passes.inline:InlinePass",
     "loop-invariant-code-motion": "accy.passes.loop_invariants:LoopInvariantCodeMotionPass",
+    "widen-accumulation": "accy.passes.widen_accumulation:WidenAccumulationPass",
     "print-analysis": "accy.passes.print_analysis:PrintAnalysisPass",
     "test-analysis-cache": "accy.passes.testing:TestAnalysisCachePass",
     "test-rewrite-claiming-preserved": "accy.passes.testing:TestRewriteClaimingPreservedPass",

@@ -385,18 +385,25 @@ def _reduce(op: ReduceOp, args: list[np.ndarray]) -> np.ndarray:
     axes = op.norm_axes() if x.ndim else ()
     kind = op.kind.data
     if kind == "sum":
-        return np.sum(x, axis=axes, dtype=x.dtype)
+        return np.sum(x, axis=axes, dtype=accumulator(x.dtype)).astype(x.dtype)
     if kind == "prod":
-        return np.prod(x, axis=axes, dtype=x.dtype)
+        return np.prod(x, axis=axes, dtype=accumulator(x.dtype)).astype(x.dtype)
     if kind == "mean":
         return np.mean(x, axis=axes)
     ufunc = np.maximum if kind == "max" else np.minimum
     return ufunc.reduce(x, axis=axes, initial=scan_identity(kind, x.dtype))
 
 
+def accumulator(dtype: np.dtype) -> np.dtype:
+    """The type sums and products of `dtype` accumulate in: float32 for
+    float16 (rounded once at the end, as numpy's sum and matmul and torch do),
+    else the type itself (integers wrap)."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
 _ACCUMULATE: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
-    "sum": lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype),
-    "prod": lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype),
+    "sum": lambda x, axis: np.cumsum(x, axis=axis, dtype=accumulator(x.dtype)).astype(x.dtype),
+    "prod": lambda x, axis: np.cumprod(x, axis=axis, dtype=accumulator(x.dtype)).astype(x.dtype),
     "max": lambda x, axis: np.maximum.accumulate(x, axis=axis),
     "min": lambda x, axis: np.minimum.accumulate(x, axis=axis),
 }

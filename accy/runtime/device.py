@@ -272,8 +272,10 @@ class KernelDevice(Device):
         from accy.passes.kernelization.kernelize import KernelizePass
         from accy.passes.loop_invariants import LoopInvariantCodeMotionPass
         from accy.passes.pass_manager import PassManager
+        from accy.passes.widen_accumulation import WidenAccumulationPass
 
-        pm = PassManager([LoopInvariantCodeMotionPass(), KernelizePass(strict=strict, verify_bounds=verify)], print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
+        passes = [LoopInvariantCodeMotionPass(), WidenAccumulationPass(), KernelizePass(strict=strict, verify_bounds=verify)]
+        pm = PassManager(passes, print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
         pm.run(module)
         if report:
             _report_bounds(module)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from check import arr, check, ty
+from check import arr, assert_matches, check, ty
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -306,6 +306,74 @@ def test_constants(device) -> None:
   func.return %r : {t}
 }}"""
     check(src, [rand(np.random.default_rng(9), (2, 3))], device, kernels=1)
+
+
+def test_float16_accumulates_in_float32(device) -> None:
+    """Float16 dots (long k, a packed one among them), sums along either
+    axis, a mean and scans accumulate in float32 and round once, as the
+    reference does: summed in float16, 1000 terms drift by ~1% (about ten
+    float16 ulp), far past the two ulp allowed here. On a device without
+    float16 they run on the host (the same values)."""
+    import accy
+
+    rng = np.random.default_rng(11)
+    h = lambda *shape: ty(list(shape), "f16")  # noqa: E731
+    dot = "lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>"
+    src = f"""func.func @main(%a: {h(9, 1000)}, %b: {h(1000, 16)}, %c: {h(100, 1000)}, %d: {h(1000, 64)}, %x: {h(1001, 7)})
+    -> ({h(9, 16)}, {h(100, 64)}, {h(9)}, {h(7)}, {h(1001)}, {h(9, 1000)}, {h(1001, 7)}) {{
+  %p = "accy.dot_general"(%a, %b) <{{{dot}}}> : ({h(9, 1000)}, {h(1000, 16)}) -> {h(9, 16)}
+  %q = "accy.dot_general"(%c, %d) <{{{dot}}}> : ({h(100, 1000)}, {h(1000, 64)}) -> {h(100, 64)}
+  %r = "accy.reduce"(%a) <{{kind = "sum", axes = {arr([1])}}}> : ({h(9, 1000)}) -> {h(9)}
+  %s = "accy.reduce"(%x) <{{kind = "sum", axes = {arr([0])}}}> : ({h(1001, 7)}) -> {h(7)}
+  %m = "accy.reduce"(%x) <{{kind = "mean", axes = {arr([1])}}}> : ({h(1001, 7)}) -> {h(1001)}
+  %u = "accy.scan"(%a) <{{kind = "sum", axis = 1 : i64}}> : ({h(9, 1000)}) -> {h(9, 1000)}
+  %v = "accy.scan"(%x) <{{kind = "sum", axis = 0 : i64}}> : ({h(1001, 7)}) -> {h(1001, 7)}
+  func.return %p, %q, %r, %s, %m, %u, %v : {h(9, 16)}, {h(100, 64)}, {h(9)}, {h(7)}, {h(1001)}, {h(9, 1000)}, {h(1001, 7)}
+}}"""
+    src, fp16 = for_float16(src, device)
+    shapes = [(9, 1000), (1000, 16), (100, 1000), (1000, 64), (1001, 7)]
+    inputs = [rng.standard_normal(s).astype(np.float16) for s in shapes]
+    exe = accy.compile(src, device=device)
+    outs = exe(*inputs)
+    assert (exe.stats.fallbacks == 0) == fp16
+    for got, want in zip(outs, exe.reference_outputs(inputs), strict=True):
+        assert_matches(got, want, rtol=2e-3, atol=2e-3)
+
+
+def for_float16(src: str, device) -> tuple[str, bool]:
+    """`src` for a device, and whether it computes float16: on an OpenCL
+    driver without cl_khr_fp16 (PoCL) in a module whose target says
+    `fp16 = false` (the conformance profiles say fp16 = true)."""
+    cl_device = getattr(device, "cl_device", None)
+    if cl_device is None or "cl_khr_fp16" in cl_device.extensions.split():
+        return src, True
+    return f"builtin.module attributes {{accy.target = #accy.target<fp16 = false>}} {{\n{src}\n}}", False
+
+
+def test_float16_casts_and_math(device) -> None:
+    """float64 -> float16 casts, float16 exp and tanh, and a float16 flash
+    attention (its fmas in float16): on the LLVM device each of these once
+    called a compiler-rt routine (double to half) that the JIT cannot
+    resolve, a segfault."""
+    import accy
+
+    rng = np.random.default_rng(12)
+    h, q = ty([37], "f16"), ty([2, 33, 16], "f16")
+    src = f"""func.func @main(%x: {ty([37], "f64")}, %e: {h}, %q: {q}, %k: {q}, %v: {q}) -> ({h}, {h}, {q}) {{
+  %c = "accy.cast"(%x) : ({ty([37], "f64")}) -> {h}
+  %p = "accy.exp"(%e) : ({h}) -> {h}
+  %t = "accy.tanh"(%p) : ({h}) -> {h}
+  %o = "accy.attention"(%q, %k, %v) <{{scale = 0.25 : f32, causal = false}}> : ({q}, {q}, {q}) -> {q}
+  func.return %c, %t, %o : {h}, {h}, {q}
+}}"""
+    src, fp16 = for_float16(src, device)
+    inputs = [rng.standard_normal(37) * 100, rng.standard_normal(37).astype(np.float16),
+              *(rng.standard_normal((2, 33, 16)).astype(np.float16) for _ in range(3))]
+    exe = accy.compile(src, device=device)
+    for got, want in zip(exe(*inputs), exe.reference_outputs(inputs), strict=True):
+        assert_matches(got, want, rtol=2e-3, atol=2e-3)
+    if fp16:
+        assert exe.stats.fallbacks == 0
 
 
 def test_declined_work_item_runs_on_host_between_kernels(device) -> None:

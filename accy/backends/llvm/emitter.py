@@ -274,6 +274,12 @@ def emit_math(builder: ir.IRBuilder, op_name: str, value: ir.Value, tier: str, *
     LLVM has no intrinsic for."""
     args = [value, *more]
     element = value.type.element if isinstance(value.type, ir.VectorType) else value.type
+    if isinstance(element, ir.HalfType):
+        # In float: LLVM promotes some half intrinsics (fma) to double, and
+        # rounding double to half is a compiler-rt call the JIT cannot resolve.
+        wide = ir.VectorType(ir.FloatType(), value.type.count) if isinstance(value.type, ir.VectorType) else ir.FloatType()
+        result = emit_math(builder, op_name, builder.fpext(value, wide), tier, *(builder.fpext(m, wide) for m in more))
+        return builder.fptrunc(result, value.type)
     if op_name in vector_math.FUNCTIONS and isinstance(element, ir.FloatType) and not more:
         return vector_math.emit(builder, op_name, value, tier)
     if op_name in MATH_INTRINSICS:
@@ -599,8 +605,12 @@ class _KernelEmitter:
         if kind in simple:
             return simple[kind](x, dst)
         if kind in (arith.ExtFOp, arith.TruncFOp):
-            wider = _byte_size(dst) > _byte_size(src)
-            return b.fpext(x, dst) if wider else b.fptrunc(x, dst)
+            if _byte_size(dst) > _byte_size(src):
+                return b.fpext(x, dst)
+            if isinstance(_elem(dst), ir.HalfType) and isinstance(_elem(src), ir.DoubleType):
+                # double -> half is a compiler-rt call the JIT cannot resolve: through float.
+                x = b.fptrunc(x, ir.VectorType(ir.FloatType(), dst.count) if isinstance(dst, ir.VectorType) else ir.FloatType())
+            return b.fptrunc(x, dst)
         raise self.fail(op)
 
     # -- math ----------------------------------------------------------
