@@ -24,8 +24,8 @@ from pathlib import Path
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
-from xdsl.parser import Parser
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
@@ -118,12 +118,27 @@ class _RecordingParser(Parser):
         super().__init__(ctx, "", name)
         self._parser_state = ParserState(_LinearLexer(Input(text, name)))
         self._source_map = source_map
+        self.first_forward_use: dict[str, Span] = {}
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
         op = super().parse_operation()
         self._source_map.spans[op] = start
         return op
+
+    def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:
+        # The first use of a value not defined yet: where to point should it never be.
+        if operand.operand_name not in self.ssa_values:
+            self.first_forward_use.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def undefined_value_error(self) -> ParseError | None:
+        """xDSL reports values used but never defined at the end of the
+        input: the same error at the first use of the first of them."""
+        for name in self.forward_ssa_references:
+            if name in self.first_forward_use:
+                return ParseError(self.first_forward_use[name], f"value %{name} is used but never defined")
+        return None
 
 
 def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int = 0) -> tuple[ModuleOp, SourceMap]:
@@ -134,7 +149,10 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
     parser = _RecordingParser(ctx, text, name, source_map)
     try:
         module = parser.parse_module()
-    except ParseError:
+    except ParseError as e:
+        undefined = parser.undefined_value_error() if "used but not defined" in e.msg else None
+        if undefined is not None:
+            raise undefined from None
         raise
     except RecursionError:
         # xDSL's parser recurses on nesting (regions, attributes, types).

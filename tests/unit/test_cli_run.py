@@ -135,10 +135,14 @@ def test_parse_error_is_located(tmp_path: Path, capsys: pytest.CaptureFixture[st
     path.write_text('func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n  %y = "accy.bogus"(%x) : (tensor<3xf32>) -> tensor<3xf32>\n}\n')
     err = error_of(capsys, str(path))
     assert err.startswith(f"{path}:2:20: error: Operation accy.bogus is not registered")
-    # xDSL reports undefined values at the end of the input.
-    path.write_text("func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n  func.return %y : tensor<3xf32>\n}\n")
+    # A value used but never defined: at its first use (xDSL reports the end of the input).
+    path.write_text(
+        "func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n  %a = \"accy.exp\"(%z) : (tensor<3xf32>) -> tensor<3xf32>\n"
+        "  func.return %y : tensor<3xf32>\n}\n"
+    )
     err = error_of(capsys, str(path))
-    assert err == f"{path}:4:1: error: values used but not defined: [%y]"
+    assert err.splitlines()[0] == f"{path}:2:19: error: value %z is used but never defined"
+    assert err.splitlines()[2] == " " * 18 + "^^"
 
 
 def test_missing_function(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:
