@@ -24,13 +24,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
 from xdsl.ir import Operation, SSAValue
 
 from accy.dialects import accy
 from accy.dialects.dense import splat_value, storage_format
 from accy.passes.analyses.reads import COL, on_own_row, reads_of, row_coords
 
-#: A masked score at or below this is a mask (the decompose pass writes the lowest float).
+#: A masked score at or below this is a mask (the decompose pass writes the
+#: lowest float), or at the lowest finite value of a type that cannot hold
+#: it (float16's -65504).
 MASKED = -1e30
 
 
@@ -135,7 +138,7 @@ class _Matcher:
             and cond.predicate.data == "gt"
             and _iota_along(cond.lhs, rank - 1)
             and _iota_along(cond.rhs, rank - 2)
-            and _splat_at_most(sel.lhs, MASKED)
+            and _splat_at_most(sel.lhs, max(MASKED, _lowest(accy.elem_of(score))))
         ):
             return False, score
         return True, sel.rhs
@@ -159,6 +162,15 @@ def _iota_along(v: SSAValue, dim: int) -> bool:
         return False
     values = np.frombuffer(const.value.data.data, dtype=np.dtype(storage_format(const.value)))  # bytes, no list
     return bool(np.array_equal(values, np.arange(values.size)))
+
+
+_FLOAT_DTYPES = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}
+
+
+def _lowest(element_type: object) -> float:
+    """The lowest finite value of a float element type (-inf for another)."""
+    dtype = _FLOAT_DTYPES.get(type(element_type))
+    return float(np.finfo(dtype).min) if dtype is not None else float("-inf")
 
 
 def _splat_at_most(v: SSAValue, bound: float) -> bool:
