@@ -28,8 +28,8 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAVal
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Input, Span
-from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken
+from xdsl.utils.lexer import Input, Position, Span
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
 from accy.dialects.context import make_context
 from accy.dialects.host import SIGNATURE_ATTR
@@ -119,12 +119,28 @@ class _RecordingParser(Parser):
         self._parser_state = ParserState(_LinearLexer(Input(text, name)))
         self._source_map = source_map
         self.first_forward_use: dict[str, Span] = {}
+        self._previous_end: Position | None = None
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
         op = super().parse_operation()
         self._source_map.spans[op] = start
         return op
+
+    def _consume_token(self, expected_kind: MLIRTokenKind | None = None) -> MLIRToken:
+        token = super()._consume_token(expected_kind)
+        self._previous_end = token.span.end
+        return token
+
+    def error_before_new_line(self, e: ParseError) -> ParseError:
+        """`e` as MLIR reports it: an error at a token that starts a new
+        line (or at the end of the input) is put just after the token
+        before it, on the line that lacks something (a `,`, a type)."""
+        current = self._current_token.span
+        previous = self._previous_end
+        if previous is None or e.span.start != current.start or "\n" not in current.input.content[previous : current.start]:
+            return e
+        return ParseError(Span(previous, previous + 1, current.input), e.msg)
 
     def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:
         # The first use of a value not defined yet: where to point should it never be.
@@ -151,9 +167,7 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
         module = parser.parse_module()
     except ParseError as e:
         undefined = parser.undefined_value_error() if "used but not defined" in e.msg else None
-        if undefined is not None:
-            raise undefined from None
-        raise
+        raise (undefined or parser.error_before_new_line(e)) from None
     except RecursionError:
         # xDSL's parser recurses on nesting (regions, attributes, types).
         raise ParseError(parser._current_token.span, "input is nested too deeply to parse") from None
