@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, Float16Type, Float64Type, ModuleOp, i32
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, ModuleOp, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -60,6 +60,7 @@ from accy.dialects.accy import (
     shape_of,
     tensor,
 )
+from accy.passes.analyses.attention import lowest
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
 
 DECOMPOSABLE: dict[str, type[Operation]] = {
@@ -133,15 +134,6 @@ class _Emitter:
         data = np.arange(shape[dim], dtype="<i4").tobytes()
         iota = DenseIntOrFPElementsAttr(tensor([shape[dim]], i32), BytesAttr(data))
         return self(BroadcastOp(self(ConstantOp(iota)), [dim], shape))
-
-
-def lowest(element_type: Attribute) -> float:
-    """The lowest finite value of a float element type (the masked score)."""
-    if isinstance(element_type, Float16Type):
-        return float(np.finfo(np.float16).min)
-    if isinstance(element_type, Float64Type):
-        return float(np.finfo(np.float64).min)
-    return float(np.finfo(np.float32).min)
 
 
 def decompose(op: Operation) -> tuple[list[Operation], SSAValue] | None:

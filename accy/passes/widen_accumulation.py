@@ -31,9 +31,9 @@ ACCUMULATING_KINDS = frozenset({"sum", "prod", "mean"})
 
 def accumulates_in_f16(op: Operation) -> bool:
     """Whether `op` is a dot, sum, product, mean or scan with a float16 result."""
-    if isinstance(op, ReduceOp | ScanOp) and op.kind.data not in ACCUMULATING_KINDS:
-        return False
     if not isinstance(op, DotGeneralOp | ReduceOp | ScanOp):
+        return False
+    if not isinstance(op, DotGeneralOp) and op.kind.data not in ACCUMULATING_KINDS:
         return False
     t = op.results[0].type
     return isinstance(t, TensorType) and isinstance(t.element_type, Float16Type)

@@ -119,9 +119,7 @@ def physical_memory() -> int | None:
 
 def aligned_empty(nbytes: int, align: int = ALIGN) -> np.ndarray:
     """A new flat uint8 array of `nbytes` bytes whose data is `align`-aligned."""
-    raw = np.empty(nbytes + align, np.uint8)
-    start = -raw.ctypes.data % align
-    return raw[start : start + nbytes]
+    return _aligned_part(np.empty(nbytes + align, np.uint8), nbytes, align)
 
 
 class RecycledResults:

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import Float16Type, Float64Type
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from accy.dialects import accy
 from accy.dialects.dense import splat_value, storage_format
@@ -138,7 +138,7 @@ class _Matcher:
             and cond.predicate.data == "gt"
             and _iota_along(cond.lhs, rank - 1)
             and _iota_along(cond.rhs, rank - 2)
-            and _splat_at_most(sel.lhs, max(MASKED, _lowest(accy.elem_of(score))))
+            and _splat_at_most(sel.lhs, max(MASKED, lowest(accy.elem_of(score))))
         ):
             return False, score
         return True, sel.rhs
@@ -164,13 +164,14 @@ def _iota_along(v: SSAValue, dim: int) -> bool:
     return bool(np.array_equal(values, np.arange(values.size)))
 
 
-_FLOAT_DTYPES = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}
-
-
-def _lowest(element_type: object) -> float:
-    """The lowest finite value of a float element type (-inf for another)."""
-    dtype = _FLOAT_DTYPES.get(type(element_type))
-    return float(np.finfo(dtype).min) if dtype is not None else float("-inf")
+def lowest(element_type: Attribute) -> float:
+    """The lowest finite value of a float element type (float32's for
+    another): the masked score the decompose pass writes."""
+    if isinstance(element_type, Float16Type):
+        return float(np.finfo(np.float16).min)
+    if isinstance(element_type, Float64Type):
+        return float(np.finfo(np.float64).min)
+    return float(np.finfo(np.float32).min)
 
 
 def _splat_at_most(v: SSAValue, bound: float) -> bool:
