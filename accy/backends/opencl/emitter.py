@@ -363,6 +363,8 @@ class _KernelEmitter:
     def as_unsigned(self, expr: str, t: Attribute) -> str:
         if isinstance(t, VectorType):
             return f"as_{_unsigned(t)}({expr})"
+        if _is_bool(t):
+            return expr  # C's bool is already ordered false < true
         return f"({_unsigned(t)})({expr})"
 
     def mask(self, expr: str, operand_type: Attribute) -> str:

@@ -556,12 +556,19 @@ def element_type_of(t: Attribute) -> Attribute:
 
 _FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
 _ICMP = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+# i1 is the boolean type, ordered false < true as numpy orders bools; read
+# as signed, its `true` is -1 and every ordering would be inverted.
+_BOOL_CMP = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
 
 
 def cmp(kb: KernelBuilder, pred: str, a: SSAValue, b: SSAValue, integer: bool) -> SSAValue:
     """a <pred> b on scalars or lane-wise on vectors (numpy semantics: a NaN
-    compares unequal to everything)."""
-    return kb.val(compare_op(a, b, _ICMP[pred] if integer else _FCMP[pred]))
+    compares unequal to everything; i1 compares unsigned, false < true)."""
+    if not integer:
+        return kb.val(compare_op(a, b, _FCMP[pred]))
+    et = element_type_of(a.type)
+    is_bool = isinstance(et, IntegerType) and et.width.data == 1
+    return kb.val(compare_op(a, b, (_BOOL_CMP if is_bool else _ICMP)[pred]))
 
 
 def anchored_kernel(
