@@ -16,7 +16,12 @@ An entry is keyed by everything the result depends on:
 
 The payload is the device's (`KernelDevice.freeze` / `thaw`): the LLVM
 device writes its host schedule and its kernels' LLVM IR, and `thaw` gets
-the object code from its JIT cache. A program with host fallbacks is never
+the object code from its JIT cache. It is data, never a pickle (unpickling
+runs whatever the bytes say): `pack_schedule` writes a JSON document of the
+schedule's steps (only the step types of schedule.py and the device's own
+launch step, fields of ints, strings, lists, dtypes and tensor types) and
+the raw bytes of its constants; `unpack_schedule` reads them back with
+`allow_pickle`-free numpy views, refusing object dtypes. A program with host fallbacks is never
 kept (a fallback holds tensor IR, and its kernelize printed remarks the user
 must see on every compile). Entries live in the `compiled` namespace of the
 disk cache (disk_cache.py: checksummed, atomic; `ACCY_CACHE_DIR=off` turns
@@ -30,16 +35,23 @@ profile.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
+import json
 import threading
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from accy.runtime.disk_cache import DiskCache
+from accy.runtime.schedule import Alloc, Constant, Copy, Free, Loop, Schedule
 
 NAMESPACE = "compiled"
 
@@ -89,3 +101,114 @@ def compiled_cache() -> DiskCache:
     """A handle on the disk cache of compiled functions (its folder is found
     from the environment when first used)."""
     return DiskCache(NAMESPACE)
+
+
+# --------------------------------------------------------------------------
+# Payloads: a schedule as data (see the module docstring)
+# --------------------------------------------------------------------------
+
+#: The first bytes of a packed schedule; bumped when its layout changes.
+PAYLOAD_MAGIC = b"ACCYSCHED1\n"
+_LENGTH_BYTES = 8
+_STEP_TYPES: tuple[type, ...] = (Alloc, Free, Constant, Copy, Loop)
+
+
+class _Packer:
+    def __init__(self, step_types: dict[str, type]) -> None:
+        self.names = {cls: name for name, cls in step_types.items()}
+        self.arrays: list[np.ndarray] = []
+
+    def value(self, v: Any) -> Any:
+        if v is None or isinstance(v, bool | int | str):
+            return v
+        if isinstance(v, list):
+            return [self.value(x) for x in v]
+        if isinstance(v, np.dtype):
+            if v.hasobject:
+                raise TypeError("an object dtype")
+            return {"dtype": v.str}
+        if isinstance(v, np.ndarray):
+            self.arrays.append(np.ascontiguousarray(v))
+            return {"array": len(self.arrays) - 1, "dtype": self.value(v.dtype), "shape": list(v.shape)}
+        if isinstance(v, TensorType):
+            return {"type": str(v)}
+        if type(v) in self.names:
+            fields = {f.name: self.value(getattr(v, f.name)) for f in dataclasses.fields(v)}
+            return {"step": self.names[type(v)], "fields": fields}
+        raise TypeError(f"{type(v).__name__} is not kept in the compile cache")
+
+
+class _Unpacker:
+    def __init__(self, step_types: dict[str, type], blobs: memoryview, arrays: list[dict[str, Any]]) -> None:
+        self.step_types = step_types
+        self.blobs = blobs
+        self.offsets = [0]
+        for meta in arrays:
+            self.offsets.append(self.offsets[-1] + int(meta["nbytes"]))
+        if self.offsets[-1] != len(blobs):
+            raise ValueError("the arrays do not fill the payload")
+        self.context = Context()
+
+    def value(self, v: Any) -> Any:
+        if v is None or isinstance(v, bool | int | str):
+            return v
+        if isinstance(v, list):
+            return [self.value(x) for x in v]
+        if not isinstance(v, dict):
+            raise ValueError(f"unexpected {type(v).__name__}")
+        if "dtype" in v and len(v) == 1:
+            dtype = np.dtype(v["dtype"])
+            if dtype.hasobject:
+                raise ValueError("an object dtype")
+            return dtype
+        if "array" in v:
+            i, dtype, shape = int(v["array"]), self.value(v["dtype"]), [int(n) for n in v["shape"]]
+            raw = self.blobs[self.offsets[i] : self.offsets[i + 1]]
+            return np.frombuffer(raw, dtype).reshape(shape).copy()
+        if "type" in v:
+            t = Parser(self.context, v["type"]).parse_attribute()
+            if not isinstance(t, TensorType):
+                raise ValueError(f"{v['type']} is not a tensor type")
+            return t
+        if "step" in v:
+            cls = self.step_types[v["step"]]
+            fields = {f.name for f in dataclasses.fields(cls)}
+            given = v["fields"]
+            if set(given) != fields:
+                raise ValueError(f"fields of {v['step']}")
+            return cls(**{name: self.value(x) for name, x in given.items()})
+        raise ValueError(f"unexpected {sorted(v)}")
+
+
+def pack_schedule(schedule: Schedule, extra: dict[str, Any], launch_type: type) -> bytes:
+    """`schedule` (steps of schedule.py's types and `launch_type`) and
+    `extra` (JSON data: the kernels' sources, say) as a payload; TypeError
+    for a schedule holding anything else (a fallback)."""
+    step_types = {cls.__name__: cls for cls in (*_STEP_TYPES, launch_type)}
+    packer = _Packer(step_types)
+    fields = {f.name: packer.value(getattr(schedule, f.name)) for f in dataclasses.fields(schedule)}
+    arrays = [{"nbytes": a.nbytes} for a in packer.arrays]
+    doc = json.dumps({"schedule": fields, "extra": extra, "arrays": arrays}).encode()
+    parts = [PAYLOAD_MAGIC, len(doc).to_bytes(_LENGTH_BYTES, "little"), doc]
+    parts += [a.tobytes() for a in packer.arrays]
+    return b"".join(parts)
+
+
+def unpack_schedule(payload: bytes, launch_type: type) -> tuple[Schedule, Any] | None:
+    """The schedule and `extra` that `pack_schedule` wrote; None for a
+    payload that is not one (another format, damaged, hand-made)."""
+    try:
+        if not payload.startswith(PAYLOAD_MAGIC):
+            return None
+        start = len(PAYLOAD_MAGIC) + _LENGTH_BYTES
+        length = int.from_bytes(payload[len(PAYLOAD_MAGIC) : start], "little")
+        doc = json.loads(payload[start : start + length])
+        step_types = {cls.__name__: cls for cls in (*_STEP_TYPES, launch_type)}
+        unpacker = _Unpacker(step_types, memoryview(payload)[start + length :], doc["arrays"])
+        fields = doc["schedule"]
+        if set(fields) != {f.name for f in dataclasses.fields(Schedule)}:
+            return None
+        schedule = Schedule(**{name: unpacker.value(v) for name, v in fields.items()})
+        return schedule, doc["extra"]
+    except Exception:  # anything malformed is a miss: the function is compiled again
+        return None

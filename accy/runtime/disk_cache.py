@@ -17,13 +17,33 @@ two processes writing the same entry both succeed and one of them wins.
 truncated, zeroed or garbage file (or a directory, a FIFO, a file of another
 key) is a miss and is removed, and the caller rebuilds and writes it again.
 
-A cache root that cannot be created or written is not an error: the first
-failure prints one `AccyCacheWarning` naming the folder and the reason, and
-the process goes on without the disk cache.
+Entries are data (program binaries, object code, and the compile cache's
+schedules as JSON and raw arrays, compile_cache.py), never pickles, but
+object code is still code: whoever can write the cache can make accy run
+what they like. So, as ccache, pip and Triton do, accy trusts a folder only
+if no one else can write it:
+
+- the root, the namespaces and their sub-folders that accy creates are made
+  mode 0700, whatever the umask;
+- the root (which may be a symbolic link to a folder), each namespace and
+  each sub-folder must be a folder owned by the user that is not writable by
+  group or others; a namespace or sub-folder that is a symbolic link is
+  refused. One that fails is not used: the process warns once and runs
+  without the disk cache (chmod 700 the folder, or set `ACCY_CACHE_DIR`);
+- an entry is read only if it is a regular file owned by the user, opened
+  with `O_NOFOLLOW` from its folder's descriptor; anything else is a miss
+  and is removed;
+- the stale-temp sweep removes entries of `tmp/` through the folder's
+  descriptor, never following a link.
+
+A cache root that cannot be created or written is not an error either: the
+first failure prints one `AccyCacheWarning` naming the folder and the
+reason, and the process goes on without the disk cache.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -110,12 +130,13 @@ class DiskCache:
                 self._resolved = True
                 root = self._root if self._root is not None else cache_root()
                 if root is not None:
-                    path = root / self.namespace
                     try:
-                        _ensure_dir(path / "tmp")
-                        self._dir = path
+                        _ensure_root(root)
+                        _ensure_dir(root / self.namespace)
+                        _ensure_dir(root / self.namespace / "tmp")
+                        self._dir = root / self.namespace
                     except OSError as e:
-                        self._disable_locked(path, e)
+                        self._disable_locked(root, e)
             return self._dir
 
     def path(self, key: str) -> Path | None:
@@ -129,30 +150,22 @@ class DiskCache:
         path = self.path(key)
         if path is None:
             return None
-        try:
-            info = os.stat(path)
-        except OSError:
-            return None
-        data: bytes | None = None
-        if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_ENTRY_BYTES + HEADER_BYTES:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                data = None
+        data = _read_entry(path)
         payload = decode_entry(key, data) if data is not None else None
         if payload is None:
-            self.corrupt += 1
-            self.discard(key)
+            if data is not None or os.path.lexists(path):
+                self.corrupt += 1
+                self.discard(key)
         return payload
 
     def put(self, key: str, payload: bytes) -> bool:
         """Stores `payload` under `key` atomically; False when the cache is
         off or could not be written (the first failure warns once)."""
-        path = self.path(key)
-        if path is None or len(payload) > MAX_ENTRY_BYTES:
+        directory = self.directory
+        if directory is None or len(payload) > MAX_ENTRY_BYTES:
             return False
-        assert self._dir is not None
-        tmp_dir = self._dir / "tmp"
+        path = directory / key[:2] / f"{key}.bin"
+        tmp_dir = directory / "tmp"
         self._sweep(tmp_dir)
         tmp_name: str | None = None
         try:
@@ -169,7 +182,7 @@ class DiskCache:
             if tmp_name is not None:
                 _unlink(Path(tmp_name))
             with self._lock:
-                self._disable_locked(self._dir, e)
+                self._disable_locked(directory.parent, e)
             return False
 
     def discard(self, key: str) -> None:
@@ -182,11 +195,14 @@ class DiskCache:
         else:
             _unlink(path)
 
-    def _disable_locked(self, path: Path | None, error: OSError) -> None:
+    def _disable_locked(self, folder: Path, error: OSError) -> None:
+        """Turns the disk cache off; one warning a process names the cache
+        root `folder` (or the folder of it that failed a check)."""
         if self.disabled_reason is not None:
             return
         self._dir = None
-        folder = path.parent if path is not None else None  # the cache root, not the namespace
+        if isinstance(error, UntrustedFolder):
+            folder = Path(error.filename)
         reason = error.strerror or str(error)
         self.disabled_reason = f"the accy cache folder {folder} is not usable ({reason}): running without the disk cache"
         with _warned_lock:
@@ -207,15 +223,20 @@ class DiskCache:
         self._swept = True
         now = time.time()
         try:
-            entries = list(os.scandir(tmp_dir))
+            # Through the folder's descriptor: `tmp` itself must not be a link
+            # (a link would make the sweep remove old files wherever it points).
+            fd = os.open(tmp_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except OSError:
             return
-        for entry in entries:
-            try:
-                if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TMP_SECONDS:
-                    _unlink(Path(entry.path))
-            except OSError:
-                pass
+        try:
+            for entry in list(os.scandir(fd)):
+                try:
+                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TMP_SECONDS:
+                        os.unlink(entry.name, dir_fd=fd)  # a link itself, never its target
+                except OSError:
+                    pass
+        finally:
+            os.close(fd)
 
 
 # Folders already warned about: one warning a process, however many caches use them.
@@ -235,11 +256,93 @@ def _stacklevel_outside_accy() -> int:
     return level
 
 
+class UntrustedFolder(OSError):
+    """A cache folder someone else could write (see the module docstring)."""
+
+
+#: Mode bits of a folder that let someone other than its owner write it.
+_WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+
+
+def check_trusted(path: Path | str, info: os.stat_result, uid: int | None = None) -> None:
+    """Raises UntrustedFolder unless `info` (of folder `path`) is a folder
+    owned by `uid` (default: this process's effective user) that neither
+    group nor others can write."""
+    uid = os.geteuid() if uid is None else uid
+    if not stat.S_ISDIR(info.st_mode):
+        problem = "it is a symbolic link" if stat.S_ISLNK(info.st_mode) else "it is not a folder"
+    elif info.st_uid != uid:
+        problem = f"it is owned by user {info.st_uid}, not by this user ({uid})"
+    elif info.st_mode & _WRITABLE_BY_OTHERS:
+        problem = f"it is writable by group or others (mode {stat.S_IMODE(info.st_mode):o}; chmod 700 it)"
+    else:
+        return
+    raise UntrustedFolder(errno.EPERM, f"{problem}, so others could plant code in it", str(path))
+
+
+def _make_private_dir(path: Path) -> None:
+    """Creates `path` (and missing parents) mode 0700, whatever the umask."""
+    if not path.parent.exists():
+        _make_private_dir(path.parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return
+    os.chmod(path, 0o700)  # mkdir's mode is masked by the umask
+
+
+def _ensure_root(root: Path) -> None:
+    """Creates the cache root if missing; checks it (a link to a folder is
+    followed: the folder it names is checked)."""
+    if not os.path.lexists(root):
+        _make_private_dir(root)
+    check_trusted(root, os.stat(root))
+
+
 def _ensure_dir(path: Path) -> None:
-    """Creates `path` (and parents); a file squatting on its name is removed first."""
-    if path.exists() and not path.is_dir():
-        path.unlink()
-    path.mkdir(parents=True, exist_ok=True)
+    """Creates folder `path` of a checked parent mode 0700 and checks it; a
+    file or a link squatting on its name is removed first."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
+        os.unlink(path)  # a link is removed, never followed
+        info = None
+    if info is None:
+        _make_private_dir(path)
+        info = os.lstat(path)
+    check_trusted(path, info)
+
+
+def _read_entry(path: Path) -> bytes | None:
+    """The bytes of entry file `path`, or None when it is missing or is not
+    a regular file owned by this user (a link, a FIFO, a folder, another
+    user's file) in a trusted folder, or is too large to be an entry."""
+    try:
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        check_trusted(path.parent, os.fstat(folder))
+        # O_NONBLOCK: opening a FIFO must not wait for a writer.
+        fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError:
+        os.close(folder)
+        return None
+    os.close(folder)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            return None
+        if info.st_size > MAX_ENTRY_BYTES + HEADER_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_ENTRY_BYTES + HEADER_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _unlink(path: Path) -> None:

@@ -49,7 +49,6 @@ import ctypes
 import ctypes.util
 import hashlib
 import os
-import pickle
 import threading
 import time
 from collections import OrderedDict
@@ -67,6 +66,7 @@ from accy.backends.llvm.emitter import FORMAT
 from accy.debug import debug, debug_level
 from accy.dialects.target import CPU_PROFILE, TargetProfile, target_fields
 from accy.runtime.array import Array, result_arrays
+from accy.runtime.compile_cache import pack_schedule, unpack_schedule
 from accy.runtime.device import HostMemory, KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
 from accy.runtime.disk_cache import DiskCache
 from accy.runtime.host_memory import aligned_empty
@@ -573,15 +573,21 @@ class LLVMDevice(HostMemory, KernelDevice):
         if schedule.fallbacks:
             return None
         steps = map_steps(schedule.steps, lambda step: replace(step, fn=None), _Launch)
-        return pickle.dumps((program.sources, replace(schedule, steps=steps)), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            return pack_schedule(replace(schedule, steps=steps), program.sources, _Launch)
+        except TypeError:  # a step the payload format does not hold: not kept
+            return None
 
     def thaw(self, payload: bytes) -> LLVMProgram | None:
         """The program `freeze` wrote, its kernels from the JIT cache."""
-        try:
-            sources, schedule = pickle.loads(payload)
-        except Exception:  # written by another accy or Python: compile again
+        unpacked = unpack_schedule(payload, _Launch)
+        if unpacked is None:  # written by another accy, or damaged: compile again
             return None
-        if not isinstance(schedule, Schedule) or not isinstance(sources, dict):
+        schedule, sources = unpacked
+        launched = {step.name for step in walk_steps(schedule.steps) if isinstance(step, _Launch)}
+        if not isinstance(sources, dict) or not all(isinstance(t, str) for t in sources.values()):
+            return None
+        if not launched <= set(sources):
             return None
         jits = {name: self.jit.get(text, [name]) for name, text in sources.items()}
         for step in walk_steps(schedule.steps):
