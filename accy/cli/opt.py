@@ -31,7 +31,7 @@ from accy.cli.diagnostics import ReportedError, ToolError, run_tool, wants_trace
 from accy.dialects.context import make_context
 from accy.dialects.parse import parse_text, verify_module
 from accy.passes import registry
-from accy.passes.pass_manager import PassFailure, PassManager, pass_spec
+from accy.passes.pass_manager import PassFailure, PassManager, pass_spec, write_file
 
 TOOL = "accy-opt"
 OPENCL_TARGET = "accy.backends.opencl.target"
@@ -175,13 +175,16 @@ class AccyOptMain(xDSLOptMain):
         spec = pass_spec(failure.pass_)
         directory = Path(self.args.reproducer_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        n = 1
-        while (directory / f"accy-repro-{n}.mlir").exists():
-            n += 1
-        path = directory / f"accy-repro-{n}.mlir"
         flags = " --check-preserved" if self.args.check_preserved else ""
-        command = f"accy-opt {path} -p '{spec}'{flags}"
-        path.write_text(f"// accy-opt reproducer: {command}\n{failure.ir_before}")
+        n = 1
+        while True:  # the first free name; created O_EXCL|O_NOFOLLOW: a planted link (dangling too) is skipped
+            path = directory / f"accy-repro-{n}.mlir"
+            command = f"accy-opt {path} -p '{spec}'{flags}"
+            try:
+                write_file(path, f"// accy-opt reproducer: {command}\n{failure.ir_before}", exclusive=True)
+                break
+            except FileExistsError:
+                n += 1
         return (
             f"error: pass '{failure.pass_.name}' failed: {failure.message}\n"
             f"note: the IR the pass was given is in {path}\n"

@@ -27,8 +27,11 @@ never prints, clones or fingerprints the module.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import os
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -371,6 +374,29 @@ class IRPrinting(PassInstrumentation):
             self.out(f"// -----// IR after {pass_spec(pass_)} //----- //\n{print_ir(module)}")
 
 
+def write_file(path: Path, text: str, exclusive: bool = False) -> None:
+    """Writes `text` to `path` (mode 0600) without ever following a link
+    there: a dump folder may be shared, and a link planted at a predictable
+    name (a dangling one too) must not make accy overwrite the file it
+    names. `exclusive`: `path` must be new (`FileExistsError` when anything,
+    a link included, has its name); else a temporary file in the same folder
+    is renamed over it, which replaces a link instead of writing through it."""
+    if exclusive:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:32]}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 @dataclass
 class IRDump(PassInstrumentation):
     """Writes the IR after the pipeline's N-th pass to `directory/NN-<pass>.mlir`."""
@@ -386,7 +412,7 @@ class IRDump(PassInstrumentation):
         self._index += 1
 
     def run_after_pass(self, pass_: ModulePass, module: ModuleOp, preserved: PreservedAnalyses) -> None:
-        (self.directory / f"{self._index:02d}-{pass_.name}.mlir").write_text(print_ir(module))
+        write_file(self.directory / f"{self._index:02d}-{pass_.name}.mlir", print_ir(module))
 
 
 class Reproducer(PassInstrumentation):

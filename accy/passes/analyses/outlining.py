@@ -26,6 +26,7 @@ from typing import ClassVar
 from xdsl.ir import Operation, SSAValue
 
 from accy.passes.analyses import ValueNames, external_operands, func_name, returned_values
+from accy.passes.analyses.names import safe_symbol
 from accy.passes.analyses.schedule import RowFacts, Schedule
 from accy.passes.pass_manager import Analysis, AnalysisManager
 
@@ -33,7 +34,8 @@ from accy.passes.pass_manager import Analysis, AnalysisManager
 @dataclass
 class OutlinedKernel:
     name: str
-    """Stable: f"{func_name}_k{index}_{kind}"."""
+    """Stable: f"{func_name}_k{index}_{kind}", made an identifier of bounded
+    length by `safe_symbol` (names.py) when it is not one."""
     kind: str
     ops: list[Operation]
     inputs: list[SSAValue]
@@ -86,7 +88,7 @@ class Outlining(Analysis):
                         stored.add(r)
             self.kernels.append(
                 OutlinedKernel(
-                    f"{fname}_k{k}_{item.kind}", item.kind, list(item.ops), inputs[k], outs, item.anchor, item.facts
+                    safe_symbol(f"{fname}_k{k}_{item.kind}"), item.kind, list(item.ops), inputs[k], outs, item.anchor, item.facts
                 )
             )
         _check(op, self.kernels, returned)
