@@ -29,6 +29,10 @@ PoCL here. It must run before PoCL initialises (the first
 `POCL_CACHE_DIR` set by the user before is restored afterwards, so child
 processes see what the user set.
 
+pyopencl's own disk caches (its pickled invoker cache in
+`$XDG_CACHE_HOME/pytools` above all) are turned off when this module is
+imported: nothing accy has not checked is loaded from disk.
+
 It also asks PoCL to pin its worker threads (pocl_threads.py).
 """
 
@@ -48,6 +52,15 @@ from typing import Any
 import pyopencl as cl
 
 from accy.runtime import pocl_threads
+
+# pyopencl's own disk caches (the invoker cache of every kernel's set_args,
+# a pickled module in $XDG_CACHE_HOME/pytools; scan kernels; built sources)
+# lie outside accy's protections (disk_cache.py): anything written there,
+# random bytes included, would be loaded by every later run. accy keeps its
+# own binaries and builds without pyopencl's caches, so they are turned off
+# (pyopencl reads the flag when each is used; the invoker module is imported
+# on the first kernel). Costs one invoker per kernel and process: ~0.15 ms.
+cl._PYOPENCL_NO_CACHE = True
 from accy.runtime.disk_cache import DiskCache
 
 PROGRAM_CACHE_SIZE_ENV = "ACCY_PROGRAM_CACHE_SIZE"
