@@ -4,9 +4,9 @@ arguments it writes (docs/kernel-ir.md)."""
 
 from __future__ import annotations
 
-from xdsl.dialects import gpu
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Attribute
+from xdsl.dialects import arith, gpu
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute, Operation
 
 from accy.dialects.host import KERNELS_MODULE, written_arguments
 
@@ -44,3 +44,22 @@ def kernel_funcs(module: ModuleOp, hint: str) -> list[gpu.FuncOp]:
 
 
 __all__ = ["KernelModuleError", "kernel_funcs", "kernel_module", "symbol", "written_arguments"]
+
+
+#: Integer division and remainder, which kernel IR defines everywhere
+#: (docs/kernel-ir.md): x / 0 = 0, x % 0 = x, INT_MIN / -1 = INT_MIN and
+#: INT_MIN % -1 = 0 (unsigned: x / 0 = 0, x % 0 = x). LLVM leaves them
+#: undefined (x86 traps: SIGFPE), OpenCL C too, so the backends guard them.
+SIGNED_DIVISIONS = (arith.DivSIOp, arith.RemSIOp)
+DIVISIONS = (*SIGNED_DIVISIONS, arith.DivUIOp, arith.RemUIOp)
+
+
+def division_needs_guard(op: Operation) -> bool:
+    """Whether integer division or remainder `op` may divide by 0 (or, signed,
+    by -1, which overflows for INT_MIN): its divisor is not a constant
+    known to be neither."""
+    divisor = op.operands[1].owner
+    if isinstance(divisor, arith.ConstantOp) and isinstance(divisor.value, IntegerAttr):
+        value = divisor.value.value.data
+        return value == 0 or (value == -1 and isinstance(op, SIGNED_DIVISIONS))
+    return True

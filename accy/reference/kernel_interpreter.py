@@ -227,11 +227,18 @@ class _Interpreter:
             self.env[r] = np.where(shape_c, self.lanes(a, r.type), self.lanes(b, r.type))
 
     def _for(self, op: scf.ForOp, args: list[Any], mask: Array) -> None:
-        lb, ub, step = (np.broadcast_to(np.asarray(a, np.int64), mask.shape) for a in args[:3])
+        # The variable in its own type: an i32 loop's variable wraps as the
+        # devices' does (and such a loop may never end).
+        t = dtype_of(op.body.block.args[0].type)
+        lb, ub, step = (np.broadcast_to(np.asarray(a).astype(t), mask.shape) for a in args[:3])
         carried = [self.lanes(a, v.type) for a, v in zip(args[3:], op.iter_args, strict=True)]
         body = op.body.block
         iv = lb.copy()
         active = mask & (iv < ub)
+        if (step[active] <= 0).any():
+            raise KernelRuntimeError(
+                f"kernel @{self.name}: 'scf.for' steps by {step[active & (step <= 0)][0]}: a step that is not positive never ends"
+            )
         while active.any():
             self.env[body.args[0]] = iv
             for a, v in zip(body.args[1:], carried, strict=True):
@@ -252,19 +259,23 @@ class _Interpreter:
         t = op.operands[1 if isinstance(op, memref.StoreOp | vector.StoreOp) else 0].type
         assert isinstance(t, MemRefType)
         shape = t.get_shape()
-        flat = np.zeros(self.launch.n, np.int64)
-        for i, n in zip(indices, shape, strict=True):
-            flat = flat * n + np.broadcast_to(np.asarray(i, np.int64), flat.shape)
         w = width or 1
         sel = np.nonzero(mask)[0]
-        first = flat[sel]
-        if sel.size and (first.min() < 0 or first.max() + w > mem.size):
-            bad = first[(first < 0) | (first + w > mem.size)][0]
-            what = f"{w} elements from index {bad}" if width else f"index {bad}"
-            raise KernelRuntimeError(
-                f"kernel @{self.name}: '{op.name}' of {mem.name} ({t}) at {what}: out of bounds (it holds {mem.size})"
-            )
-        return sel, first
+        flat = np.zeros(sel.size, np.int64)
+        # Each index inside its dimension (the last with the vector's
+        # lanes), compared without arithmetic that could wrap.
+        for d, (i, n) in enumerate(zip(indices, shape, strict=True)):
+            at = np.broadcast_to(np.asarray(i, np.int64), mask.shape)[sel]
+            lanes = w if d == len(shape) - 1 else 1
+            bad = (at < 0) | (at > n - lanes)
+            if bad.any():
+                what = f"{w} elements from index {at[bad][0]}" if width else f"index {at[bad][0]}"
+                dim = f" (dimension {d})" if len(shape) > 1 else ""
+                raise KernelRuntimeError(
+                    f"kernel @{self.name}: '{op.name}' of {mem.name} ({t}) at {what}{dim}: out of bounds (it holds {mem.size})"
+                )
+            flat = flat * n + at
+        return sel, flat
 
     def _load(self, op: Operation, mem: _Memory, indices: list[Any], width: int | None, mask: Array) -> Array:
         sel, first = self._address(op, mem, indices, width, mask)
@@ -295,15 +306,31 @@ class _Interpreter:
 # --------------------------------------------------------------------------
 
 
+def _safe_divisor(a: Array, b: Array) -> Array:
+    """b, with 1 where kernel IR defines the result apart (docs/kernel-ir.md):
+    b = 0, and (signed) a = INT_MIN with b = -1; a / 1 and a % 1 are already
+    INT_MIN / -1 and INT_MIN % -1."""
+    bad = b == 0
+    if a.dtype.kind == "i":
+        bad = bad | ((a == np.iinfo(a.dtype).min) & (b == -1))
+    return np.where(bad, 1, b).astype(b.dtype)
+
+
 def _int_div(a: Array, b: Array) -> Array:
-    b = np.asarray(b)
-    safe = np.where(b == 0, 1, b)
-    q = np.abs(a) // np.abs(safe)
-    return np.where(b == 0, 0, np.where((np.asarray(a) < 0) != (safe < 0), -q, q))
+    """a / b truncating toward zero; x / 0 = 0, INT_MIN / -1 = INT_MIN."""
+    a, b = np.asarray(a), np.asarray(b)
+    safe = _safe_divisor(a, b)
+    q = np.floor_divide(a, safe)
+    # floor and trunc differ by one where inexact and the signs differ.
+    q = q + ((np.remainder(a, safe) != 0) & ((a < 0) != (safe < 0))).astype(q.dtype)
+    return np.where(b == 0, 0, q).astype(a.dtype)
 
 
 def _int_rem(a: Array, b: Array) -> Array:
-    return np.asarray(a) - np.asarray(b) * _int_div(a, b)
+    """a % b with a's sign (C's); x % 0 = x, INT_MIN % -1 = 0."""
+    a, b = np.asarray(a), np.asarray(b)
+    safe = _safe_divisor(a, b)
+    return np.where(b == 0, a, np.fmod(a, safe)).astype(a.dtype)
 
 
 def _unsigned(x: Array) -> Array:

@@ -531,7 +531,27 @@ class _KernelEmitter:
 
     def binary(self, op: Operation, inst: str) -> None:
         a, b = (self.get(v) for v in op.operands)
+        if isinstance(op, backend_kernels.DIVISIONS) and backend_kernels.division_needs_guard(op):
+            self.set(op, self.guarded_division(op, inst, a, b))
+            return
         self.set(op, getattr(self.builder, inst)(a, b))
+
+    def guarded_division(self, op: Operation, inst: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        """Integer `a / b` or `a % b` as kernel IR defines them where LLVM
+        does not (backends/kernels.py): divided by 1 instead where b is 0
+        (or, signed, where a is INT_MIN and b is -1), then x / 0 = 0 and
+        x % 0 = x. INT_MIN / 1 and INT_MIN % 1 are already the results."""
+        bld = self.builder
+        ty = a.type
+        bits = (ty.element if isinstance(ty, ir.VectorType) else ty).width
+        by_zero = bld.icmp_unsigned("==", b, _constant_like(ty, 0))
+        bad = by_zero
+        if isinstance(op, backend_kernels.SIGNED_DIVISIONS):
+            least = bld.icmp_unsigned("==", a, _constant_like(ty, -(2 ** (bits - 1))))
+            bad = bld.or_(by_zero, bld.and_(least, bld.icmp_unsigned("==", b, _constant_like(ty, -1))))
+        result = getattr(bld, inst)(a, bld.select(bad, _constant_like(ty, 1), b))
+        at_zero = a if isinstance(op, arith.RemSIOp | arith.RemUIOp) else _constant_like(ty, 0)
+        return bld.select(by_zero, at_zero, result)
 
     def combine(self, kind: str, a: ir.Value, b: ir.Value) -> ir.Value:
         """A combining function of binary ops and reductions."""

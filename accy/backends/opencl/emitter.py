@@ -442,13 +442,46 @@ class _KernelEmitter:
 
     def binary(self, op: Operation, c_op: str) -> None:
         """`a <c_op> b`."""
+        if isinstance(op, backend_kernels.DIVISIONS) and backend_kernels.division_needs_guard(op):
+            self.define(op.results[0], self.guarded_division(op, c_op, self.get(op.operands[0]), self.get(op.operands[1])))
+            return
         self.define(op.results[0], f"{self.get(op.operands[0])} {c_op} {self.get(op.operands[1])}")
 
     def unsigned_binary(self, op: Operation, c_op: str) -> None:
         t = op.results[0].type
         a, b = (self.as_unsigned(self.get(v), t) for v in op.operands)
         back = f"as_{c_type(t)}" if isinstance(t, VectorType) else f"({c_type(t)})"
+        if isinstance(op, backend_kernels.DIVISIONS) and backend_kernels.division_needs_guard(op):
+            ut = _unsigned(t)
+            ua, ub = self.fresh("v"), self.fresh("v")
+            self.line(f"{ut} {ua} = {a};")
+            self.line(f"{ut} {ub} = {b};")
+            self.define(op.results[0], f"{back}({self.guarded_division(op, c_op, ua, ub, ut)})")
+            return
         self.define(op.results[0], f"{back}({a} {c_op} {b})")
+
+    def guarded_division(self, op: Operation, c_op: str, a: str, b: str, ct: str | None = None) -> str:
+        """Integer `a / b` or `a % b` (variables or literals of C type `ct`)
+        as kernel IR defines them where C does not (backends/kernels.py):
+        divided by 1 instead where b is 0 (or, signed, where a is INT_MIN and
+        b is -1), then x / 0 = 0 and x % 0 = x. Lane-wise with select() on
+        vectors, whose comparisons are masks."""
+        t = op.results[0].type
+        ct = ct or c_type(t)
+        zero, one = f"(({ct})0)", f"(({ct})1)"
+        by_zero = f"({b} == {zero})"
+        bad = by_zero
+        if isinstance(op, backend_kernels.SIGNED_DIVISIONS):
+            least = int_literal(-(2 ** (_bits(t) - 1)), _elem(t))
+            bad = f"({by_zero} | (({a} == ({ct}){least}) & ({b} == (({ct})-1))))"
+        at_zero = a if c_op == "%" else zero
+        if isinstance(t, VectorType):
+            safe = self.fresh("v")
+            self.line(f"{ct} {safe} = select({b}, {one}, {bad});")
+            return f"select({a} {c_op} {safe}, {at_zero}, {by_zero})"
+        safe = self.fresh("v")
+        self.line(f"{ct} {safe} = {bad} ? {one} : {b};")
+        return f"{by_zero} ? {at_zero} : {a} {c_op} {safe}"
 
     def constant(self, op: Operation) -> None:
         value = op.properties.get("value", op.attributes.get("value"))

@@ -35,6 +35,7 @@ an index it cannot bound is an error, never a pass.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -104,6 +105,27 @@ def type_range(t: object) -> Interval:
     if isinstance(t, IndexType):
         return Interval(-(2**63), 2**63 - 1)
     return FULL
+
+
+def _bits(t: object) -> int:
+    """The width of an integer type (index is 64-bit)."""
+    return t.width.data if isinstance(t, IntegerType) else 64
+
+
+def _fits(r: Interval, t: object) -> bool:
+    """Whether every value of `r` is a value of type `t` (nothing wraps)."""
+    full = type_range(t)
+    return full.lo <= r.lo and r.hi <= full.hi
+
+
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _wrapped_multiple(m: int, t: object) -> int:
+    """What a multiple of m is still a multiple of after wrapping modulo
+    2^width: the power of two in m (0, the constant 0, stays 0 only unwrapped)."""
+    return math.gcd(m, 2 ** _bits(t))
 
 
 def _clamp(r: Interval, t: object) -> Interval:
@@ -191,6 +213,7 @@ class _Env:
     parent: _Env | None = None
     refined: dict[SSAValue, Interval] = field(default_factory=dict)
     memo: dict[SSAValue, Interval] = field(default_factory=dict)
+    multiples: dict[SSAValue, int] = field(default_factory=dict)
     #: A guard no value satisfies: the path never runs.
     dead: bool = False
 
@@ -225,7 +248,8 @@ class _Ranges:
         self.launch = launch
         #: Ranges of block arguments and region results, set as the walk reaches them.
         self.facts: dict[SSAValue, Interval] = {}
-        self._multiples: dict[SSAValue, int] = {}
+        #: Loops whose variable is proved not to wrap (nor the step to be <= 0).
+        self.no_wrap: set[scf.ForOp] = set()
         #: Loop variable -> its loop, whose bounds `symbolic_hi` reads.
         self.upper: dict[SSAValue, scf.ForOp] = {}
 
@@ -288,12 +312,12 @@ class _Ranges:
             same = _delinearized(a_v, b_v) or _delinearized(b_v, a_v)
             if same is not None:
                 # x, and no more than its parts allow (a guard may bound x % n alone).
-                return self.of(same, env) & a.shift(b)
-            return self._symbolic(op.results[0], _clamp(a.shift(b), t), env)
-        if isinstance(op, arith.SubiOp):
-            return self._symbolic(op.results[0], _clamp(Interval(a.lo - b.hi, a.hi - b.lo), t), env)
-        if isinstance(op, arith.MuliOp):
-            return _clamp(_corners(a, b, _mul), t)
+                return self.of(same, env) & _clamp(a.shift(b), t)
+        if isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp):
+            exact = self.exact(op, env)
+            if exact is None:
+                return type_range(t)  # it may wrap: any value of the type
+            return exact if isinstance(op, arith.MuliOp) else self._symbolic(op.results[0], exact, env)
         if isinstance(op, arith.DivSIOp | arith.DivUIOp | arith.FloorDivSIOp):
             if isinstance(op, arith.DivUIOp | arith.FloorDivSIOp) and (a.lo < 0 or b.lo < 0):
                 return type_range(t)
@@ -307,23 +331,34 @@ class _Ranges:
         if isinstance(op, arith.RemSIOp | arith.RemUIOp):
             if b.lo <= 0:
                 return type_range(t)
-            if b.lo == b.hi and self.multiple(a_v) % b.lo == 0:
-                return Interval(0, 0)  # a multiple of b
+            # A multiple of b leaves 0; unsigned, only where the bits of a
+            # negative a are a multiple too (b a power of two divides 2^w).
+            if b.lo == b.hi and self.multiple(a_v, env) % b.lo == 0 and (
+                isinstance(op, arith.RemSIOp) or a.lo >= 0 or _power_of_two(int(b.lo))
+            ):
+                return Interval(0, 0)
             if a.lo >= 0:
                 return Interval(0, min(a.hi, b.hi - 1)) if a.hi >= b.lo else a
             if isinstance(op, arith.RemUIOp):
                 return type_range(t)
             return Interval(max(a.lo, -(b.hi - 1)), min(max(a.hi, 0), b.hi - 1))
-        if isinstance(op, arith.MaxSIOp | arith.MaxUIOp):
+        if isinstance(op, arith.MaxSIOp) or isinstance(op, arith.MaxUIOp | arith.MinUIOp) and a.lo >= 0 and b.lo >= 0:
+            # Unsigned max and min are the signed ones where both are >= 0.
+            if isinstance(op, arith.MinUIOp):
+                return Interval(min(a.lo, b.lo), min(a.hi, b.hi))
             return Interval(max(a.lo, b.lo), max(a.hi, b.hi))
-        if isinstance(op, arith.MinSIOp | arith.MinUIOp):
+        if isinstance(op, arith.MinSIOp):
             return Interval(min(a.lo, b.lo), min(a.hi, b.hi))
+        if isinstance(op, arith.MinUIOp) and (a.lo >= 0 or b.lo >= 0):
+            # A negative operand is a huge unsigned value: the other is less.
+            return Interval(0, min(x.hi for x in (a, b) if x.lo >= 0))
         if isinstance(op, arith.AndIOp) and (a.lo >= 0 or b.lo >= 0):
             return Interval(0, min(x.hi for x in (a, b) if x.lo >= 0))
-        if isinstance(op, arith.ShLIOp) and b.lo >= 0 and b.hi < 63:
+        # A shift by the width or more is poison: any value.
+        if isinstance(op, arith.ShLIOp) and b.lo >= 0 and b.hi < _bits(t):
             return _clamp(_corners(a, b, lambda x, y: x * 2**y), t)
-        if isinstance(op, arith.ShRSIOp | arith.ShRUIOp) and a.lo >= 0 and b.lo >= 0:
-            return Interval(a.lo // 2 ** min(b.hi, 64), a.hi)
+        if isinstance(op, arith.ShRSIOp | arith.ShRUIOp) and a.lo >= 0 and b.lo >= 0 and b.hi < _bits(t):
+            return Interval(a.lo // 2**b.hi, a.hi)
         return type_range(t)
 
     # -- guards ------------------------------------------------------------
@@ -374,22 +409,50 @@ class _Ranges:
         if bound is not None:
             self.refine(a, bound, into)
 
+    def exact(self, op: Operation, env: _Env) -> Interval | None:
+        """The range of `+`, `-` or `*` op `op` as a sum or product of
+        integers, when no values of its operands' ranges make it wrap in its
+        type; None when some may (or for another op). Only then is the op
+        the integer operation that guards are inverted through and linear
+        forms add up."""
+        if not isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp):
+            return None
+        a, b = (self.of(x, env) for x in op.operands)
+        if a.empty or b.empty:
+            return EMPTY
+        if isinstance(op, arith.AddiOp):
+            r = a.shift(b)
+        elif isinstance(op, arith.SubiOp):
+            r = Interval(a.lo - b.hi, a.hi - b.lo)
+        else:
+            r = _corners(a, b, _mul)
+        return r if _fits(r, op.results[0].type) else None
+
+    def _exact_in(self, env: _Env) -> Callable[[Operation], bool]:
+        return lambda op: self.exact(op, env) is not None
+
     def refine(self, v: SSAValue, bound: Interval, into: _Env, depth: int = 0) -> None:
         """Records that `v` lies within `bound` on the path `into`, and what
-        that says of the values `v` was computed from."""
+        that says of the values `v` was computed from: through `+`, `-`, `*`
+        only where the op cannot wrap on its operands' ranges (x + 1 <= 16
+        says nothing of x when x may be INT_MAX), through casts only where
+        the operand's range fits the result type."""
         r = self.of(v, into) & bound
-        m = self.multiple(v)
+        m = self.multiple(v, into)
         if m > 1 and not r.empty:
             # v is a multiple of m: its ends are too (`col < 48` with col a
             # multiple of 16 is col <= 32).
             r = Interval(r.lo if math.isinf(r.lo) else -((-r.lo) // m) * m, r.hi if math.isinf(r.hi) else (r.hi // m) * m)
         into.refined[v] = r
         into.memo.clear()
+        into.multiples.clear()
         if r.empty:
             into.dead = True
         op = v.owner
         if depth > 4 or not isinstance(op, Operation) or r.empty:
             return
+        if isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp) and self.exact(op, into) is None:
+            return  # it may wrap: v says nothing of its operands
         if isinstance(op, arith.AddiOp | arith.SubiOp):
             x, y = op.operands
             rx, ry = self.of(x, into), self.of(y, into)
@@ -407,36 +470,51 @@ class _Ranges:
                     self.refine(x, Interval(lo, hi), into, depth + 1)
         elif isinstance(op, arith.DivSIOp | arith.DivUIOp):
             c = self.of(op.operands[1], into)
+            if isinstance(op, arith.DivUIOp) and self.of(op.operands[0], into).lo < 0:
+                return  # a negative x is a huge unsigned one
             if c.lo == c.hi and c.lo > 0:
                 n = c.lo
                 lo = -INF if math.isinf(r.lo) else r.lo * n if r.lo > 0 else r.lo * n - (n - 1)
                 hi = INF if math.isinf(r.hi) else r.hi * n + (n - 1) if r.hi >= 0 else r.hi * n
                 self.refine(op.operands[0], Interval(lo, hi), into, depth + 1)
-        elif isinstance(op, arith.IndexCastOp | arith.ExtSIOp):
-            self.refine(op.operands[0], r, into, depth + 1)
+        elif isinstance(op, arith.IndexCastOp | arith.ExtSIOp | arith.TruncIOp):
+            # Exact where x's values are all values of the result type (a
+            # truncating cast of j = 2^32 + 1 to i32 is 1, and bounds no j).
+            x = op.operands[0]
+            if _fits(self.of(x, into), op.results[0].type):
+                self.refine(x, r, into, depth + 1)
 
-    def multiple(self, v: SSAValue, depth: int = 0) -> int:
+    def multiple(self, v: SSAValue, env: _Env, depth: int = 0) -> int:
         """A number `v` is always a multiple of (1 when nothing is known; 0
-        for the constant 0): from constants, sums, products, and loop
-        variables whose start and step are multiples."""
-        hit = self._multiples.get(v)
+        for the constant 0): from constants, sums, products, casts, and loop
+        variables whose start and step are multiples. Through an op that may
+        wrap (on the ranges of `env`), only the power of two in it stays:
+        43 * 3 wraps to -127 in i8."""
+        hit = env.multiples.get(v)
         if hit is not None:
             return hit
         m = 1
         op = v.owner
+        t = v.type
         if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
             m = abs(op.value.value.data)
-        elif depth < 12 and isinstance(op, arith.AddiOp | arith.SubiOp):
-            m = math.gcd(self.multiple(op.operands[0], depth + 1), self.multiple(op.operands[1], depth + 1))
-        elif depth < 12 and isinstance(op, arith.MuliOp):
-            m = self.multiple(op.operands[0], depth + 1) * self.multiple(op.operands[1], depth + 1)
-        elif depth < 12 and isinstance(op, arith.IndexCastOp):
-            m = self.multiple(op.operands[0], depth + 1)
+        elif depth < 12 and isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp):
+            a, b = (self.multiple(x, env, depth + 1) for x in op.operands)
+            m = a * b if isinstance(op, arith.MuliOp) else math.gcd(a, b)
+            if self.exact(op, env) is None:
+                m = _wrapped_multiple(m, t)
+        elif depth < 12 and isinstance(op, arith.IndexCastOp | arith.ExtSIOp | arith.TruncIOp):
+            x = op.operands[0]
+            m = self.multiple(x, env, depth + 1)
+            if not _fits(self.of(x, env), t):
+                m = _wrapped_multiple(m, t)
         elif isinstance(v, BlockArgument) and isinstance(v.block.parent_op(), scf.ForOp) and v.index == 0:
             loop = v.block.parent_op()
             assert isinstance(loop, scf.ForOp)
-            m = math.gcd(self.multiple(loop.lb, depth + 1), self.multiple(loop.step, depth + 1))
-        self._multiples[v] = m
+            m = math.gcd(self.multiple(loop.lb, env, depth + 1), self.multiple(loop.step, env, depth + 1))
+            if loop not in self.no_wrap:
+                m = _wrapped_multiple(m, t)
+        env.multiples[v] = m
         return m
 
     # -- loop variables below a bound that depends on other values ---------
@@ -444,7 +522,7 @@ class _Ranges:
     def _symbolic(self, v: SSAValue, r: Interval, env: _Env) -> Interval:
         """`r` (the interval of a sum) tightened by the interval of its
         linear form (where terms cancel) and `symbolic_lo` / `symbolic_hi`."""
-        form = _linear(v)
+        form = _linear(v, exact=self._exact_in(env))
         if form is not None and v not in form[0]:
             lo = hi = float(form[1])
             for a, k in form[0].items():
@@ -459,7 +537,8 @@ class _Ranges:
         """A lower bound of `v` found by replacing a `min(a, b)` in its linear
         form (with a positive coefficient) by a and by b in turn, so that
         `min(x + 4096, n) - x` is at least min(4096, n - x.hi)."""
-        form = _linear(v)
+        exact = self._exact_in(env)
+        form = _linear(v, exact=exact)
         if form is None:
             return -INF
         coefs, const = form
@@ -469,7 +548,7 @@ class _Ranges:
                 continue
             lows = []
             for choice in choices[1:]:
-                sub = _linear(choice)
+                sub = _linear(choice, exact=exact)
                 if sub is None:
                     return -INF
                 terms = dict(coefs)
@@ -494,7 +573,8 @@ class _Ranges:
         def nonneg(x: SSAValue) -> bool:
             return self.of(x, env).lo >= 0
 
-        form = _linear(v)
+        exact = self._exact_in(env)
+        form = _linear(v, exact=exact)
         if form is None:
             return INF
         coefs, const = form
@@ -505,7 +585,7 @@ class _Ranges:
                 continue
             step = 1
             st = self.of(loop.step, env)
-            lin_lb, lin_ub = _linear(loop.lb), _linear(loop.ub)
+            lin_lb, lin_ub = _linear(loop.lb, exact=exact), _linear(loop.ub, exact=exact)
             if st.lo == st.hi and st.lo > 1 and lin_lb is not None and lin_ub is not None:
                 diff = dict(lin_ub[0])
                 for a, k in lin_lb[0].items():
@@ -513,7 +593,7 @@ class _Ranges:
                 if all(k % st.lo == 0 for k in diff.values()) and (lin_ub[1] - lin_lb[1]) % st.lo == 0:
                     step = int(st.lo)
             for bound in _min_operands(loop.ub):
-                sub = _linear(bound, upper=nonneg)
+                sub = _linear(bound, upper=nonneg, exact=exact)
                 if sub is None:
                     continue
                 terms = dict(coefs)
@@ -543,34 +623,36 @@ def _delinearized(prod: SSAValue, rem: SSAValue) -> SSAValue | None:
 
 
 def _linear(
-    v: SSAValue, depth: int = 0, upper: Callable[[SSAValue], bool] | None = None, sign: int = 1
+    v: SSAValue, depth: int = 0, upper: Callable[[SSAValue], bool] | None = None, sign: int = 1,
+    exact: Callable[[Operation], bool] = lambda op: False,
 ) -> tuple[dict[SSAValue, int], int] | None:
     """`v` as sum(coefficient * value) + constant over `+`, `-` and products
-    with constants. With `upper` (which says whether a value is >= 0), an
+    with constants that `exact` says cannot wrap (an op that may is a term
+    of its own). With `upper` (which says whether a value is >= 0), an
     upper bound of `v` instead: where a term counts positively, `(x / c) * c`
     with `upper(x)` becomes x."""
     op = v.owner
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         return {}, op.value.value.data
-    if depth < 8 and isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp):
+    if depth < 8 and isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp) and exact(op):
         if isinstance(op, arith.MuliOp):
             if upper is not None and sign > 0:
                 for q, m in (op.operands, reversed(op.operands)):
                     d = q.owner
                     if isinstance(d, arith.DivSIOp | arith.DivUIOp) and _same_constant(d.operands[1], m) and upper(d.operands[0]):
-                        return _linear(d.operands[0], depth + 1, upper, sign)
-            a, b = (_linear(x, depth + 1) for x in op.operands)
+                        return _linear(d.operands[0], depth + 1, upper, sign, exact)
+            a, b = (_linear(x, depth + 1, exact=exact) for x in op.operands)
             if a is None or b is None or a[0] and b[0]:
                 return {v: 1}, 0
             (terms, k), c = (a, b[1]) if not b[0] else (b, a[1])
             if upper is not None:
-                inner = _linear(op.operands[0] if not b[0] else op.operands[1], depth + 1, upper, sign * (1 if c >= 0 else -1))
+                inner = _linear(op.operands[0] if not b[0] else op.operands[1], depth + 1, upper, sign * (1 if c >= 0 else -1), exact)
                 if inner is not None:
                     terms, k = inner
             return {x: n * c for x, n in terms.items()}, k * c
         s = 1 if isinstance(op, arith.AddiOp) else -1
-        a = _linear(op.operands[0], depth + 1, upper, sign)
-        b = _linear(op.operands[1], depth + 1, upper, sign * s)
+        a = _linear(op.operands[0], depth + 1, upper, sign, exact)
+        b = _linear(op.operands[1], depth + 1, upper, sign * s, exact)
         if a is None or b is None:
             return {v: 1}, 0
         terms = dict(a[0])
@@ -745,33 +827,53 @@ def check_bounds(
         lb, ub, step = (ranges.of(v, env) for v in (op.lb, op.ub, op.step))
         body = op.body.block
         iv = body.args[0]
-        if step.lo <= 0 or lb.empty or ub.empty:
+        top = type_range(iv.type).hi
+        if env.unreachable() or lb.empty or ub.empty or step.empty:
+            ranges.facts[iv] = EMPTY  # a loop on a path that never runs
+        elif step.lo <= 0:
+            problems.append(BoundsProblem(kernel, op, _loop_message(
+                kernel, op, names, where, f"steps by `{names.expr(op.step)}`, which ranges over {step}: with a step "
+                "that may be 0 or negative it may never end (the step must be proved positive)", launch)))
             ranges.facts[iv] = type_range(iv.type)
-        elif lb.lo == lb.hi and ub.lo == ub.hi and step.lo == step.hi:
-            trips = max(0, -(-(ub.lo - lb.lo) // step.lo))
-            ranges.facts[iv] = Interval(lb.lo, lb.lo + (trips - 1) * step.lo) if trips else EMPTY
+        elif ub.hi - 1 + step.hi > top and ub.hi > lb.lo:
+            # The last value below the bound plus the step passes the
+            # type's end: the variable wraps around, and the loop goes on.
+            problems.append(BoundsProblem(kernel, op, _loop_message(
+                kernel, op, names, where, f"may never end: its variable (up to {int(ub.hi) - 1}) plus its step "
+                f"(up to {int(step.hi)}) passes the largest {iv.type} ({int(top)}) and wraps around", launch)))
+            ranges.facts[iv] = type_range(iv.type)
         else:
-            # A variable that is always a multiple of m (its start and step
-            # are) stays below the bound by a whole multiple: at most the
-            # largest multiple of m below it.
-            m = ranges.multiple(iv)
-            hi = ub.hi - 1 if m <= 1 or math.isinf(ub.hi) else (ub.hi - 1) // m * m
-            ranges.facts[iv] = Interval(lb.lo, hi)
-            ranges.upper[iv] = op
+            ranges.no_wrap.add(op)
+            if lb.lo == lb.hi and ub.lo == ub.hi and step.lo == step.hi:
+                trips = max(0, -(-(ub.lo - lb.lo) // step.lo))
+                ranges.facts[iv] = Interval(lb.lo, lb.lo + (trips - 1) * step.lo) if trips else EMPTY
+            else:
+                # A variable that is always a multiple of m (its start and
+                # step are) stays below the bound by a whole multiple: at
+                # most the largest multiple of m below it.
+                m = ranges.multiple(iv, env)
+                hi = ub.hi - 1 if m <= 1 else (ub.hi - 1) // m * m
+                ranges.facts[iv] = Interval(lb.lo, hi)
+                ranges.upper[iv] = op
         carried = list(body.args[1:])
-        inits = [ranges.of(v, env) for v in op.iter_args]
-        current = list(inits)
-        for attempt in range(4):
+        current = [ranges.of(v, env) for v in op.iter_args]
+        # The carried values' fixed point: round after round, the body's
+        # values computed afresh for the carried ranges so far, until no
+        # range grows. From the fourth round on, an end that still grows is
+        # widened to its type's end, so it ends after a few more rounds;
+        # never stopped short of the fixed point (an under-approximation).
+        for attempt in itertools.count():
             for a, r in zip(carried, current, strict=True):
                 ranges.facts[a] = r
             inner = _Env(env)
-            # The body's values are computed afresh for the carried ranges.
-            nxt = [c | ranges.of(y, inner) for c, y in zip(current, _yielded(body), strict=False)]
+            nxt = [c | ranges.of(y, inner) for c, y in zip(current, _yielded(body), strict=True)]
             if nxt == current:
                 break
-            current = nxt if attempt < 2 else [
-                Interval(-INF if n.lo < c.lo else c.lo, INF if n.hi > c.hi else c.hi) for c, n in zip(current, nxt, strict=True)
-            ]
+            if attempt >= 3:
+                nxt = [_widened(c, n, a.type) for c, n, a in zip(current, nxt, carried, strict=True)]
+            if attempt >= 3 + 2 * len(carried):  # cannot happen: each end widens once
+                nxt = [type_range(a.type) for a in carried]
+            current = nxt
         for a, r in zip(carried, current, strict=True):
             ranges.facts[a] = r
         walk(body, _Env(env))
@@ -781,6 +883,21 @@ def check_bounds(
     for block in func.body.blocks:
         walk(block, _Env())
     return problems
+
+
+def _widened(old: Interval, new: Interval, t: object) -> Interval:
+    """`new`, with each end that moved past `old`'s at the type's end."""
+    full = type_range(t)
+    return Interval(full.lo if new.lo < old.lo else new.lo, full.hi if new.hi > old.hi else new.hi)
+
+
+def _loop_message(
+    kernel: str, op: Operation, names: _Names, where: Callable[[Operation], str | None] | None, what: str,
+    launch: LaunchSizes,
+) -> str:
+    source = where(op) if where is not None else None
+    at = f" ({source})" if source else ""
+    return f"kernel @{kernel}: 'scf.for'{at} {what} ({launch.describe()})"
 
 
 def _yielded(block: Block) -> list[SSAValue]:

@@ -1,0 +1,319 @@
+"""The bounds verifier is sound on kernels written to fool it (issue 19):
+each adversarial kernel below reads or writes out of bounds on some input
+(the reference interpreter of kernel IR, which checks every access, says
+so on that input), and the verifier must refuse it; its honest twin, the
+same kernel with the guard written so that nothing wraps, must still be
+proved. The families: guards through `+` and `*` that wrap (i32 and
+index), a branch made "impossible" by a wrapping guard, the multiple-of
+rule under wrap-around, loop-carried values past a few rounds of the fixed
+point, a guard on a truncating `index_cast`, loops whose variable wraps or
+whose step is not positive, and unsigned max/min."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from xdsl.dialects import gpu
+
+import accy
+from accy.passes.kernelization.bounds import check_bounds, launch_of
+from accy.reference.kernel_interpreter import KernelRuntimeError, run_kernel
+
+I32_MAX = 2**31 - 1
+
+
+def _kernel(args: list[tuple[str, str]], body: str) -> gpu.FuncOp:
+    """A one-work-item kernel `@k` over buffers `args` (name, memref type)."""
+    sig = ", ".join(t for _, t in args)
+    names = ", ".join(f"%{a}: {t}" for a, t in args)
+    text = f'''"gpu.module"() <{{sym_name = "kernels"}}> ({{
+  "gpu.func"() <{{function_type = ({sig}) -> (), kernel}}> ({{
+  ^bb0({names}):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+{body}
+    "gpu.return"() : () -> ()
+  }}) {{sym_name = "k"}} : () -> ()
+}}) : () -> ()'''
+    module = accy.parse_module(text)
+    return next(op for op in module.walk() if isinstance(op, gpu.FuncOp))
+
+
+@dataclass
+class Case:
+    """A kernel, and an input on which it is out of bounds (None: it is
+    correct, and must be proved), or on which it never ends (`runs=False`)."""
+
+    args: list[tuple[str, str]]
+    body: str
+    bad_input: list[np.ndarray] | None = None
+    runs: bool = True
+    sizes: list[int] = field(default_factory=lambda: [1])
+
+
+def _guarded_load(cond: str, index: str = "%j") -> str:
+    """Loads a[index] under `cond` and stores it to a[0]."""
+    return f"""
+    scf.if {cond} {{
+      %f = memref.load %a[{index}] : memref<16xf32>
+      memref.store %f, %a[%c0] : memref<16xf32>
+    }}"""
+
+
+LOADED_I32 = """
+    %z = arith.constant 0 : i32
+    %one = arith.constant 1 : i32
+    %four = arith.constant 4 : i32
+    %c16 = arith.constant 16 : i32
+    %c64 = arith.constant 64 : i32
+    %c100 = arith.constant 100 : i32
+    %x = memref.load %in[%c0] : memref<1xi32>
+    %j = arith.index_cast %x : i32 to index
+    %nonneg = arith.cmpi sle, %z, %x : i32"""
+LOADED_INDEX = """
+    %c4 = arith.constant 4 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    %c100 = arith.constant 100 : index
+    %raw = memref.load %in[%c0] : memref<1xi64>
+    %j = arith.index_cast %raw : i64 to index
+    %nonneg = arith.cmpi sle, %c0, %j : index"""
+I32_IN = [("in", "memref<1xi32>"), ("a", "memref<16xf32>")]
+I64_IN = [("in", "memref<1xi64>"), ("a", "memref<16xf32>")]
+
+
+def _i32(v: int) -> list[np.ndarray]:
+    return [np.array([v], np.int32), np.zeros(16, np.float32)]
+
+
+def _i64(v: int) -> list[np.ndarray]:
+    return [np.array([v], np.int64), np.zeros(16, np.float32)]
+
+
+# The shift register: six carried values, each the one before it a trip ago.
+_SHIFT = """
+    %n = arith.constant 100000 : index
+    %r:6 = scf.for %i = %c0 to %n step %c1 iter_args(%s0 = %c0, %s1 = %c0, %s2 = %c0, %s3 = %c0, %s4 = %c0, %s5 = %c0)
+        -> (index, index, index, index, index, index) {
+      %f = memref.load %a[%s5] : memref<16xf32>
+      memref.store %f, %a[%c0] : memref<16xf32>
+      scf.yield %i, %s0, %s1, %s2, %s3, %s4 : index, index, index, index, index, index
+    }"""
+
+CASES: dict[str, Case] = {
+    # 0 <= x && x + 1 <= 16: x = INT_MAX passes (x + 1 wraps to INT_MIN).
+    "i32 x + 1 <= 16 wraps": Case(I32_IN, LOADED_I32 + """
+    %p = arith.addi %x, %one : i32
+    %le = arith.cmpi sle, %p, %c16 : i32
+    %g = arith.andi %nonneg, %le : i1""" + _guarded_load("%g"), _i32(I32_MAX)),
+    # The same guard, with x first bounded so that x + 1 cannot wrap: proved.
+    "i32 x + 1 <= 16 after x < 100": Case(I32_IN, LOADED_I32 + """
+    %small = arith.cmpi slt, %x, %c100 : i32
+    %p = arith.addi %x, %one : i32
+    %le = arith.cmpi sle, %p, %c16 : i32
+    %g0 = arith.andi %nonneg, %small : i1
+    %g = arith.andi %g0, %le : i1""" + _guarded_load("%g")),
+    # 0 <= x && x * 4 < 64: x = 2^30 passes (x * 4 wraps to 0).
+    "i32 x * 4 < 64 wraps": Case(I32_IN, LOADED_I32 + """
+    %p = arith.muli %x, %four : i32
+    %lt = arith.cmpi slt, %p, %c64 : i32
+    %g = arith.andi %nonneg, %lt : i1""" + _guarded_load("%g"), _i32(2**30)),
+    "i32 x * 4 < 64 after x < 100": Case(I32_IN, LOADED_I32 + """
+    %small = arith.cmpi slt, %x, %c100 : i32
+    %p = arith.muli %x, %four : i32
+    %lt = arith.cmpi slt, %p, %c64 : i32
+    %g0 = arith.andi %nonneg, %small : i1
+    %g = arith.andi %g0, %lt : i1""" + _guarded_load("%g")),
+    # The index forms: j = 2^63 - 1 and j = 2^62.
+    "index j + 1 <= 16 wraps": Case(I64_IN, LOADED_INDEX + """
+    %p = arith.addi %j, %c1 : index
+    %le = arith.cmpi sle, %p, %c16 : index
+    %g = arith.andi %nonneg, %le : i1""" + _guarded_load("%g"), _i64(2**63 - 1)),
+    "index j * 4 < 64 wraps": Case(I64_IN, LOADED_INDEX + """
+    %p = arith.muli %j, %c4 : index
+    %lt = arith.cmpi slt, %p, %c64 : index
+    %g = arith.andi %nonneg, %lt : i1""" + _guarded_load("%g"), _i64(2**62)),
+    "index j * 4 < 64 after j < 100": Case(I64_IN, LOADED_INDEX + """
+    %small = arith.cmpi slt, %j, %c100 : index
+    %p = arith.muli %j, %c4 : index
+    %lt = arith.cmpi slt, %p, %c64 : index
+    %g0 = arith.andi %nonneg, %small : i1
+    %g = arith.andi %g0, %lt : i1""" + _guarded_load("%g")),
+    # x >= 0 && x + 1 < 0 is no contradiction: x = INT_MAX takes the branch,
+    # which stores far past the buffer.
+    "an impossible guard that wraps": Case([("in", "memref<1xi32>"), ("a", "memref<4xf32>")], """
+    %z = arith.constant 0 : i32
+    %one = arith.constant 1 : i32
+    %x = memref.load %in[%c0] : memref<1xi32>
+    %nonneg = arith.cmpi sge, %x, %z : i32
+    %p = arith.addi %x, %one : i32
+    %neg = arith.cmpi slt, %p, %z : i32
+    %g = arith.andi %nonneg, %neg : i1
+    scf.if %g {
+      %j = arith.index_cast %x : i32 to index
+      %v = arith.constant 1.0 : f32
+      memref.store %v, %a[%j] : memref<4xf32>
+    }""", [np.array([I32_MAX], np.int32), np.zeros(4, np.float32)]),
+    # A truly impossible guard (x < 0 && x > 10): its branch is dead, proved.
+    "a truly impossible guard": Case([("in", "memref<1xi32>"), ("a", "memref<4xf32>")], """
+    %z = arith.constant 0 : i32
+    %ten = arith.constant 10 : i32
+    %x = memref.load %in[%c0] : memref<1xi32>
+    %neg = arith.cmpi slt, %x, %z : i32
+    %big = arith.cmpi sgt, %x, %ten : i32
+    %g = arith.andi %neg, %big : i1
+    scf.if %g {
+      %j = arith.index_cast %x : i32 to index
+      %v = arith.constant 1.0 : f32
+      memref.store %v, %a[%j] : memref<4xf32>
+    }"""),
+    # (x * 3) % 3 in i8 is -1 for x = 43 (43 * 3 = 129 wraps to -127).
+    "i8 (x * 3) % 3 wraps": Case([("in", "memref<1xi8>"), ("a", "memref<16xf32>")], """
+    %three = arith.constant 3 : i8
+    %x = memref.load %in[%c0] : memref<1xi8>
+    %p = arith.muli %x, %three : i8
+    %r = arith.remsi %p, %three : i8
+    %j = arith.index_cast %r : i8 to index
+    %f = memref.load %a[%j] : memref<16xf32>
+    memref.store %f, %a[%c0] : memref<16xf32>""", [np.array([43], np.int8), np.zeros(16, np.float32)]),
+    # (x * 4) % 4 is 0 even when x * 4 wraps (4 divides 2^8): proved.
+    "i8 (x * 4) % 4": Case([("in", "memref<1xi8>"), ("a", "memref<16xf32>")], """
+    %four = arith.constant 4 : i8
+    %x = memref.load %in[%c0] : memref<1xi8>
+    %p = arith.muli %x, %four : i8
+    %r = arith.remsi %p, %four : i8
+    %j = arith.index_cast %r : i8 to index
+    %f = memref.load %a[%j] : memref<16xf32>
+    memref.store %f, %a[%c0] : memref<16xf32>"""),
+    # remui of a negative multiple of 3: (-3 as u32) % 3 = 1.
+    "remui of a negative multiple": Case([("in", "memref<1xi32>"), ("a", "memref<1xf32>")], """
+    %three = arith.constant 3 : i32
+    %ten = arith.constant 10 : i32
+    %x = memref.load %in[%c0] : memref<1xi32>
+    %small = arith.cmpi slt, %x, %ten : i32
+    %mten = arith.constant -10 : i32
+    %big = arith.cmpi sgt, %x, %mten : i32
+    %g = arith.andi %small, %big : i1
+    scf.if %g {
+      %p = arith.muli %x, %three : i32
+      %r = arith.remui %p, %three : i32
+      %j = arith.index_cast %r : i32 to index
+      %f = memref.load %a[%j] : memref<1xf32>
+      memref.store %f, %a[%c0] : memref<1xf32>
+    }""", [np.array([-1], np.int32), np.zeros(1, np.float32)]),
+    # A 6-stage shift register: the last stage reaches 99994.
+    "a 6-stage shift register": Case([("a", "memref<16xf32>")], _SHIFT, [np.zeros(16, np.float32)]),
+    # A guard on index_cast(j : index to i32) does not bound j: j = 2^32 + 1
+    # is 1 as an i32.
+    "a guard on a truncating index_cast": Case(I64_IN, """
+    %z = arith.constant 0 : i32
+    %c16 = arith.constant 16 : i32
+    %raw = memref.load %in[%c0] : memref<1xi64>
+    %j = arith.index_cast %raw : i64 to index
+    %t = arith.index_cast %j : index to i32
+    %lo = arith.cmpi sge, %t, %z : i32
+    %hi = arith.cmpi slt, %t, %c16 : i32
+    %g = arith.andi %lo, %hi : i1""" + _guarded_load("%g"), _i64(2**32 + 1)),
+    # The same guard where j fits in i32 (j is a 16-bit value): proved.
+    "a guard on an index_cast that fits": Case([("in", "memref<1xi16>"), ("a", "memref<16xf32>")], """
+    %z = arith.constant 0 : i32
+    %c16 = arith.constant 16 : i32
+    %raw = memref.load %in[%c0] : memref<1xi16>
+    %j = arith.index_cast %raw : i16 to index
+    %t = arith.index_cast %j : index to i32
+    %lo = arith.cmpi sge, %t, %z : i32
+    %hi = arith.cmpi slt, %t, %c16 : i32
+    %g = arith.andi %lo, %hi : i1""" + _guarded_load("%g")),
+    # An i32 loop 0 .. 2^31 - 1 step 2^30: 0, 2^30, then -2^31 (it wraps,
+    # and never ends); i / 2^28 is -8 on the third trip.
+    "an i32 loop whose variable wraps": Case([("a", "memref<5xf32>")], """
+    %lb = arith.constant 0 : i32
+    %ub = arith.constant 2147483647 : i32
+    %st = arith.constant 1073741824 : i32
+    %d = arith.constant 268435456 : i32
+    scf.for %i = %lb to %ub step %st : i32 {
+      %q = arith.divsi %i, %d : i32
+      %j = arith.index_cast %q : i32 to index
+      %f = memref.load %a[%j] : memref<5xf32>
+      memref.store %f, %a[%c0] : memref<5xf32>
+    }""", [np.zeros(5, np.float32)]),
+    # An i32 loop that stops short of wrapping: proved.
+    "an i32 loop that does not wrap": Case([("a", "memref<5xf32>")], """
+    %lb = arith.constant 0 : i32
+    %ub = arith.constant 1073741825 : i32
+    %st = arith.constant 268435456 : i32
+    %d = arith.constant 268435456 : i32
+    scf.for %i = %lb to %ub step %st : i32 {
+      %q = arith.divsi %i, %d : i32
+      %j = arith.index_cast %q : i32 to index
+      %f = memref.load %a[%j] : memref<5xf32>
+      memref.store %f, %a[%c0] : memref<5xf32>
+    }"""),
+    # Step 0 runs for ever.
+    "a loop of step 0": Case([("a", "memref<16xf32>")], """
+    %c4 = arith.constant 4 : index
+    scf.for %i = %c0 to %c4 step %c0 {
+      %f = memref.load %a[%i] : memref<16xf32>
+      memref.store %f, %a[%c0] : memref<16xf32>
+    }""", runs=False),
+    # Step 0 with no access through the variable: it still never ends.
+    "a loop of step 0 that indexes nothing by it": Case([("a", "memref<16xf32>")], """
+    %c4 = arith.constant 4 : index
+    scf.for %i = %c0 to %c4 step %c0 {
+      %f = memref.load %a[%c1] : memref<16xf32>
+      memref.store %f, %a[%c0] : memref<16xf32>
+    }""", runs=False),
+    # A loaded step (it may be 0 or negative).
+    "a loop of a loaded step": Case([("in", "memref<1xi64>"), ("a", "memref<16xf32>")], """
+    %c4 = arith.constant 4 : index
+    %raw = memref.load %in[%c0] : memref<1xi64>
+    %st = arith.index_cast %raw : i64 to index
+    scf.for %i = %c0 to %c4 step %st {
+      %f = memref.load %a[%i] : memref<16xf32>
+      memref.store %f, %a[%c0] : memref<16xf32>
+    }""", runs=False),
+    # maxui(x, 0) is x for every x (unsigned); min(that, 15) is -1 for x = -1.
+    "maxui is not a signed max": Case(I32_IN, """
+    %z = arith.constant 0 : i32
+    %c15 = arith.constant 15 : i32
+    %x = memref.load %in[%c0] : memref<1xi32>
+    %m = arith.maxui %x, %z : i32
+    %c = arith.minsi %m, %c15 : i32
+    %j = arith.index_cast %c : i32 to index
+    %f = memref.load %a[%j] : memref<16xf32>
+    memref.store %f, %a[%c0] : memref<16xf32>""", _i32(-1)),
+    # minui(x, 15) is in [0, 15] for every x: proved.
+    "minui is at most its nonnegative operand": Case(I32_IN, """
+    %c15 = arith.constant 15 : i32
+    %x = memref.load %in[%c0] : memref<1xi32>
+    %m = arith.minui %x, %c15 : i32
+    %j = arith.index_cast %m : i32 to index
+    %f = memref.load %a[%j] : memref<16xf32>
+    memref.store %f, %a[%c0] : memref<16xf32>"""),
+}
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.bad_input is not None or not c.runs])
+def test_an_adversarial_kernel_is_refused(name: str) -> None:
+    case = CASES[name]
+    problems = check_bounds(_kernel(case.args, case.body), launch_of(case.sizes, [1]))
+    assert problems, f"{name}: proved in bounds"
+    assert all(p.message.startswith("kernel @k: ") for p in problems)
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.bad_input is not None])
+def test_the_reference_interpreter_finds_the_adversarial_access(name: str) -> None:
+    """The kernel really is out of bounds on its input: not a false alarm."""
+    case = CASES[name]
+    assert case.bad_input is not None
+    with pytest.raises(KernelRuntimeError, match="out of bounds"):
+        run_kernel(_kernel(case.args, case.body), case.bad_input, case.sizes, [1])
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.bad_input is None and c.runs])
+def test_its_honest_twin_is_proved(name: str) -> None:
+    case = CASES[name]
+    problems = check_bounds(_kernel(case.args, case.body), launch_of(case.sizes, [1]))
+    assert not problems, "\n".join(p.message for p in problems)
