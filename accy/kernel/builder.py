@@ -645,7 +645,7 @@ UNARY: dict[str, tuple[type[Operation], str]] = {
 BINARY: dict[str, tuple[type[Operation], str]] = {
     "add": (accy.AddOp, "a + b"), "sub": (accy.SubOp, "a - b"), "mul": (accy.MulOp, "a * b"),
     "div": (accy.DivOp, "a / b (integers: truncating toward zero, x / 0 = 0)"),
-    "rem": (_Rem, "a % b for integers and indices (sign of a, as C)"),  # type: ignore[dict-item]
+    "rem": (_Rem, "a % b for integers and indices (sign of a, as C; x % 0 = x, INT_MIN % -1 = 0)"),  # type: ignore[dict-item]
     "max": (accy.MaxOp, "the larger (NaN if either is NaN)"), "min": (accy.MinOp, "the smaller (NaN if either is NaN)"),
     "pow": (accy.PowOp, "a ** b"), "and_": (accy.AndOp, "bitwise / logical and"),
     "or_": (accy.OrOp, "bitwise / logical or"), "xor": (accy.XorOp, "bitwise / logical xor"),

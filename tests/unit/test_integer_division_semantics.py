@@ -146,3 +146,59 @@ def test_llvm_divides_as_the_contract_says_without_a_signal() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"the LLVM device died (exit {proc.returncode}): {proc.stderr[-2000:]}"
     _check(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+_CUSTOM = '''
+import json, sys
+import numpy as np
+from accy.kernel import Kernel, MemScope
+
+def run(device, dtype):
+    """A custom kernel's integer div and rem, and index div and rem of the
+    same loaded values, per element."""
+    a, b = ARGS[dtype]
+    n = len(a)
+    k = Kernel(device, name="divide")
+    x = k.define(dtype, MemScope.GLOBAL, read_only=True, size=n)
+    y = k.define(dtype, MemScope.GLOBAL, read_only=True, size=n)
+    outs = [k.define(dtype, MemScope.GLOBAL, size=n) for _ in range(4)]
+    i = k.group_index(0, n)
+    xv, yv = k.load(x, i), k.load(y, i)
+    xi, yi = k.index(xv), k.index(yv)
+    for out, v in zip(outs, [k.div(xv, yv), k.rem(xv, yv), k.cast(xi / yi, dtype), k.cast(xi % yi, dtype)]):
+        k.store(out, v, i)
+    res = k.compile().forward([np.array(a, dtype), np.array(b, dtype)], [n] * 4)
+    return [[int(v) for v in r] for r in res]
+'''
+
+
+@pytest.mark.parametrize("device", ["reference", "llvm", "opencl"])
+def test_custom_kernel_div_and_rem_of_loaded_zeros(device: str) -> None:
+    """`k.div`, `k.rem` and index `/ %` (the issue: an index div by a loaded
+    0 killed the process on LLVM), in a subprocess."""
+    if device == "opencl":
+        from accy.runtime.opencl import opencl_devices
+
+        if not opencl_devices():
+            pytest.skip("no OpenCL device")
+    args = {}
+    for t in TYPES:
+        bits = int(t[1:])
+        a, b = _pairs(bits)
+        args[f"int{bits}"] = (a, b)
+    code = _CUSTOM + f"ARGS = {json.dumps(args)}\nprint(json.dumps({{t: run({device!r}, t) for t in ARGS}}))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"the {device} device died (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    for t in TYPES:
+        bits = int(t[1:])
+        a, b = _pairs(bits)
+        want = _expected(a, b, bits)
+        # The index forms divide the values sign-extended to 64 bits, then truncate.
+        wide = _expected(a, b, 64)
+        wrap = [(v + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1) for v in wide["divsi"]]
+        div, rem, idiv, irem = got[f"int{bits}"]
+        assert div == want["divsi"], f"div on i{bits}"
+        assert rem == want["remsi"], f"rem on i{bits}"
+        assert idiv == wrap, f"index div on i{bits}"
+        assert irem == [(v + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1) for v in wide["remsi"]], f"index rem on i{bits}"
