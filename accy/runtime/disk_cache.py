@@ -27,8 +27,9 @@ if no one else can write it:
   mode 0700, whatever the umask;
 - the root (which may be a symbolic link to a folder), each namespace and
   each sub-folder must be a folder owned by the user that is not writable by
-  group or others; a namespace or sub-folder that is a symbolic link is
-  refused. One that fails is not used: the process warns once and runs
+  group or others. A link (or file) of the user's at a namespace's or
+  sub-folder's name is removed, never followed, and a folder made in its
+  place. A folder that fails is not used: the process warns once and runs
   without the disk cache (chmod 700 the folder, or set `ACCY_CACHE_DIR`);
 - an entry is read only if it is a regular file owned by the user, opened
   with `O_NOFOLLOW` from its folder's descriptor; anything else is a miss
