@@ -52,6 +52,7 @@ from typing import Any
 import pyopencl as cl
 
 from accy.runtime import pocl_threads
+from accy.runtime.disk_cache import DiskCache
 
 # pyopencl's own disk caches (the invoker cache of every kernel's set_args,
 # a pickled module in $XDG_CACHE_HOME/pytools; scan kernels; built sources)
@@ -61,7 +62,6 @@ from accy.runtime import pocl_threads
 # (pyopencl reads the flag when each is used; the invoker module is imported
 # on the first kernel). Costs one invoker per kernel and process: ~0.15 ms.
 cl._PYOPENCL_NO_CACHE = True
-from accy.runtime.disk_cache import DiskCache
 
 PROGRAM_CACHE_SIZE_ENV = "ACCY_PROGRAM_CACHE_SIZE"
 DEFAULT_MAX_PROGRAMS = 128
