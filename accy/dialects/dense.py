@@ -15,16 +15,26 @@ build itself at a known small size; it reads the bytes instead:
 - `DensePrinter` is xDSL's `Printer` with dense literals printed from their
   bytes: the same text as xDSL's for the literals xDSL prints in reasonable
   time, and, with `digest=True`, a large literal as a hash of its bytes
-  (for fingerprints that compare two versions of one module in one process).
+  (for fingerprints that compare two versions of one module in one process);
+- `element_bytes_of` is how the parser (accy/dialects/parse.py) stores one
+  written element: MLIR's hexadecimal float form (`0xFF800000`, what the
+  printer writes for -inf and NaN) is the element's bits, as in MLIR, where
+  xDSL 0.75 read it as the integer 4286578688.0.
+
+A splat is stored as its one element (`splat_literal`), whatever its shape:
+a `dense<1.0> : tensor<20000x20000xf32>` costs four bytes, not 1.6 GB. Every
+reader in accy takes such a literal as the splat it is (`splat_value`,
+`accy.reference.dense_to_numpy`, the lowerings' `literal_elements`).
 """
 
 from __future__ import annotations
 
+import math
 import struct
 import weakref
 from typing import Any
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+from xdsl.dialects.builtin import AnyFloat, BytesAttr, DenseIntOrFPElementsAttr, IntegerType, TensorType, VectorType
 from xdsl.ir import Attribute
 from xdsl.printer import Printer
 
@@ -46,6 +56,45 @@ def storage_format(attr: DenseIntOrFPElementsAttr) -> str:
     if not isinstance(fmt, str):
         raise ValueError(f"dense literal of element type {element_type} has no byte layout accy reads")
     return fmt
+
+
+def splat_literal(type: TensorType | VectorType, element: bytes) -> DenseIntOrFPElementsAttr:
+    """The splat of `type` whose every element is stored as `element` (one
+    element's bytes), kept as one element (an empty literal for a shape of
+    no elements)."""
+    if 0 in type.get_shape():
+        element = b""
+    return DenseIntOrFPElementsAttr(type, BytesAttr(element))
+
+
+def element_bytes_of(value: int | float | bool, element_type: Attribute, hexadecimal: bool) -> bytes:
+    """The stored bytes of one literal element `value` written for
+    `element_type`. For a float type, an integer written in hexadecimal is
+    the element's bits (MLIR's `0x7FC00000` is a NaN, `0xFC00` f16's -inf),
+    and must fit the type's width. Raises ValueError with the message for
+    the user: a value out of the type's range, bits wider than the type, a
+    float type accy stores no literal of."""
+    if isinstance(element_type, IntegerType):
+        return element_type.pack([element_type.get_normalized_value(int(value))])
+    fmt = getattr(element_type, "format", None)
+    if not isinstance(fmt, str) or not isinstance(element_type, AnyFloat):
+        raise ValueError(f"accy reads no dense literal of element type {element_type} (use f16, f32 or f64)")
+    bits = element_type.bitwidth
+    if hexadecimal and not isinstance(value, bool) and isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"a hexadecimal float literal is the bits of the {element_type} value: it takes no sign")
+        if value.bit_length() > bits:
+            raise ValueError(
+                f"hexadecimal float literal 0x{value:X} has more than the {bits} bits of {element_type}"
+            )
+        return value.to_bytes(struct.calcsize(fmt), "little")
+    try:
+        return struct.pack(fmt, float(value))
+    except OverflowError:
+        hex_inf = (struct.pack(fmt, math.inf)[::-1]).hex().upper()
+        raise ValueError(
+            f"{value} is out of the range of {element_type} (write 0x{hex_inf} for +inf)"
+        ) from None
 
 
 def splat_value(attr: DenseIntOrFPElementsAttr) -> int | float | None:

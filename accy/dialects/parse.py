@@ -16,14 +16,16 @@ first failing op is known.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import weakref
 from pathlib import Path
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import AnyFloat, BytesAttr, DenseIntOrFPElementsAttr, IntegerType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.generic_parser import ParserState
@@ -32,6 +34,7 @@ from xdsl.utils.lexer import Input, Position, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
 from accy.dialects.context import make_context
+from accy.dialects.dense import element_bytes_of, splat_literal
 from accy.dialects.host import SIGNATURE_ATTR
 
 
@@ -142,6 +145,64 @@ class _RecordingParser(Parser):
             return e
         return ParseError(Span(previous, previous + 1, current.input), e.msg)
 
+    def parse_dense_int_or_fp_elements_attr(self, type: Any) -> DenseIntOrFPElementsAttr:
+        """`dense<...>` as MLIR reads it, for integer and float elements
+        (complex and index ones are left to xDSL): a hexadecimal float
+        element is its bits (`dense<0xFF800000> : tensor<4xf32>` is -inf,
+        what the printer writes), and a splat is stored as one element
+        whatever its shape (`splat_literal`). Errors are at the element."""
+        start = self._current_token.span.start
+        self.parse_punctuation("<", " in dense attribute")
+        hex_string: str | None = None
+        elements: list[Any] = []
+        shape: list[int] | None = None
+        if self.parse_optional_punctuation(">") is None:
+            if (hex_string := self.parse_optional_str_literal()) is None:
+                try:
+                    elements, shape = self._parse_tensor_literal()
+                except ParseError as e:
+                    raise _named_float_error(e) from None
+            self.parse_punctuation(">", " in dense attribute")
+        if type is None:
+            self.parse_punctuation(":", " in dense attribute")
+            type = self._parse_dense_literal_type()
+        element_type = type.element_type
+        if not isinstance(element_type, IntegerType | AnyFloat):
+            self._resume_from(start)
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        count = math.prod(type.get_shape())
+        size = element_type.compile_time_size
+        if hex_string is not None:
+            try:
+                data = bytes.fromhex(hex_string[2:]) if hex_string[:2] in ("0x", "0X") else None
+            except ValueError:
+                data = None
+            if data is None:
+                self.raise_error('a dense literal string is the hexadecimal bytes of its elements: "0x..."')
+            if len(data) == size:
+                return splat_literal(type, data)
+            if len(data) != count * size:
+                self.raise_error(
+                    f"the dense literal's {len(data)} bytes are not {count} elements of {element_type}"
+                )
+            return DenseIntOrFPElementsAttr(type, BytesAttr(data))
+        if shape is None or (not elements and count):
+            self.raise_error(f"a dense literal of {type} needs {count} elements, got none")
+        if shape and shape != list(type.get_shape()):
+            self.raise_error(f"the dense literal's shape {shape} is not the shape {list(type.get_shape())} of its type")
+        stored: list[bytes] = []
+        for element in elements:
+            hexadecimal = element.span.text.lstrip("-")[:2] in ("0x", "0X")
+            # xDSL converts a float element to float first, bits and all.
+            value = element.value if hexadecimal else element.to_type(self, element_type)
+            try:
+                stored.append(element_bytes_of(value, element_type, hexadecimal))
+            except ValueError as e:
+                self.raise_error(str(e), element.span)
+        if not shape:
+            return splat_literal(type, stored[0])
+        return DenseIntOrFPElementsAttr(type, BytesAttr(b"".join(stored)))
+
     def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:
         # The first use of a value not defined yet: where to point should it never be.
         if operand.operand_name not in self.ssa_values:
@@ -155,6 +216,20 @@ class _RecordingParser(Parser):
             if name in self.first_forward_use:
                 return ParseError(self.first_forward_use[name], f"value %{name} is used but never defined")
         return None
+
+
+def _named_float_error(e: ParseError) -> ParseError:
+    """`e`, or, where it stopped at `inf` or `nan` (which MLIR does not
+    read either), an error that names the hexadecimal form to write."""
+    rest = e.span.input.content[e.span.start : e.span.start + 5].lstrip("-")
+    word = re.match(r"[A-Za-z_]\w*", rest)
+    if word is None or word.group(0).lower() not in ("inf", "nan", "infinity"):
+        return e
+    return ParseError(
+        e.span,
+        f"'{word.group(0)}' is not a float literal: write the value's bits in hexadecimal, as MLIR prints "
+        "them (f32: 0x7F800000 is inf, 0xFF800000 -inf, 0x7FC00000 NaN; f16: 0x7C00, 0xFC00, 0x7E00)",
+    )
 
 
 def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int = 0) -> tuple[ModuleOp, SourceMap]:

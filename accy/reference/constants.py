@@ -85,18 +85,27 @@ def _dense_storage_dtype(element_type: Attribute) -> np.dtype:
 
 def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     """A fresh, writable array with the value and shape of a dense attribute."""
+    return np.array(dense_view(attr))
+
+
+def dense_view(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """A read-only array with the value and shape of a dense attribute: a
+    splat stored as one element (as accy's parser stores every splat) is
+    that element broadcast, so it costs one element whatever its shape."""
     shape = tuple(attr.get_shape())
     element_type = attr.get_element_type()
     raw = np.frombuffer(attr.data.data, dtype=_dense_storage_dtype(element_type))
     count = numel(shape)
+    dtype = numpy_dtype(element_type)
     if raw.size == 1 and count != 1:
-        # Not what xDSL 0.75 builds, but a hand-built splat should still read.
-        raw = np.broadcast_to(raw, (count,))
+        one = raw != 0 if dtype == np.bool_ else raw.astype(dtype)
+        return np.broadcast_to(one.reshape(()), shape)
     if raw.size != count:
         raise ValueError(f"dense attribute of type {attr.type} holds {raw.size} elements, expected {count}")
-    dtype = numpy_dtype(element_type)
-    values = raw != 0 if dtype == np.bool_ else raw.astype(dtype)
-    return values.reshape(shape)
+    values = raw != 0 if dtype == np.bool_ else raw.astype(dtype, copy=False)
+    values = values.reshape(shape)
+    values.flags.writeable = False
+    return values
 
 
 def numpy_to_dense(arr: np.ndarray, element_type: Attribute | None = None) -> DenseIntOrFPElementsAttr:

@@ -91,7 +91,7 @@ from accy.dialects.accy import (
     XorOp,
     YieldOp,
 )
-from accy.reference.constants import dense_to_numpy, numpy_dtype
+from accy.reference.constants import dense_view, numpy_dtype
 
 Env = ChainMap[SSAValue, np.ndarray]
 
@@ -305,7 +305,9 @@ def _binary(op: Operation, args: list[np.ndarray]) -> np.ndarray:
 
 @_semantics(ConstantOp)
 def _constant(op: ConstantOp, args: list[np.ndarray]) -> np.ndarray:
-    return dense_to_numpy(op.value)
+    # A view (a splat broadcast from its one element): the semantics read
+    # their operands and never write them.
+    return dense_view(op.value)
 
 
 @_semantics(CmpOp)

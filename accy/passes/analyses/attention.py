@@ -20,6 +20,7 @@ s), is recognised so that the lowering skips masked keys.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -161,7 +162,8 @@ def _iota_along(v: SSAValue, dim: int) -> bool:
     if not isinstance(const, accy.ConstantOp):
         return False
     values = np.frombuffer(const.value.data.data, dtype=np.dtype(storage_format(const.value)))  # bytes, no list
-    return bool(np.array_equal(values, np.arange(values.size)))
+    # A splat is stored as one element (accy.dialects.dense): dense<0> of 8 elements is no iota.
+    return values.size == math.prod(const.value.get_shape()) and bool(np.array_equal(values, np.arange(values.size)))
 
 
 def lowest(element_type: Attribute) -> float:
