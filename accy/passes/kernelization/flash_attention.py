@@ -227,7 +227,8 @@ class _Attention:
         if lanes is not None:
             total = vector_total(kb, "sum", lanes)
             dot = total if dot is None else kb.val(arith.AddfOp(total, dot))
-        assert dot is not None
+        if dot is None:  # D = 0: q·k sums nothing
+            dot = kb.const(0.0, et)
         e = self.expr(1)
         e.pin(self.qk.result, lambda _: dot)
         s = e.at(self.score, [*bc, i, j])
@@ -242,10 +243,19 @@ class _Attention:
             out.append(self._fma(self._splat(p, w), v_at(d0, w), scaled))
         return out
 
+    def inverse(self, l: SSAValue) -> SSAValue:
+        """1 / l, the factor of a row's acc. Over no keys (Sk = 0) the result
+        is 0, as `q·kᵀ -> softmax -> ·v` sums nothing (the op contract): acc
+        and l are both 0 there, and 0 · 1/0 would be NaN."""
+        kb = self.kb
+        if self.sk == 0:
+            return kb.const(0.0, self.et)
+        return kb.val(arith.DivfOp(kb.const(1.0, self.et), l))
+
     def store(self, bc: list[SSAValue], i: SSAValue, dv_chunks: list[Chunk], carried: list[SSAValue]) -> None:
         """acc / l through the epilogue into every output."""
         kb = self.kb
-        inv = kb.val(arith.DivfOp(kb.const(1.0, self.et), carried[1]))
+        inv = self.inverse(carried[1])
         for (d0, w), acc in zip(dv_chunks, carried[2:], strict=True):
             value = kb.val(arith.MulfOp(acc, self._splat(inv, w)))
             epilogue = self.expr(w)
@@ -366,7 +376,9 @@ class _Attention:
         pack_k = stage_kernel(kernel, plan, profile, "pack_k", pk, batches * k_tiles * (self.d + 1), packer(fill_k))
         pack_v = stage_kernel(kernel, plan, profile, "pack_v", pv, batches * k_tiles * kt, packer(fill_v))
         aq, ak, av = kb.scratch_argument(pq), kb.scratch_argument(pk), kb.scratch_argument(pv)
-        probs = kb.local_array(qb * kt, st, workgroup=False)
+        # The block's p (Qb x KT), and the spill of one output row (Dv padded)
+        # lane by lane in `_store_row`: whichever is longer.
+        probs = kb.local_array(max(qb * kt, dvp), st, workgroup=False)
         vector_scores = self._vector_scores(kt)
         masked = self.causal or self.sk % kt != 0
         ninf, zero = kb.const(-math.inf, et), kb.const(0.0, et)
@@ -487,7 +499,7 @@ class _Attention:
         lanes = w if self.dv % w == 0 and self._lanes(self.outputs, out_dims, self.dv) == w else 1
 
         def store() -> list[SSAValue]:
-            inv = self._splat(kb.val(arith.DivfOp(kb.const(1.0, self.et), l)), w)
+            inv = self._splat(self.inverse(l), w)
             values = [kb.val(arith.MulfOp(a, inv)) for a in accs]
             if lanes == w:
                 for c, value in enumerate(values):
@@ -702,7 +714,7 @@ class _Attention:
         kb.barrier()
         for i in range(rq):
             total = fold(kb.mul(mine[i], tx_n + 1), arith.AddfOp)
-            inv = kb.val(arith.DivfOp(kb.const(1.0, et), total))
+            inv = self.inverse(total)
             row = kb.add(q0, mine[i])
             for c in range(cv):
                 col = kb.add(tx, tx_n * c)
