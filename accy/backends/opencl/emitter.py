@@ -258,6 +258,11 @@ _BINARY_CALL: dict[type[Operation], str] = {
     math_dialect.PowFOp: "pow", math_dialect.Atan2Op: "atan2", math_dialect.CopySignOp: "copysign",
 }  # fmt: skip
 _BINARY_COMBINE: dict[type[Operation], str] = {arith.MaximumfOp: "maximumf", arith.MinimumfOp: "minimumf"}
+# Past this magnitude a float vector's sin/cos is computed lane by lane
+# (`_KernelEmitter.trig`): PoCL's vector ones go wrong from 2^23; 2^22 leaves
+# a margin, and lanes this large are rare enough to cost nothing.
+_TRIG_VECTOR_LIMIT = "0x1p22f"
+
 _UNARY_MATH: dict[type[Operation], str] = {
     math_dialect.ExpOp: "exp", math_dialect.Exp2Op: "exp2", math_dialect.ExpM1Op: "expm1",
     math_dialect.LogOp: "log", math_dialect.Log2Op: "log2", math_dialect.Log10Op: "log10",
@@ -508,6 +513,26 @@ class _KernelEmitter:
     def call(self, op: Operation, fn: str) -> None:
         """`fn(operands...)`: an OpenCL built-in of the same meaning."""
         self.define(op.results[0], f"{fn}({', '.join(self.overload_operands(op))})")
+
+    def trig(self, op: Operation, fn: str) -> None:
+        """`sin`/`cos`. On a float vector with a lane of magnitude past
+        `_TRIG_VECTOR_LIMIT` (or inf), lane by lane: PoCL's (3.1) vector
+        sin/cos of float2..float16 then take a large-argument path that
+        gets every lane wrong, the small ones too (sin(1e-10) = 0.0134),
+        while its scalar ones are exact. The test costs nothing measurable
+        on other inputs, so every OpenCL device gets it (the emitter does
+        not know the driver); f16 and f64 vectors are exact and call the
+        built-in directly."""
+        t = op.results[0].type
+        if not (isinstance(t, VectorType) and isinstance(t.element_type, Float32Type)):
+            self.call(op, fn)
+            return
+        ct = c_type(t)
+        x = self.fresh("v")
+        self.line(f"{ct} {x} = {self.get(op.operands[0])};")
+        lanes = ", ".join(f"{fn}({x}.s{i:x})" for i in range(_width(t)))
+        large = f"any(isgreaterequal(fabs({x}), ({ct})({_TRIG_VECTOR_LIMIT})))"
+        self.define(op.results[0], f"{large} ? ({ct})({lanes}) : {fn}({x})")
 
     def combine(self, op: Operation, kind: str) -> None:
         """A binary op that is one of the reductions' combining functions (`_COMBINE`)."""
@@ -809,6 +834,8 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Operation], None]] = 
     **{op: partial(_KernelEmitter.unsigned_binary, c_op=c_op) for op, c_op in _UNSIGNED_BINARY_C.items()},
     **{op: partial(_KernelEmitter.combine, kind=kind) for op, kind in _BINARY_COMBINE.items()},
     **{op: partial(_KernelEmitter.call, fn=fn) for op, fn in (_BINARY_CALL | _UNARY_MATH).items()},
+    math_dialect.SinOp: partial(_KernelEmitter.trig, fn="sin"),
+    math_dialect.CosOp: partial(_KernelEmitter.trig, fn="cos"),
     **{op: _KernelEmitter.work_item_id for op in _IDS},
     **{
         op: _KernelEmitter.cast
