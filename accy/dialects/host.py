@@ -69,6 +69,10 @@ KERNELS_MODULE = "kernels"
 SIGNATURE_ATTR = "accy.signature"
 #: On a kernelized (host) function: the buffer plan's peak bytes.
 PEAK_BYTES_ATTR = "accy.peak_bytes"
+#: The most work-items a hand-written kernel's launch may have on any
+#: device: past it a launch is a mistake more often than a plan (PoCL
+#: aborted on 2^40 work-groups; the LLVM device would run them for days).
+MAX_WORK_ITEMS = 2**32
 
 
 class AddressSpace(StrEnum):

@@ -9,8 +9,10 @@ The passes, in order, on a copy of the built `gpu.func`:
    others (outputs), each group in the order `define` made them;
 3. the verifier: xDSL's op verifiers (types), every value used where it is
    defined (`check_dominance`), no store into a read-only buffer, at least
-   one output, and every load and store proved in bounds under the launch
-   sizes by the bounds verifier (accy/passes/kernelization/bounds.py).
+   one output, a launch of at most 2^32 work-items, and every load and
+   store proved in bounds under the launch sizes by the bounds verifier
+   (accy/passes/kernelization/bounds.py); building it for a device checks
+   its local memory and work-group size against the device's limits.
 
 The verified kernel is then a tensor program of one `accy.kernel_call`
 (inputs -> outputs, flat tensors of the buffers' sizes) over a
@@ -38,7 +40,7 @@ from accy.dialects import accy
 from accy.dialects.host import KERNELS_MODULE
 from accy.kernel.builder import Buffer, Kernel, KernelError, MemScope
 from accy.passes.kernelization.bounds import GLOBAL_SIZE_ATTR, OutOfBoundsError, launch_of, verify_bounds
-from accy.passes.kernelization.kernel_checks import InvalidKernelError, check_dominance
+from accy.passes.kernelization.kernel_checks import InvalidKernelError, check_dominance, resource_problem
 from accy.runtime.array import Array
 from accy.runtime.executable import Executable
 from accy.runtime.executable import compile as compile_module
@@ -76,8 +78,15 @@ def _verified(k: Kernel) -> tuple[gpu.FuncOp, list[Buffer], list[Buffer]]:
         if isinstance(op, memref.StoreOp | vector.StoreOp) and op.operands[1] in read_only:
             raise KernelError(f"kernel @{k.name}: {op.name} into read-only buffer #{op.operands[1].index}")
     global_size, local_size = k.launch_sizes()
+    launch = launch_of(global_size, local_size)
+    # The device's local memory and work-group size are checked where the
+    # kernel is built for it (kernel_call.py); the launch's size here, on
+    # every device.
+    problem = resource_problem(f, launch.grid, launch.block)
+    if problem is not None:
+        raise KernelError(problem)
     try:
-        verify_bounds(f, launch_of(global_size, local_size), where.get)
+        verify_bounds(f, launch, where.get)
     except OutOfBoundsError as e:
         raise KernelError(
             f"kernel @{k.name} may access memory out of bounds:\n" + "\n".join(f"  {p.message}" for p in e.problems)

@@ -45,6 +45,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from accy.dialects import kernel as kd
+from accy.dialects.host import MAX_WORK_ITEMS
 from accy.reference.constants import numpy_dtype
 
 Array = np.ndarray
@@ -98,6 +99,9 @@ def run_kernel(
     func: gpu.FuncOp, buffers: Sequence[Array], global_size: Sequence[int], local_size: Sequence[int]
 ) -> None:
     """Runs kernel `func` over the launch on `buffers` (see the module docstring)."""
+    items = math.prod(global_size)
+    if items > MAX_WORK_ITEMS:
+        raise KernelRuntimeError(f"kernel @{func.sym_name.data}: a launch of {items} work-items; at most {MAX_WORK_ITEMS} (2^32)")
     launch = _Launch(global_size, local_size)
     block = func.body.block
     if len(buffers) != len(block.args):

@@ -33,6 +33,7 @@ from accy.dialects.types import element_bytes, is_row_major
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.bounds import LaunchSizes, launch_of, verify_bounds
+from accy.passes.kernelization.kernel_checks import resource_problem
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
 from accy.passes.kernelization.work_groups import KernelShapeError, needs_serializing, serialize_work_groups
 
@@ -56,6 +57,9 @@ def lower_kernel_call(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetP
     except ValueError as e:
         raise KernelCallError(str(e)) from None
     launch = launch_of(global_size, local_size)
+    problem = resource_problem(callee, launch.grid, launch.block, profile.local_mem_bytes, profile.max_work_group_size)
+    if problem is not None:
+        raise KernelCallError(problem)
     verify_bounds(callee, launch)
     values = [*call.inputs, *call.outs]
     buffers = []

@@ -1,16 +1,19 @@
 """Checks and tidying of a built kernel: `simplify_kernel` (xDSL's
-canonicalization with folding, dead code, loop-invariant code motion, CSE)
-and `check_dominance` (every operand defined where it dominates its use:
+canonicalization with folding, dead code, loop-invariant code motion, CSE),
+`check_dominance` (every operand defined where it dominates its use:
 a kernel that is not valid SSA is a bug in a lowering, reported with the
-kernel's text).
+kernel's text) and `resource_problem` (a hand-written kernel's local
+memory and launch against the device's limits).
 """
 
 from __future__ import annotations
 
+import math
 from io import StringIO
 
 from xdsl.context import Context
-from xdsl.dialects import gpu
+from xdsl.dialects import gpu, memref
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
 from xdsl.printer import Printer
@@ -18,6 +21,9 @@ from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.transforms.loop_invariant_code_motion import LoopInvariantCodeMotion
+
+from accy.dialects.host import MAX_WORK_ITEMS, AddressSpace, AddressSpaceAttr
+from accy.dialects.types import element_bytes
 
 
 def simplify_kernel(func: gpu.FuncOp, ctx: Context) -> None:
@@ -104,3 +110,42 @@ def _dominance_message(func: gpu.FuncOp, stage: str, op: Operation, index: int, 
         f"operand #{index} ({name(operand)}) of {brief(op)} is {where}, which does not dominate the use "
         f"(defined later, or inside a region that does not enclose it):\n{text.getvalue()}"
     )
+
+
+
+def resource_problem(
+    func: gpu.FuncOp, grid: tuple[int, int, int], block: tuple[int, int, int], local_mem_bytes: int | None = None,
+    max_work_group_size: int | None = None,
+) -> str | None:
+    """What of kernel `func`'s launch (`grid` work-groups of `block`
+    work-items) exceeds the device's limits, or None: its work-group
+    (`workgroup` memory) allocations against `local_mem_bytes`, its
+    work-group size against `max_work_group_size`, and its work-items
+    against `MAX_WORK_ITEMS` (a limit of None is not checked: the host's
+    reference interpreter has none but the launch's)."""
+    name = func.sym_name.data
+    local = 0
+    for op in func.walk():
+        if isinstance(op, memref.AllocaOp) and _workgroup(op.memref.type):
+            t = op.memref.type
+            local += math.prod(t.get_shape()) * element_bytes(t.element_type)
+    if local_mem_bytes is not None and local > local_mem_bytes:
+        return (
+            f"kernel @{name} uses {local} bytes of local memory per work-group; the device has {local_mem_bytes} "
+            "(make its LOCAL buffers smaller)"
+        )
+    items = math.prod(block)
+    if max_work_group_size is not None and items > max_work_group_size:
+        return f"kernel @{name} has work-groups of {items} work-items; the device runs at most {max_work_group_size}"
+    total = math.prod(grid) * items
+    if total > MAX_WORK_ITEMS:
+        return (
+            f"kernel @{name} launches {total} work-items ({'x'.join(map(str, grid))} work-groups of "
+            f"{'x'.join(map(str, block))}); at most {MAX_WORK_ITEMS} (2^32) may be launched at once"
+        )
+    return None
+
+
+def _workgroup(t: object) -> bool:
+    space = t.memory_space if isinstance(t, MemRefType) else None
+    return isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP
