@@ -317,3 +317,51 @@ def test_its_honest_twin_is_proved(name: str) -> None:
     case = CASES[name]
     problems = check_bounds(_kernel(case.args, case.body), launch_of(case.sizes, [1]))
     assert not problems, "\n".join(p.message for p in problems)
+
+
+@pytest.mark.parametrize("device", ["llvm", "opencl"])
+def test_every_compile_proves_its_generated_kernels(monkeypatch: pytest.MonkeyPatch, device: str) -> None:
+    """Without ACCY_VERIFY_BOUNDS (the test suite sets it), `accy.compile`
+    still refuses a generated kernel that stores past its buffer (an
+    elementwise lowering made to store one element on), naming the store,
+    rather than running it."""
+    from xdsl.dialects import arith, memref
+    from xdsl.dialects.builtin import IndexType
+
+    from accy.passes.kernelization import kernelize
+
+    if device == "opencl":
+        from accy.runtime.opencl import opencl_devices
+
+        if not opencl_devices():
+            pytest.skip("no OpenCL device")
+    monkeypatch.delenv("ACCY_VERIFY_BOUNDS", raising=False)
+    real = kernelize.LOWERINGS["elementwise"]
+
+    def off_by_one(kernel, plan, profile):  # type: ignore[no-untyped-def]
+        lowered = real(kernel, plan, profile)
+        store = next(op for op in lowered.func.walk() if isinstance(op, memref.StoreOp))
+        one = arith.ConstantOp.from_int_and_width(1, IndexType())
+        moved = arith.AddiOp(store.indices[0], one.result)
+        block = store.parent_block()
+        block.insert_op_before(one, store)
+        block.insert_op_before(moved, store)
+        store.operands[2] = moved.result
+        return lowered
+
+    monkeypatch.setitem(kernelize.LOWERINGS, "elementwise", off_by_one)
+    # A shape no other test compiles, so that no cache holds it.
+    text = (
+        'func.func @main(%x: tensor<13xf32>) -> tensor<13xf32> {\n'
+        '  %e = "accy.sin"(%x) : (tensor<13xf32>) -> tensor<13xf32>\n'
+        "  func.return %e : tensor<13xf32>\n}\n"
+    )
+    with pytest.raises(Exception, match=r"'memref.store' stores to buffer #1 \(memref<13xf32>\) at index `global_id\(x\) \+ 1`"):
+        accy.compile(text, device=device)
+
+
+def test_the_reference_interpreter_refuses_a_step_of_0() -> None:
+    """It would run for ever; it says why instead."""
+    case = CASES["a loop of step 0"]
+    with pytest.raises(KernelRuntimeError, match="a step that is not positive never ends"):
+        run_kernel(_kernel(case.args, case.body), [np.zeros(16, np.float32)], [1], [1])

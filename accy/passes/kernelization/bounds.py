@@ -48,7 +48,8 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from accy.dialects.accy import KERNEL_GLOBAL_SIZE_ATTR, KernelCallOp
 
 #: Setting this environment variable (to anything but "" or "0") makes the
-#: kernelize pass verify every kernel it produces (the test suite sets it).
+#: kernelize pass verify every kernel it produces in `accy-opt` pipelines
+#: too (the test suite sets it); `accy.compile` always verifies them.
 VERIFY_BOUNDS_ENV = "ACCY_VERIFY_BOUNDS"
 
 INF = math.inf
