@@ -84,17 +84,13 @@ def element_bytes_of(value: int | float | bool, element_type: Attribute, hexadec
         if value < 0:
             raise ValueError(f"a hexadecimal float literal is the bits of the {element_type} value: it takes no sign")
         if value.bit_length() > bits:
-            raise ValueError(
-                f"hexadecimal float literal 0x{value:X} has more than the {bits} bits of {element_type}"
-            )
+            raise ValueError(f"hexadecimal float literal 0x{value:X} has more than the {bits} bits of {element_type}")
         return value.to_bytes(struct.calcsize(fmt), "little")
     try:
         return struct.pack(fmt, float(value))
     except OverflowError:
         hex_inf = (struct.pack(fmt, math.inf)[::-1]).hex().upper()
-        raise ValueError(
-            f"{value} is out of the range of {element_type} (write 0x{hex_inf} for +inf)"
-        ) from None
+        raise ValueError(f"{value} is out of the range of {element_type} (write 0x{hex_inf} for +inf)") from None
 
 
 def splat_value(attr: DenseIntOrFPElementsAttr) -> int | float | None:

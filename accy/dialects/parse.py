@@ -25,7 +25,17 @@ from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import AnyFloat, BytesAttr, DenseIntOrFPElementsAttr, IntegerType, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.generic_parser import ParserState
@@ -87,6 +97,20 @@ class SourceMap:
         return None
 
 
+# What a name after each MLIR sigil names, for the lexer's error.
+_PREFIXED_NAMES = {
+    "%": "a value, as in %x or %0",
+    "^": "a block label, as in ^bb0",
+    "#": "an attribute alias, as in #map",
+    "!": "a type alias or dialect type, as in !llvm.ptr",
+}
+
+
+class _AtTokenError(ParseError):
+    """A parse error about the token it points at (an unexpected token),
+    reported there, not moved to the end of the line before."""
+
+
 class _LinearLexer(MLIRLexer):
     """xDSL's MLIR lexer with a string-literal pattern that runs in linear time.
 
@@ -98,6 +122,14 @@ class _LinearLexer(MLIRLexer):
     """
 
     _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
+
+    def _lex_prefixed_ident(self, start_pos: int) -> MLIRToken:
+        try:
+            return super()._lex_prefixed_ident(start_pos)
+        except ParseError as e:
+            # xDSL's message leaves its placeholder unfilled ("after {first_char}").
+            prefix = self.input.at(start_pos)
+            raise ParseError(e.span, f"expected a name after '{prefix}' ({_PREFIXED_NAMES.get(prefix, 'a name')})") from None
 
     def _lex_string_literal(self, start_pos: int) -> MLIRToken:
         try:
@@ -135,13 +167,37 @@ class _RecordingParser(Parser):
         self._previous_end = token.span.end
         return token
 
+    def parse_punctuation(self, punctuation: Any, context_msg: str = "") -> Any:
+        # xDSL's context messages start with a space (" in dense attribute");
+        # one that does not was glued on ("Expected ':'function type ...").
+        if context_msg == "function type signature expected":
+            context_msg = " before the op's function type, as in `: (tensor<4xf32>) -> tensor<4xf32>`"
+        elif context_msg and not context_msg.startswith(" "):
+            context_msg = f" ({context_msg})"
+        return super().parse_punctuation(punctuation, context_msg)
+
+    def _parse_token(self, expected_kind: Any, error_msg: str) -> Any:
+        if error_msg == " in block definition" and self._current_token.kind != expected_kind:
+            # xDSL's whole message would be " in block definition".
+            token = self._current_token
+            got = "the end of the input" if token.kind == MLIRTokenKind.EOF else f"'{token.text}'"
+            raise _AtTokenError(
+                token.span, f"expected an operation or a block label (as in ^bb0:) here, got {got}"
+            )
+        return super()._parse_token(expected_kind, error_msg)
+
     def error_before_new_line(self, e: ParseError) -> ParseError:
         """`e` as MLIR reports it: an error at a token that starts a new
         line (or at the end of the input) is put just after the token
         before it, on the line that lacks something (a `,`, a type)."""
         current = self._current_token.span
         previous = self._previous_end
-        if previous is None or e.span.start != current.start or "\n" not in current.input.content[previous : current.start]:
+        if (
+            isinstance(e, _AtTokenError)
+            or previous is None
+            or e.span.start != current.start
+            or "\n" not in current.input.content[previous : current.start]
+        ):
             return e
         return ParseError(Span(previous, previous + 1, current.input), e.msg)
 
@@ -163,13 +219,17 @@ class _RecordingParser(Parser):
                 except ParseError as e:
                     raise _named_float_error(e) from None
             self.parse_punctuation(">", " in dense attribute")
+        type_span = self._current_token.span
         if type is None:
             self.parse_punctuation(":", " in dense attribute")
+            type_span = self._current_token.span
             type = self._parse_dense_literal_type()
         element_type = type.element_type
         if not isinstance(element_type, IntegerType | AnyFloat):
             self._resume_from(start)
             return super().parse_dense_int_or_fp_elements_attr(type)
+        if isinstance(element_type, AnyFloat) and not isinstance(element_type, Float16Type | Float32Type | Float64Type):
+            self.raise_error(f"accy reads no dense literal of element type {element_type} (use f16, f32 or f64)", type_span)
         count = math.prod(type.get_shape())
         size = element_type.compile_time_size
         if hex_string is not None:
@@ -186,8 +246,10 @@ class _RecordingParser(Parser):
                     f"the dense literal's {len(data)} bytes are not {count} elements of {element_type}"
                 )
             return DenseIntOrFPElementsAttr(type, BytesAttr(data))
-        if shape is None or (not elements and count):
-            self.raise_error(f"a dense literal of {type} needs {count} elements, got none")
+        if not elements:
+            if count:
+                self.raise_error(f"a dense literal of {type} needs {count} elements, got none")
+            return DenseIntOrFPElementsAttr(type, BytesAttr(b""))
         if shape and shape != list(type.get_shape()):
             self.raise_error(f"the dense literal's shape {shape} is not the shape {list(type.get_shape())} of its type")
         stored: list[bytes] = []
@@ -248,10 +310,25 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
         raise ParseError(parser._current_token.span, "input is nested too deeply to parse") from None
     except Exception as e:
         # Some malformed input makes xDSL raise a plain exception (e.g.
-        # NotImplementedError for `array<i664: 1>`): report it where the
-        # parser stopped, as a parse error.
-        raise ParseError(parser._current_token.span, f"{type(e).__name__}: {e}") from e
+        # NotImplementedError for `array<i664: 1>`, one with no text for
+        # `array<f80>`): report it where the parser stopped, as a parse error.
+        raise ParseError(parser._current_token.span, str(e) or _unsupported(e)) from e
     return module, source_map
+
+
+def _unsupported(e: Exception) -> str:
+    """What an exception xDSL raised with no message was about: the type
+    whose method raised it (f80's byte layout, say), if one did."""
+    frame_self = None
+    tb = e.__traceback__
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("self")
+        if isinstance(candidate, Attribute):
+            frame_self = candidate
+        tb = tb.tb_next
+    if frame_self is not None:
+        return f"xDSL cannot store values of type {frame_self} (it has no byte layout for it): use f16, f32 or f64"
+    return f"this construct is not supported by the parser ({type(e).__name__})"
 
 
 class _Dominance:
