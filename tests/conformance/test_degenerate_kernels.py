@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from check import ty
+from check import arr, assert_matches, ty
 from test_flash_attention import attention_src, inputs
-from test_row_pipeline import check_program
+from test_row_pipeline import check_program, normal
 
+import accy
 from accy.passes.kernelization.flash_attention import BLOCK_MIN_WORK
 
 
@@ -97,3 +98,94 @@ def test_attention_fully_masked_rows(low: str, form: str, shape, device) -> None
         return [*floats(rng), mask]
 
     check_program(src, make, device, kernels=attention_kernels(device, sq, sk, d, dv))
+
+
+@pytest.mark.parametrize("batch", [[0], [2]], ids=["no-batch", "batch"])
+@pytest.mark.parametrize("sq", [0, 3])
+def test_attention_of_nothing(batch: list[int], sq: int, device) -> None:
+    """No batch or no query: an empty result, no launch reads anything."""
+    src = attention_src(batch, sq, 5, 4, 5, True, "attention", fused=False)
+    check_program(src, inputs(batch, sq, 5, 4, 5, fused=False), device)
+
+
+def dot_src(a: list[int], b: list[int], lb: list[int], rb: list[int], lc: list[int], rc: list[int],
+            epilogue: bool) -> tuple[str, list[int]]:
+    """accy.dot_general of a and b (result: batch, lhs free, rhs free dims)
+    and its result's shape; `epilogue` adds a bias input and a relu."""
+    lf = [d for d in range(len(a)) if d not in (*lb, *lc)]
+    rf = [d for d in range(len(b)) if d not in (*rb, *rc)]
+    out = [a[d] for d in lb] + [a[d] for d in lf] + [b[d] for d in rf]
+    to = ty(out)
+    bias = f", %bias: {to}" if epilogue else ""
+    lines = [
+        f"func.func @main(%a: {ty(a)}, %b: {ty(b)}{bias}) -> {to} {{",
+        f'  %o = "accy.dot_general"(%a, %b) <{{lhs_batch = {arr(lb)}, rhs_batch = {arr(rb)}, '
+        f"lhs_contract = {arr(lc)}, rhs_contract = {arr(rc)}}}> : ({ty(a)}, {ty(b)}) -> {to}",
+    ]
+    result = "%o"
+    if epilogue:
+        lines += [
+            f'  %z = "accy.constant"() <{{value = dense<0.0> : {to}}}> : () -> {to}',
+            f'  %s = "accy.add"(%o, %bias) : ({to}, {to}) -> {to}',
+            f'  %y = "accy.max"(%s, %z) : ({to}, {to}) -> {to}',
+        ]
+        result = "%y"
+    return "\n".join([*lines, f"  func.return {result} : {to}", "}"]), out
+
+
+def check_dot(case, epilogue: bool, device) -> None:
+    """The dot compiles with `strict` (no host fallback) and matches the
+    reference on random inputs."""
+    a, b, lb, rb, lc, rc = case
+    src, out = dot_src(a, b, lb, rb, lc, rc, epilogue)
+    exe = accy.compile(src, device=device, strict=True)
+    xs = normal(tuple(a), tuple(b), *([tuple(out)] if epilogue else []), scale=1.0)(np.random.default_rng(0))
+    (got,) = exe(*xs)
+    assert exe.stats.fallbacks == 0
+    assert_matches(got, exe.reference_outputs(xs)[0])
+
+
+#: (lhs, rhs, lhs_batch, rhs_batch, lhs_contract, rhs_contract): a matrix
+#: times a vector (no rhs free dim: the CPU profile's packed kernel found no
+#: last output column), its transpose, a vector times a matrix, a vector times
+#: a vector (a scalar), their batched forms, at sizes that pack and odd ones.
+VECTOR_DOTS = {
+    "matvec-512": ([512, 512], [512], [], [], [1], [0]),
+    "matvec-odd": ([301, 1003], [1003], [], [], [1], [0]),
+    "matvec-t": ([1001, 307], [1001], [], [], [0], [0]),
+    "matvec-small": ([5, 3], [3], [], [], [1], [0]),
+    "vecmat": ([1003], [1003, 301], [], [], [0], [0]),
+    "vecvec": ([1001], [1001], [], [], [0], [0]),
+    "batch-matvec": ([3, 300, 1001], [3, 1001], [0], [0], [2], [1]),
+    "batch-vecmat": ([3, 1003], [3, 1003, 17], [0], [0], [1], [1]),
+    "batch-vecvec": ([3, 1001], [3, 1001], [0], [0], [1], [1]),
+    "matvec-two-contracting": ([300, 10, 101], [10, 101], [], [], [1, 2], [0, 1]),
+}
+
+
+@pytest.mark.parametrize("epilogue", [False, True], ids=["bare", "epilogue"])
+@pytest.mark.parametrize("case", VECTOR_DOTS.values(), ids=VECTOR_DOTS.keys())
+def test_vector_dots(case, epilogue: bool, device) -> None:
+    check_dot(case, epilogue, device)
+
+
+#: Dots with no output element or no term: M = 0, N = 0, both (over K =
+#: 1024: the tile sizes divided by zero), no batch, K = 0 (zeros, then the
+#: epilogue), a vector dot over nothing.
+EMPTY_DOTS = {
+    "0x0-k1024": ([0, 1024], [1024, 0], [], [], [1], [0]),
+    "m0": ([0, 1024], [1024, 64], [], [], [1], [0]),
+    "n0": ([300, 1024], [1024, 0], [], [], [1], [0]),
+    "batch0": ([0, 300, 100], [0, 100, 64], [0], [0], [2], [1]),
+    "k0": ([300, 0], [0, 64], [], [], [1], [0]),
+    "k0-batch": ([2, 300, 0], [2, 0, 64], [0], [0], [2], [1]),
+    "k0-matvec": ([300, 0], [0], [], [], [1], [0]),
+    "k0-vecvec": ([0], [0], [], [], [0], [0]),
+    "m0-matvec": ([0, 1024], [1024], [], [], [1], [0]),
+}
+
+
+@pytest.mark.parametrize("epilogue", [False, True], ids=["bare", "epilogue"])
+@pytest.mark.parametrize("case", EMPTY_DOTS.values(), ids=EMPTY_DOTS.keys())
+def test_empty_dots(case, epilogue: bool, device) -> None:
+    check_dot(case, epilogue, device)

@@ -73,6 +73,10 @@ def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) 
     """A dot kernel: one `accy.dot_general` and the work fused around it."""
     kb, dot = anchored_kernel(kernel, plan, profile, accy.DotGeneralOp, "dot")
     d = _Dot(kb, kernel, dot)
+    if d.B * d.M * d.N == 0:
+        # No output element: no tiles to size (zero rows or columns would
+        # divide by zero); one work-item per element launches none.
+        return d.per_element()
     if profile.profile == "gpu":
         return d.local_tiles(plan)
     if d.can_pack():
@@ -342,7 +346,9 @@ class _Dot:
         last dim is whole vectors, else lane by lane; guarded past M and N."""
         kb, w = self.kb, self.kb.profile.vector_width
         vt = VectorType(buffer_element_type(self.et), [w])
-        lanes = w if self.n_shape[-1] % w == 0 else 1
+        # W lanes need the output's last dim to be rhs columns, whole vectors
+        # of them (a matrix-vector product has no rhs free dim: N = 1).
+        lanes = w if self.n_shape and self.n_shape[-1] % w == 0 else 1
 
         def row(r: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
             m = kb.add(m0, r)

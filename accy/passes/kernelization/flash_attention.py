@@ -96,6 +96,10 @@ def lower_flash_attention(kernel: OutlinedKernel, plan: BufferPlan, profile: Tar
             except NoMatch as e:
                 raise Decline(str(e)) from None
         fa = _Attention(kb, ops, aliases, kernel.outputs, match)
+        if numel(fa.rows) * fa.dv == 0:
+            # No output element: one work-item per row launches none (a GPU
+            # grid of one work-group per batch would still read a batch).
+            return fa.work_item_per_row()
         if profile.profile == "gpu":
             return fa.work_group_per_block()
         if fa.can_block():
