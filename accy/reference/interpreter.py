@@ -421,7 +421,7 @@ def _scan(op: ScanOp, args: list[np.ndarray]) -> np.ndarray:
     if op.reverse.value:
         x = np.flip(x, axis)
     out = _ACCUMULATE[op.kind.data](x, axis)
-    if op.exclusive.value:
+    if op.exclusive.value and x.shape[axis]:  # over an empty axis, nothing to shift
         first = np.full_like(np.take(out, [0], axis=axis), scan_identity(op.kind.data, x.dtype))
         out = np.concatenate([first, np.take(out, range(x.shape[axis] - 1), axis=axis)], axis=axis)
     return np.flip(out, axis) if op.reverse.value else out

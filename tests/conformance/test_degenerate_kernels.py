@@ -189,3 +189,31 @@ EMPTY_DOTS = {
 @pytest.mark.parametrize("case", EMPTY_DOTS.values(), ids=EMPTY_DOTS.keys())
 def test_empty_dots(case, epilogue: bool, device) -> None:
     check_dot(case, epilogue, device)
+
+
+#: (shape, axis) of scans over nothing: an empty axis (of one line, of
+#: several, between other dims) or lines of some length but none of them.
+EMPTY_SCANS = [((0,), 0), ((3, 0), 1), ((4, 0, 3), 1), ((0, 5), 1), ((0, 5), 0), ((2, 0, 17), 2)]
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
+@pytest.mark.parametrize("case", EMPTY_SCANS, ids=lambda c: "x".join(map(str, c[0])) + f"-axis{c[1]}")
+def test_empty_scans(case, exclusive: bool, reverse: bool, device) -> None:
+    """Every kind, float and integer: an empty result, no launch that reads
+    (the exclusive scan over an empty axis was an IndexError)."""
+    shape, axis = case
+    for kind in ("sum", "prod", "max", "min"):
+        for et, dtype in (("f32", np.float32), ("i32", np.int32)):
+            t = ty(list(shape), et)
+            src = (
+                f"func.func @main(%x: {t}) -> {t} {{\n"
+                f'  %c = "accy.scan"(%x) <{{kind = "{kind}", axis = {axis} : i64, '
+                f"exclusive = {str(exclusive).lower()}, reverse = {str(reverse).lower()}}}> : ({t}) -> {t}\n"
+                f"  func.return %c : {t}\n}}"
+            )
+            exe = accy.compile(src, device=device, strict=True)
+            x = np.zeros(shape, dtype)
+            (got,) = exe(x)
+            assert exe.stats.fallbacks == 0
+            assert_matches(got, exe.reference_outputs([x])[0])

@@ -123,7 +123,9 @@ def lower_scan(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile)
     """A scan kernel: one `accy.scan` and the work fused around it."""
     kb, scan = anchored_kernel(kernel, plan, profile, accy.ScanOp, "scan")
     lowering = _Scan(kb, kernel, scan)
-    if profile.profile == "gpu" and lowering.rank:
+    # An empty scan (no line, or lines of no element) has no tile to fill:
+    # one work-item per line walks nothing.
+    if profile.profile == "gpu" and lowering.rank and numel(lowering.shape):
         tiled = lowering.tiled(plan)
         if tiled is not None:
             return tiled
