@@ -61,12 +61,30 @@ Fusion rules, applied in this order:
    elementwise ops that read only function arguments and constants, and it
    is not returned. Otherwise it is computed once and stored.
 No merge may make the item graph cyclic: each rule checks that first.
+
+Size limits, so that compile cost grows linearly with the program (issue 19):
+- No item holds more than `MAX_FUSED_OPS` compute ops (views not counted):
+  a longer chain is cut into several kernels, each storing its last value
+  for the next. LLVM's O3 pipeline costs more per op as a function grows
+  (a chain of math ops: 8.6 ms an op at 125 ops, 21 ms at 500), and one
+  kernel of 20,000 ops took minutes to build.
+- No row pipeline spans more than `MAX_ROW_LEVELS` reduction levels. Its
+  lowering recomputes the elementwise work from the inputs in every pass
+  over the row (one pass per level), so a pipeline of L levels over n ops
+  emits O(L * n) ops: N softmax stages in a row were one kernel of O(N^2).
+  A reduction's depth is the number of reduction levels on the longest path
+  from the function's arguments to its operand (a named softmax,
+  log_softmax or layer_norm counts two); a row pipeline admits a reduction
+  only if the depths its reductions occupy stay within `MAX_ROW_LEVELS`.
+  Depths count every path in the function, not only those inside the
+  group, so this may cut sooner than needed, never later.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -109,6 +127,14 @@ KINDS = (
 
 RECOMPUTE_LIMIT = 8
 """At most this many elementwise ops are recomputed in each reader (rule 6)."""
+
+MAX_FUSED_OPS = 256
+"""At most this many compute ops fuse into one work item (see "Size limits")."""
+
+MAX_ROW_LEVELS = 4
+"""At most this many reduction levels in one row pipeline (see "Size
+limits"): softmax and layer norm take two, a cross-entropy over a
+log_softmax three."""
 
 # Kinds that take elementwise work in as a prologue or an epilogue.
 _FUSING = ("dot_general", "reduction", "scan", "row_pipeline", "flash_attention")
@@ -292,11 +318,52 @@ def _initial_tag(op: Operation) -> tuple[str, Operation | None]:
     raise ValueError(f"schedule: cannot schedule op '{op.name}': it is not an accy tensor op")
 
 
+def _row_levels(op: Operation) -> int:
+    """Passes over the row that `op` takes in a row pipeline."""
+    if isinstance(op, SoftmaxOp | LogSoftmaxOp | LayerNormOp):
+        return 2
+    return 1 if isinstance(op, ReduceOp) else 0
+
+
+def _reduction_depths(g: _Graph) -> dict[Operation, tuple[int, int]]:
+    """Per node, the reduction levels on the longest path from the function's
+    arguments to its operands, and to its results (see "Size limits"); in
+    program order, operands first."""
+    depth: dict[Operation, tuple[int, int]] = {}
+    for op in g.nodes:
+        start = max((depth[e.producer][1] for e in g.ins[op] if e.producer is not None), default=0)
+        depth[op] = (start, start + _row_levels(op))
+    return depth
+
+
 def _last_axis(op: Operation) -> bool:
     """A named softmax/log_softmax along the last axis."""
     assert isinstance(op, SoftmaxOp | LogSoftmaxOp)
     rank = len(shape_of(op.x))
     return op.axis.value.data % rank == rank - 1
+
+
+class _Walk:
+    """A depth-first walk over groups, one group a step (`acyclic_merge`)."""
+
+    def __init__(self, start: Iterable[_Group], next_groups: Callable[[_Group], set[_Group]]) -> None:
+        self.stack = list(start)
+        self.next_groups = next_groups
+        self.seen: set[int] = set()
+
+    def step(self, targets: set[int]) -> bool | None:
+        """True when the walk reached a target, False when it ended without
+        reaching one, None while it goes on."""
+        while self.stack:
+            grp = self.stack.pop()
+            if id(grp) in targets:
+                return True
+            if id(grp) in self.seen:
+                continue
+            self.seen.add(id(grp))
+            self.stack.extend(self.next_groups(grp))
+            return None
+        return False
 
 
 class _Fuser:
@@ -311,6 +378,7 @@ class _Fuser:
         # edges): fusing a chain of n ops then costs O(n), not O(n^2).
         self._readers: dict[_Group, set[Operation]] = {}
         self._stored: dict[_Group, list[SSAValue]] = {}
+        self.depth = _reduction_depths(g)
         for op in g.nodes:
             tag, anchor = _initial_tag(op)
             self._new({op}, tag, anchor)
@@ -341,22 +409,22 @@ class _Fuser:
         # b would already close a cycle, so only a second path from b to a
         # can (which keeps fusing a long chain from walking all of it).
         if a in succ_b:
-            start = succ_b - {a, b}
+            ahead, behind = succ_b, self.pred_groups(a)
         elif b in succ_a:
-            start = succ_a - {a, b}
+            ahead, behind = succ_a, self.pred_groups(b)
         else:
-            start = (succ_a | succ_b) - {a, b}
-        seen: set[int] = set()
-        stack = list(start)
-        while stack:
-            grp = stack.pop()
-            if grp is a or grp is b:
-                return False
-            if id(grp) in seen:
-                continue
-            seen.add(id(grp))
-            stack.extend(self.succ_groups(grp))
-        return True
+            ahead, behind = succ_a | succ_b, self.pred_groups(a) | self.pred_groups(b)
+        # Such a path is found both from the pair's readers forwards and from
+        # its writers backwards: the two walks take turns, and the first to
+        # end answers. Growing a group in the middle of a long program then
+        # costs what the shorter side does, not the whole rest of it (a row
+        # pipeline's sweep over a chain of N stages walked O(N) a merge).
+        walks = [_Walk(ahead - {a, b}, self.succ_groups), _Walk(behind - {a, b}, self.pred_groups)]
+        while True:
+            for walk in walks:
+                found = walk.step({id(a), id(b)})
+                if found is not None:
+                    return not found
 
     def stored(self, ops: set[Operation]) -> list[SSAValue]:
         """Values computed in `ops` that something outside reads or that are
@@ -416,7 +484,7 @@ class _Fuser:
         return a
 
     def try_merge(self, a: _Group, b: _Group, one_shape: bool = False) -> bool:
-        if a is b or not self.acyclic_merge(a, b):
+        if a is b or len(a.ops) + len(b.ops) > MAX_FUSED_OPS or not self.acyclic_merge(a, b):
             return False
         if one_shape and len({shape_of(v) for v in self.merged_stored(a, b)}) > 1:
             return False
@@ -489,17 +557,25 @@ class _Fuser:
 
     def _grow_rows(self, seed: Operation, rows: tuple[int, ...], n: int) -> None:
         grp = self.of[seed]
-        queue = [seed]
+        # The reduction depths the group's passes occupy (`MAX_ROW_LEVELS`).
+        lo, hi = self.depth[seed]
+        queue = deque([seed])
         while queue:
-            op = queue.pop(0)
+            op = queue.popleft()
             neighbours = [e.producer for e in self.g.ins[op]] + [e.consumer for e in self.g.outs[op]]
             for other in neighbours:
                 if other is None or other in grp.ops or not self.single(other):
                     continue
                 if not self._in_rows(other, rows, n) or not self._row_edges(other, grp, rows, n):
                     continue
+                start, end = self.depth[other]
+                levels = _row_levels(other) > 0
+                if levels and max(hi, end) - min(lo, start) > MAX_ROW_LEVELS:
+                    continue
                 if self.try_merge(grp, self.of[other]):
                     queue.append(other)
+                    if levels:
+                        lo, hi = min(lo, start), max(hi, end)
         if self._is_row_pipeline(grp, rows):
             grp.tag = "row_pipeline"
             grp.anchor = min((op for op in grp.ops if self._row_seed(op)), key=self.g.index.__getitem__)
