@@ -58,6 +58,8 @@ builtin.module attributes {gpu.container_module} {
 // CHECK-NEXT:     a1 = t1;
 // CHECK-NEXT:   }
 // CHECK-NEXT:   int v9 = p0[1 * 3 + 1];
-// CHECK-NEXT:   int v10 = a1 / v9;
-// CHECK-NEXT:   b2[0] = v10;
+// A loaded divisor: divided by 1 where it is 0 or the division is INT_MIN / -1, and x / 0 = 0 (kernel-ir.md).
+// CHECK-NEXT:   int v10 = ((v9 == ((int)0)) | ((a1 == (int)(-2147483647 - 1)) & (v9 == ((int)-1)))) ? ((int)1) : v9;
+// CHECK-NEXT:   int v11 = (v9 == ((int)0)) ? ((int)0) : a1 / v10;
+// CHECK-NEXT:   b2[0] = v11;
 // CHECK-NEXT: }
