@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType, TensorType
+from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType, Signedness, TensorType
 from xdsl.ir import Attribute, SSAValue
 
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
@@ -30,6 +30,19 @@ def is_int(t: Attribute) -> bool:
 def is_bool(t: Attribute) -> bool:
     """i1: masks and the results of `accy.cmp`."""
     return isinstance(t, IntegerType) and t.width.data == 1
+
+
+#: The element types accy computes in, as messages name them.
+RUNNABLE_ELEMENTS = "f16, f32, f64, i1, i8, i16, i32, i64"
+
+
+def is_runnable_element(t: Attribute) -> bool:
+    """One of `RUNNABLE_ELEMENTS` (a signless or signed integer of 1, 8, 16,
+    32 or 64 bits, or a float): what buffers, kernels and the reference's
+    numpy arrays hold."""
+    if isinstance(t, IntegerType):
+        return t.signedness.data != Signedness.UNSIGNED and t.width.data in (1, 8, 16, 32, 64)
+    return is_float(t)
 
 
 def tensor(shape: Sequence[int], element_type: Attribute) -> TensorType:

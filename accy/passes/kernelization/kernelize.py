@@ -71,7 +71,7 @@ from accy.dialects.host import (
 )
 from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.dialects.target import TargetProfile
-from accy.dialects.types import element_bytes, is_row_major, numel
+from accy.dialects.types import RUNNABLE_ELEMENTS, element_bytes, is_row_major, is_runnable_element, numel
 from accy.passes.analyses.bufferization import BufferPlan, BufferRef
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
 from accy.passes.kernelization.bounds import LaunchSizes, bounds_requested_by_env, verify_bounds
@@ -126,6 +126,8 @@ class KernelizePass(AccyPass):
         funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and SIGNATURE_ATTR not in op.attributes]
         if not funcs:
             return PreservedAnalyses.all()
+        for f in funcs:
+            _check_runnable_elements(f)
         kernels = _kernels_module(module)
         for f in funcs:
             if f.body.blocks and not f.is_declaration:
@@ -137,6 +139,27 @@ class KernelizePass(AccyPass):
         drop_serialized(module)
         module.attributes["gpu.container_module"] = UnitAttr()
         return PreservedAnalyses.none()
+
+
+class ElementTypeError(ValueError):
+    """A function computes in an element type accy does not run (`i7`): the
+    user's program, refused before any lowering builds a vector of it."""
+
+
+def _check_runnable_elements(f: func.FuncOp) -> None:
+    """Raises ElementTypeError at the first argument or op result of `f` whose
+    element type accy does not run (`accy.compile` refuses it the same way)."""
+    name = f.sym_name.data
+    typed = [(f"argument #{i} of @{name}", t) for i, t in enumerate(f.function_type.inputs.data)]
+    typed += [
+        (f"'{op.name}' (result #{i}) in @{name}", r.type)
+        for op in f.walk() if op is not f for i, r in enumerate(op.results)
+    ]
+    for where, t in typed:
+        if isinstance(t, TensorType) and not is_runnable_element(t.element_type):
+            raise ElementTypeError(
+                f"{where} has type {t}: accy runs no element type {t.element_type} (only {RUNNABLE_ELEMENTS})"
+            )
 
 
 class LoweringRefused(ValueError):
