@@ -71,6 +71,7 @@ from accy.runtime.device import HostMemory, KernelDevice, LaunchProfile, Program
 from accy.runtime.disk_cache import DiskCache
 from accy.runtime.host_memory import aligned_empty
 from accy.runtime.kernel_sources import kernel_source
+from accy.runtime.llvm_worker import POOL, optimise_and_generate
 from accy.runtime.results import result_layouts
 from accy.runtime.schedule import (
     Alloc,
@@ -241,27 +242,22 @@ class JitCache:
     def _compile(self, ir_text: str, names: list[str], key: str) -> JitProgram:
         llvm = _init_llvm()
         start = time.perf_counter()
-        cached = self.disk.get(key)
-        mod = llvm.parse_assembly(ir_text)
-        if cached is None:
-            mod.verify()
-            tm = _target_machine(llvm)
-            pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
-            pto.loop_vectorization = True
-            pto.slp_vectorization = True
-            pb = llvm.create_pass_builder(tm, pto)
-            pb.getModulePassManager().run(mod, pb)
-        produced: list[bytes] = []
-
-        def notify(_module: Any, buffer: bytes) -> None:
-            produced.append(bytes(buffer))
-
-        def getbuffer(_module: Any) -> bytes | None:
-            return cached
-
-        # create_mcjit_compiler takes ownership of its target machine: a fresh one per engine.
-        engine = llvm.create_mcjit_compiler(mod, _target_machine(llvm))
-        engine.set_object_cache(notify, getbuffer)
+        code = cached = self.disk.get(key)
+        if code is None:
+            target = host_target()
+            args = (ir_text, target.triple, target.cpu, target.features, OPT_LEVEL)
+            # Past a process's first modules the worker optimises (llvm_worker: llvmlite's pass manager keeps memory per module).
+            if POOL.wants_worker():
+                code = POOL.compile_object(*args)
+            if code is None:
+                code = optimise_and_generate(llvm, *args)
+            self.stats.compiled += 1
+            self.disk.put(key, code)
+        else:
+            self.stats.loaded += 1
+        # The object code loads through MCJIT's object cache: no optimisation or code generation here.
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(ir_text), _target_machine(llvm))
+        engine.set_object_cache(lambda _module, _buffer: None, lambda _module: code)
         engine.finalize_object()
         functions = {}
         for name in names:
@@ -269,12 +265,6 @@ class JitCache:
             if not address:
                 raise RuntimeError(f"llvm device: the JIT has no function @{name}")
             functions[name] = _KERNEL_PROTO(address)
-        if cached is None:
-            self.stats.compiled += 1
-            if produced:
-                self.disk.put(key, produced[0])
-        else:
-            self.stats.loaded += 1
         seconds = time.perf_counter() - start
         self.stats.seconds += seconds
         debug(1, f"accy: llvm JIT {'loaded' if cached is not None else 'compiled'} {len(names)} kernel(s) in {seconds * 1e3:.1f} ms")
