@@ -217,3 +217,43 @@ def test_empty_scans(case, exclusive: bool, reverse: bool, device) -> None:
             (got,) = exe(x)
             assert exe.stats.fallbacks == 0
             assert_matches(got, exe.reference_outputs([x])[0])
+
+
+def row_loss_src(rows: int, n: int, named: str, full: bool) -> str:
+    """sum(onehot · f(x)) along the rows (the cross-entropy loss for f =
+    log_softmax), or over everything (`full`, a scalar), with f a named
+    softmax, log_softmax or layer_norm."""
+    t, tn = ty([rows, n]), ty([n])
+    out = ty([]) if full else ty([rows])
+    params = f", %g: {tn}, %b: {tn}" if named == "layer_norm" else ""
+    if named == "layer_norm":
+        f = f'  %f = "accy.layer_norm"(%x, %g, %b) <{{epsilon = 1.0e-05 : f32}}> : ({t}, {tn}, {tn}) -> {t}\n'
+    else:
+        f = f'  %f = "accy.{named}"(%x) <{{axis = 1 : i64}}> : ({t}) -> {t}\n'
+    return (
+        f"func.func @main(%x: {t}, %onehot: {t}{params}) -> {out} {{\n{f}"
+        f'  %p = "accy.mul"(%onehot, %f) : ({t}, {t}) -> {t}\n'
+        f'  %s = "accy.reduce"(%p) <{{kind = "sum", axes = array<i64: {"0, 1" if full else "1"}>}}> : ({t}) -> {out}\n'
+        f"  func.return %s : {out}\n}}"
+    )
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["rows", "scalar"])
+@pytest.mark.parametrize("named", ["log_softmax", "softmax", "layer_norm"])
+@pytest.mark.parametrize("size", [(37, 101), (4, 128), (1, 3)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_reduction_of_a_named_row_op(size, named: str, full: bool, device) -> None:
+    """A reduction over the rows of a named row op is kernels, no host
+    fallback (it was a host fallback, "accy.reduce cannot be computed
+    elementwise": the reduction was put in the named op's first sweep):
+    one kernel for a row sum, two for a full one, as in primitives."""
+    rows, n = size
+    src = row_loss_src(rows, n, named, full)
+    exe = accy.compile(src, device=device, strict=True)
+    rng = np.random.default_rng(1)
+    onehot = np.eye(n, dtype=np.float32)[rng.integers(0, n, rows)]
+    xs = [(rng.standard_normal((rows, n)) * 3).astype(np.float32), onehot]
+    if named == "layer_norm":
+        xs += [rng.standard_normal(n).astype(np.float32) for _ in range(2)]
+    (got,) = exe(*xs)
+    assert exe.stats.fallbacks == 0 and exe.stats.kernels == (2 if full else 1)
+    assert_matches(got, exe.reference_outputs(xs)[0])

@@ -123,16 +123,20 @@ class RowPipeline:
     # -- structure -------------------------------------------------------------
 
     def _reduce_deps(self, v: SSAValue, memo: dict[SSAValue, frozenset[Operation]]) -> frozenset[Operation]:
-        """The reductions `v` is computed from."""
+        """The reductions `v` is computed from (a named op's result: those of
+        its decomposition, so a reduction of a log_softmax comes after the
+        log_softmax's own)."""
 
         def operands(x: SSAValue) -> Sequence[SSAValue]:
+            if x in self.aliases:
+                return (self.aliases[x],)
             op = self.producer.get(x)
             return op.operands if op is not None else ()
 
         # Operands first, without recursing (chains are as long as the program).
         for x in postorder([v], operands, memo):
             op = self.producer.get(x)
-            deps: frozenset[Operation] = frozenset()
+            deps: frozenset[Operation] = memo[self.aliases[x]] if x in self.aliases else frozenset()
             if op is not None:
                 if isinstance(op, accy.ReduceOp):
                     deps = frozenset({op})
