@@ -7,7 +7,10 @@
 
 `--stats` prints one JSON object on one line, the last line of stdout.
 Errors are one `accy-run: error: ...` line (a located diagnostic for bad IR)
-and exit status 1; `--check` past tolerance exits with status 2.
+and exit status 1, a program that does not fit in memory included (checked
+before its inputs are drawn or read: `Executable.check_memory`);
+`--check` past tolerance exits with status 2, Ctrl-C with 130 after one
+`accy-run: interrupted` line.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +27,7 @@ import numpy as np
 from accy.cli.diagnostics import ToolError, run_tool, wants_traceback
 from accy.runtime.devices import AUTO, get_device, known_devices
 from accy.runtime.executable import Executable, compile
+from accy.runtime.host_memory import DeviceMemoryWarning
 
 TOOL = "accy-run"
 CHECK_FAILED = 2
@@ -148,13 +153,19 @@ def _run(args: argparse.Namespace) -> int:
     out_path = check_out_path(args.out) if args.out is not None else None
     arrays = read_npz(args.inputs) if args.inputs is not None else None
     device = get_device(args.device)
-    exe = compile(Path(args.file), device=device, fn=args.fn, strict=args.strict)
-    if args.inputs is not None:
-        inputs = load_inputs(args.inputs, exe, arrays)
-    else:
-        inputs = exe.random_inputs(0 if args.random is None else args.random)
-
-    outputs = exe(*inputs, profile=args.profile)
+    with warnings.catch_warnings():
+        # Said once, as the error check_memory raises next.
+        warnings.simplefilter("ignore", DeviceMemoryWarning)
+        exe = compile(Path(args.file), device=device, fn=args.fn, strict=args.strict)
+    try:
+        exe.check_memory()
+        if args.inputs is not None:
+            inputs = load_inputs(args.inputs, exe, arrays)
+        else:
+            inputs = exe.random_inputs(0 if args.random is None else args.random)
+        outputs = exe(*inputs, profile=args.profile)
+    except MemoryError as e:  # DeviceMemoryError, or the host's memory for the inputs: the user's to act on
+        raise ToolError(str(e) or "out of host memory") from None
 
     if out_path is not None:
         write_outputs(out_path, outputs)
@@ -208,7 +219,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The `accy-run` entry point; returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(args_list)
-    return run_tool(TOOL, lambda: _run(args), wants_traceback(args_list))
+    return run_tool(TOOL, lambda: _interruptible(args), wants_traceback(args_list))
+
+
+def _interruptible(args: argparse.Namespace) -> int:
+    """`_run`, saying so when Ctrl-C stops it (`run_tool` makes that exit status 130)."""
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print(f"{TOOL}: interrupted", file=sys.stderr)
+        raise
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import threading
 from importlib import import_module
 
 from accy.runtime.device import Device
+from accy.runtime.host_memory import BadSetting
 
 # name -> "module:Class". A device class takes its index as the one optional
 # constructor argument ("opencl:1" -> OpenCLDevice(1)).
@@ -62,7 +63,7 @@ def _create(name: str, key: str) -> Device:
     try:
         cls = getattr(import_module(module_name), cls_name)
         device = cls(int(index_text)) if index_text else cls()
-    except DeviceUnavailable:
+    except (DeviceUnavailable, BadSetting):  # a bad $ACCY_MEMORY_LIMIT is the user's to fix, not the device's
         raise
     except Exception as e:  # a missing driver, no platform, a bad index
         reason = str(e) or type(e).__name__

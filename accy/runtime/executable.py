@@ -13,6 +13,14 @@ narrowing); a non-contiguous array is copied to C order, which loses nothing.
 An `accy.Array` of the executable's device is passed as it is (no transfer);
 one of another device is read to the host first (counted in `stats` as a
 download).
+
+Memory: a program whose buffer plan peaks past its device's `memory_limit`
+(the host's memory on the LLVM and reference devices, an OpenCL device's
+global memory, or `$ACCY_MEMORY_LIMIT`) cannot run there. `accy.compile`
+warns (`DeviceMemoryWarning`) and every call raises `DeviceMemoryError`
+before it allocates anything (`Executable.check_memory`), as MLIR's runtimes
+fail at the allocation rather than at compile time: the limit may be raised
+between the two.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,7 +47,13 @@ from accy.reference.interpreter import run as reference_run
 from accy.runtime.array import Array
 from accy.runtime.device import Device, RunStats
 from accy.runtime.devices import get_device
-from accy.runtime.host_memory import DeviceMemoryError
+from accy.runtime.host_memory import (
+    MEMORY_LIMIT_ENV,
+    DeviceMemoryError,
+    DeviceMemoryWarning,
+    format_bytes,
+    physical_memory,
+)
 
 
 class Executable:
@@ -75,6 +90,35 @@ class Executable:
         self.compile_s = time.perf_counter() - start
         self.run_s = 0.0
         self._signature = _signature(self.input_types)
+        #: The bytes the buffer plan peaks at (inputs and outputs included; 0 where the device plans none).
+        self.peak_bytes = self.program.stats.peak_bytes
+        limit = self._limit_exceeded()
+        if limit is not None:
+            warnings.warn(
+                DeviceMemoryWarning(
+                    f"@{self.fn}'s buffers peak at {format_bytes(self.peak_bytes)}, more than device "
+                    f"'{self.device.name}' may hold (memory_limit {format_bytes(limit)}): calling it raises DeviceMemoryError"
+                ),
+                stacklevel=3,
+            )
+
+    def _limit_exceeded(self) -> int | None:
+        """The device's memory_limit when the buffer plan peaks past it, else None."""
+        limit = self.device.memory_limit
+        return limit if limit is not None and self.peak_bytes > limit else None
+
+    def check_memory(self) -> None:
+        """`DeviceMemoryError` when the buffer plan peaks past the device's
+        `memory_limit` (see the module docstring): no call can fit."""
+        limit = self._limit_exceeded()
+        if limit is not None:
+            raise DeviceMemoryError(
+                f"calling @{self.fn} (its buffers peak at {self.peak_bytes:,} bytes): device '{self.device.name}' is "
+                f"out of memory: that is more than its memory_limit, {format_bytes(limit)}; nothing was allocated. "
+                f"Use smaller tensors, or raise the device's memory_limit (${MEMORY_LIMIT_ENV})",
+                self.peak_bytes,
+                self.device.memory_report(),
+            )
 
     @property
     def input_types(self) -> list[TensorType]:
@@ -154,6 +198,9 @@ class Executable:
             inputs = self.check_inputs(arrays, keep_arrays=True)
             # accy.Arrays of other devices, read to the host by check_inputs.
             moved = [a.nbytes for a in arrays if isinstance(a, Array) and a.device is not self.device]
+        limit = self.device.memory_limit
+        if limit is not None and self.peak_bytes > limit:
+            self.check_memory()
         start = time.perf_counter()
         try:
             outputs = self.program.run(inputs, profile=profile, to_host=self.to_host if to_host is None else to_host)
@@ -178,7 +225,15 @@ class Executable:
         return [Comparison.of(np.asarray(got), want) for got, want in zip(outputs, expected, strict=True)]
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
-        """Random arguments of the right shapes and dtypes (see `random_array`)."""
+        """Random arguments of the right shapes and dtypes (see
+        `random_array`); `MemoryError`, before anything is allocated, when
+        they take more than the host's memory."""
+        need = sum(math.prod(t.get_shape()) * numpy_dtype(t.element_type).itemsize for t in self.input_types)
+        host = physical_memory()
+        if host is not None and need > host:
+            raise MemoryError(
+                f"random arguments of @{self.fn} take {format_bytes(need)}, more than the host's memory ({format_bytes(host)})"
+            )
         rng = np.random.default_rng(seed)
         return [random_array(t, rng) for t in self.input_types]
 
@@ -277,15 +332,28 @@ class Comparison:
         return Comparison(max_abs, max_rel, rtol, atol, ok)
 
 
+#: Elements `random_array` draws at a time: what it needs beyond the array itself.
+RANDOM_CHUNK = 1 << 20
+
+
 def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
-    """Standard normal values for floats, 0/1 for i1, integers in [-5, 5]."""
+    """Standard normal values for floats, 0/1 for i1, integers in [-5, 5].
+    Drawn into the array itself, a chunk at a time in its own dtype (f16 in
+    f32), so that it costs the array and a chunk, not float64s of its size."""
     dtype = numpy_dtype(t.element_type)
-    shape = tuple(t.get_shape())
-    if dtype == np.bool_:
-        return rng.integers(0, 2, size=shape).astype(np.bool_)
-    if dtype.kind == "f":
-        return rng.standard_normal(size=shape).astype(dtype)
-    return rng.integers(-5, 6, size=shape).astype(dtype)
+    array = np.empty(tuple(t.get_shape()), dtype)
+    flat = array.reshape(-1)
+    for start in range(0, flat.size, RANDOM_CHUNK):
+        part = flat[start : start + RANDOM_CHUNK]
+        if dtype == np.bool_:
+            part[:] = rng.integers(0, 2, size=part.size, dtype=np.int8)
+        elif dtype.kind == "f" and dtype.itemsize >= 4:
+            rng.standard_normal(out=part, dtype=dtype)
+        elif dtype.kind == "f":
+            part[:] = rng.standard_normal(size=part.size, dtype=np.float32)
+        else:
+            part[:] = rng.integers(-5, 6, size=part.size, dtype=dtype)
+    return array
 
 
 def compile(

@@ -13,7 +13,9 @@ from several threads.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import sys
 import threading
 from collections import OrderedDict
@@ -90,13 +92,48 @@ class DeviceMemoryError(MemoryError):
         self.report = report
 
 
+class DeviceMemoryWarning(UserWarning):
+    """A program compiled for a device whose memory its buffers cannot fit in
+    (`accy.compile` warns; calling it raises `DeviceMemoryError`)."""
+
+
+class BadSetting(ValueError):
+    """An environment variable accy reads holds a value it cannot use; the
+    message names the variable and the value."""
+
+
+#: Size suffixes `parse_bytes` takes (lower case): decimal units as disks and
+#: networks count, binary ones as memory does; a bare K/M/G/T is decimal, as
+#: in Kubernetes quantities (512M = 512,000,000 bytes).
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,
+    "ki": 1 << 10, "kib": 1 << 10, "mi": 1 << 20, "mib": 1 << 20, "gi": 1 << 30, "gib": 1 << 30, "ti": 1 << 40, "tib": 1 << 40,
+}
+_SIZE = re.compile(r"(?P<number>(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*(?P<unit>[a-z]*)")
+
+
+def parse_bytes(text: str) -> int | None:
+    """A byte count as people write one: `4096`, `1e9`, `1.5GB`, `512M`,
+    `2GiB` (see `_UNITS`; case does not matter); None when `text` is not one.
+    A fraction of a byte is dropped."""
+    match = _SIZE.fullmatch(text.strip().lower())
+    if match is None or match["unit"] not in _UNITS:
+        return None
+    value = float(match["number"]) * _UNITS[match["unit"]]
+    if not math.isfinite(value):
+        return None
+    # Plain integers stay exact (floats lose digits past 2**53).
+    return int(match["number"]) * _UNITS[match["unit"]] if match["number"].isdigit() else int(value)
+
+
 def pool_max_bytes_from_env(default: int) -> int:
-    """`$ACCY_POOL_MAX_BYTES` (a byte count; 0 keeps nothing), else `default`."""
+    """`$ACCY_POOL_MAX_BYTES` (bytes, as `parse_bytes` reads them; 0 keeps nothing), else `default`."""
     return _bytes_from_env(POOL_MAX_BYTES_ENV, default)
 
 
 def memory_limit_from_env(default: int | None) -> int | None:
-    """`$ACCY_MEMORY_LIMIT` (a byte count), else `default`."""
+    """`$ACCY_MEMORY_LIMIT` (bytes, as `parse_bytes` reads them), else `default`."""
     return _bytes_from_env(MEMORY_LIMIT_ENV, default)
 
 
@@ -104,9 +141,10 @@ def _bytes_from_env(name: str, default: int | None) -> int | None:
     text = os.environ.get(name, "").strip()
     if not text:
         return default
-    if not text.isdigit():
-        raise ValueError(f"{name}={text!r}: expected a number of bytes")
-    return int(text)
+    value = parse_bytes(text)
+    if value is None:
+        raise BadSetting(f"{name}={text!r}: expected a number of bytes, such as 4096, 1e9, 512M, 1GB or 1GiB")
+    return value
 
 
 def physical_memory() -> int | None:
@@ -187,17 +225,26 @@ class SizedPool(Generic[B]):
     that numpy views still use). `limit` bounds the bytes in use plus the
     bytes cached: an `acquire` past it first drops idle buffers, then raises
     `DeviceMemoryError` naming the request, the limit and what is held; so
-    does an allocation the driver refuses even after the idle buffers went.
-    `report()` says what is held now."""
+    does an allocation the driver refuses even after the idle buffers went,
+    and a buffer larger than `max_buffer_bytes` (the largest one the device
+    makes, CL_DEVICE_MAX_MEM_ALLOC_SIZE on OpenCL), which is refused before
+    the driver sees it. `report()` says what is held now."""
 
     #: What `_allocate` raises when memory runs out (idle buffers are then dropped and it is tried once more).
-    out_of_memory: type[Exception] = MemoryError
+    out_of_memory: tuple[type[Exception], ...] = (MemoryError,)
 
     def __init__(
-        self, max_free_bytes: int = 1 << 30, max_free_per_size: int = 16, limit: int | None = None, name: str = "device"
+        self,
+        max_free_bytes: int = 1 << 30,
+        max_free_per_size: int = 16,
+        limit: int | None = None,
+        name: str = "device",
+        max_buffer_bytes: int | None = None,
     ) -> None:
         self.max_free_bytes = max_free_bytes
         self.max_free_per_size = max_free_per_size
+        #: The largest buffer the device makes (None: no bound but the limit's).
+        self.max_buffer_bytes = max_buffer_bytes
         #: The device's name, for error messages.
         self.name = name
         self._limit = limit
@@ -252,6 +299,7 @@ class SizedPool(Generic[B]):
     def acquire(self, nbytes: int, holder: str = CALL) -> B:
         """A buffer of `nbytes` bytes (at least 1), counted under `holder`."""
         size = max(1, nbytes)
+        self.check_size(size, holder)
         with self._lock:
             serials = self._by_size.get(size)
             if serials:
@@ -283,6 +331,20 @@ class SizedPool(Generic[B]):
             with self._lock:
                 self._hold(holder, -size, -1)
             raise
+
+    def check_size(self, nbytes: int, holder: str = CALL) -> None:
+        """Refuses (`DeviceMemoryError`) a buffer of `nbytes` bytes larger than
+        the device makes; also for buffers made outside the pool (host memory
+        an OpenCL buffer wraps), which the driver refuses the same way."""
+        if self.max_buffer_bytes is not None and nbytes > self.max_buffer_bytes:
+            with self._lock:
+                raise self._error(nbytes, holder, f"is larger than the largest buffer the device makes ({format_bytes(self.max_buffer_bytes)})")
+
+    def out_of_memory_error(self, nbytes: int, holder: str = CALL) -> DeviceMemoryError:
+        """The error for host memory of `nbytes` bytes for a buffer made
+        outside the pool that could not be allocated."""
+        with self._lock:
+            return self._error(nbytes, holder, "could not be allocated in host memory")
 
     def release(self, buffer: B, holder: str = CALL) -> None:
         """Gives `buffer` back (counted under `holder` until now); kept for reuse within the bounds."""

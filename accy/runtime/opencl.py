@@ -360,6 +360,7 @@ class OpenCLProgram(Program):
         )
         in_place_flags.append(in_place)
         if in_place:
+            self.device.pool.check_size(flat.nbytes)  # the driver's bound holds for host memory too
             return cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR, hostbuf=flat)
         buf = self._acquire(s.arg_nbytes[i], queue)
         owned.add(id(buf))
@@ -496,8 +497,12 @@ class OpenCLProgram(Program):
         place (PoCL copies an unaligned host pointer)."""
         import pyopencl as cl
 
-        align = max(1, int(self.device.cl_device.mem_base_addr_align) // 8)  # bits -> bytes
-        host = self.device.recycled_results.take(step.nbytes, align).view(step.dtype)
+        pool = self.device.pool
+        pool.check_size(step.nbytes)
+        try:
+            host = self.device.recycled_results.take(step.nbytes, self.device.host_align).view(step.dtype)
+        except MemoryError:
+            raise pool.out_of_memory_error(step.nbytes) from None
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
         return host, cl.Buffer(self.device.context, flags, hostbuf=host)
 
@@ -612,7 +617,18 @@ class OpenCLDevice(KernelDevice):
         if memory_limit is None:
             memory_limit = memory_limit_from_env(int(self.cl_device.global_mem_size))
         self.cpu = bool(self.cl_device.type & cl.device_type.CPU)
-        self.pool = MemoryPool(self.context, max_free_bytes=pool_max_bytes, limit=memory_limit, name=self.name)
+        #: Host buffers the device uses in place are aligned to its base address alignment (bits -> bytes):
+        #: PoCL copies an unaligned host pointer.
+        self.host_align = max(1, int(self.cl_device.mem_base_addr_align) // 8)
+        self.pool = MemoryPool(
+            self.context,
+            max_free_bytes=pool_max_bytes,
+            limit=memory_limit,
+            name=self.name,
+            max_buffer_bytes=int(self.cl_device.max_mem_alloc_size),
+            host_backed=self.cpu,  # see memory.py: an allocation PoCL cannot make aborts the process
+            align=self.host_align,
+        )
         self.programs = ProgramCache(self.context, self.cl_device, max_entries=program_cache_size)
         #: PoCL's worker threads, switched per call (pocl_threads.py); None elsewhere.
         self.pocl_workers = _pocl_workers if self.cpu and "Portable Computing Language" in self.description else None
