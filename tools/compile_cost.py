@@ -8,23 +8,31 @@ This script measures, for each case, in a fresh subprocess:
   verification), the floor any accy stage is compared with;
 - `opt`: what `accy-opt -p kernelize -t opencl` does: parse and verify
   (`accy.parse_module`), the kernelize pass, the OpenCL C emitter;
-- `compile`: `accy.compile(text, device="opencl")`, timed on a second call
-  in the same process so that the OpenCL program build is a cache hit (the
-  first call is the build; its time is PoCL's, not accy's);
+- `compile`: `accy.compile(text, device="opencl")` with the disk cache off:
+  `first_s` is the whole compile, PoCL's program build included; `total_s`
+  a second call in the same process, the OpenCL program build a cache hit;
+- `compile-llvm`: the same on the LLVM device (`first_s` includes LLVM's
+  O3 pipeline and code generation);
 - `accy-opt`: the `accy-opt` command itself, end to end, as a user runs it
   (Python start-up and imports included).
 
 The cases: every benchmark workload (tools/bench/workloads.py) at its largest
 size, named attention at B4 H16 S4096 D64 and B64 S1024 D64 (plain and
 causal), a product with a large splat literal (`x * dense<2.0>` at
-16384x4096) and a 1M-element non-splat literal, and chains of 500 to 5000
-elementwise ops (alone, and inside a softmax's row pipeline).
+16384x4096) and a 1M-element non-splat literal, and programs of 500 to
+20,000 ops of three shapes: an elementwise chain (`chain@N`), a chain
+through one softmax's row pipeline (`row_chain@N`) and a row pipeline of
+N/7 softmax stages in a row (`stages@N`: x - max(x), exp, / sum, again and
+again). For those, each time is also given per op (`ms_per_op`), so that a
+compile that grows faster than the program shows: compile cost must be
+linear (issue 19).
 
 Each child runs under an address-space limit (`--limit-gb`, default 4) and a
 timeout, so that a blow-up is reported instead of taking the machine down.
 
     .venv/bin/python tools/compile_cost.py                 # every case, every stage
     .venv/bin/python tools/compile_cost.py --only chain --stages opt
+    .venv/bin/python tools/compile_cost.py --only stages@1000 --only chain@1000 --stages opt,compile-llvm
     .venv/bin/python tools/compile_cost.py --json cost.json
 """
 
@@ -45,7 +53,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).with_name("bench")))
 from workloads import WORKLOADS, function_text, generic_op, tensor_type  # noqa: E402
 
-STAGES = ("parse", "opt", "compile", "accy-opt")
+STAGES = ("parse", "opt", "compile", "compile-llvm", "accy-opt")
+#: The lengths of the program-length cases.
+LENGTHS = (500, 1000, 2000, 5000, 20000)
 RESULT_PREFIX = "COST "
 
 
@@ -126,6 +136,41 @@ def row_pipeline_chain(n: int, shape: tuple[int, ...] = (17, 33)) -> str:
     return function_text([shape, shape], shape, lines)
 
 
+#: One softmax stage of `row_pipeline_stages`: ops per stage.
+STAGE_OPS = 7
+
+
+def row_pipeline_stages(n: int, shape: tuple[int, ...] = (17, 33)) -> str:
+    """About `n` ops: softmax stages over the rows of `%a0`, each written
+    with primitives and reading the one before (x - max(x), exp, divided by
+    its sum), then `+ %a1`. Each stage is two reduction levels."""
+    rows = shape[:-1]
+    last = len(shape) - 1
+    reduce = f'kind = "{{}}", axes = array<i64: {last}>'
+    along = f"dims = array<i64: {', '.join(map(str, range(last)))}>"
+    lines, cur = [], "%a0"
+    for k in range(max(1, n // STAGE_OPS)):
+        p = f"%s{k}_"
+        lines += [
+            generic_op(p + "m", "reduce", [cur], [shape], rows, reduce.format("max")),
+            generic_op(p + "mb", "broadcast", [p + "m"], [rows], shape, along),
+            generic_op(p + "d", "sub", [cur, p + "mb"], [shape, shape], shape),
+            generic_op(p + "e", "exp", [p + "d"], [shape], shape),
+            generic_op(p + "s", "reduce", [p + "e"], [shape], rows, reduce.format("sum")),
+            generic_op(p + "sb", "broadcast", [p + "s"], [rows], shape, along),
+            generic_op(p + "x", "div", [p + "e", p + "sb"], [shape, shape], shape),
+        ]
+        cur = p + "x"
+    lines.append(generic_op("%r", "add", [cur, "%a1"], [shape, shape], shape))
+    return function_text([shape, shape], shape, lines)
+
+
+#: Program-length case name -> its number of ops (for `ms_per_op`).
+LENGTH_OF: dict[str, int] = {
+    f"{kind}@{n}": n for n in LENGTHS for kind in ("chain", "row_chain", "stages")
+}
+
+
 def cases() -> dict[str, Callable[[], str]]:
     """Case name -> a function building its program text."""
     out: dict[str, Callable[[], str]] = {}
@@ -138,9 +183,10 @@ def cases() -> dict[str, Callable[[], str]]:
         out[f"attention_causal@{label}"] = lambda shape=shape: _attention(shape, True)
     out["splat_literal@16384x4096"] = lambda: _splat_product((16384, 4096))
     out["dense_literal@1048576"] = lambda: _dense_product(1 << 20)
-    for n in (500, 1000, 2000, 5000):
+    for n in LENGTHS:
         out[f"chain@{n}"] = lambda n=n: elementwise_chain(n)
         out[f"row_chain@{n}"] = lambda n=n: row_pipeline_chain(n)
+        out[f"stages@{n}"] = lambda n=n: row_pipeline_stages(n)
     return out
 
 
@@ -181,11 +227,12 @@ def child(case: str, stage: str, path: str) -> dict[str, float]:
         emit_opencl(module)
         t3 = time.perf_counter()
         out |= {"parse_verify_s": t1 - t0, "kernelize_s": t2 - t1, "emit_s": t3 - t2, "total_s": t3 - t0}
-    elif stage == "compile":
-        accy.compile(text, device="opencl")  # builds (or loads) the OpenCL program
+    elif stage in ("compile", "compile-llvm"):
+        device = "llvm" if stage == "compile-llvm" else "opencl"
+        exe = accy.compile(text, device=device)  # builds the program (the disk cache is off)
         t1 = time.perf_counter()
-        accy.compile(text, device="opencl")
-        out |= {"first_s": t1 - t0, "total_s": time.perf_counter() - t1}
+        accy.compile(text, device=device)
+        out |= {"first_s": t1 - t0, "total_s": time.perf_counter() - t1, "kernels": exe.stats.kernels}
     elif stage == "accy-opt":
         # The command as a user runs it; this process only waits for it.
         cmd = [str(Path(sys.executable).with_name("accy-opt")), path, "-p", "kernelize", "-t", "opencl"]
@@ -217,8 +264,9 @@ def _limit(gb: float) -> Callable[[], None]:
 def run_case(name: str, stage: str, path: Path, limit_gb: float, timeout: float) -> dict[str, object]:
     """One stage of one case in a fresh subprocess: its measurements, or why it failed."""
     cmd = [sys.executable, __file__, "--child", name, stage, str(path)]
+    env = {**os.environ, "ACCY_CACHE_DIR": "off"}  # every compile is a compile
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_limit(limit_gb)
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_limit(limit_gb), env=env
     )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -232,20 +280,30 @@ def run_case(name: str, stage: str, path: Path, limit_gb: float, timeout: float)
             last = f"over {limit_gb:g} GB: {last}"
         return {"error": last[:160]}
     lines = [ln for ln in stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
-    return json.loads(lines[-1][len(RESULT_PREFIX):]) if lines else {"error": "no result"}
+    if not lines:
+        return {"error": "no result"}
+    result = json.loads(lines[-1][len(RESULT_PREFIX):])
+    if name in LENGTH_OF:
+        # The stage's whole time per op: flat across lengths when the cost is linear.
+        whole = result.get("first_s", result.get("total_s"))
+        if whole is not None:
+            result["ms_per_op"] = 1e3 * whole / LENGTH_OF[name]
+    return result
 
 
 def _row(name: str, stage: str, r: dict[str, object]) -> str:
     if "error" in r:
         return f"{name:32} {stage:9} FAILED: {r['error']}"
-    parts = [f"{k}={v:.3f}" if k.endswith("_s") else f"{k}={v:.0f}" for k, v in r.items() if isinstance(v, float | int)]
+    parts = [
+        f"{k}={v:.3f}" if k.endswith(("_s", "_op")) else f"{k}={v:.0f}" for k, v in r.items() if isinstance(v, float | int)
+    ]
     return f"{name:32} {stage:9} " + " ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", action="append", default=[], help="cases whose name contains this (repeatable)")
-    ap.add_argument("--stages", default="parse,opt,compile", help=f"comma-separated, of {', '.join(STAGES)}")
+    ap.add_argument("--stages", default="parse,opt,compile,compile-llvm", help=f"comma-separated, of {', '.join(STAGES)}")
     ap.add_argument("--limit-gb", type=float, default=4.0, help="address-space limit of each child (GB)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per child")
     ap.add_argument("--json", help="also write the measurements here")
