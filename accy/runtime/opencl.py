@@ -68,7 +68,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from xdsl.dialects import func, gpu, memref
@@ -109,6 +109,8 @@ from accy.runtime.schedule import Fallback as _Fallback
 from accy.runtime.schedule import Free as _Free
 from accy.runtime.schedule import Schedule as _Schedule
 from accy.runtime.schedule import storage_dtype as _storage_dtype
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:  # pyopencl is imported when a device is made, not with this module
     import pyopencl as cl
@@ -314,7 +316,7 @@ class OpenCLProgram(Program):
             return buf
         buf = self._acquire(step.nbytes, queue)
         if step.data.nbytes:
-            cl.enqueue_copy(queue, buf, step.data, is_blocking=False)
+            keep.append(cl.enqueue_copy(queue, buf, step.data, is_blocking=False))  # see `_run`: `keep`
             stats.upload(step.data.nbytes)
         keep.append(step.data)
         return buf
@@ -365,11 +367,19 @@ class OpenCLProgram(Program):
         buf = self._acquire(s.arg_nbytes[i], queue)
         owned.add(id(buf))
         if flat.nbytes:
-            cl.enqueue_copy(queue, buf, np.ascontiguousarray(flat), is_blocking=False)
+            keep.append(cl.enqueue_copy(queue, buf, np.ascontiguousarray(flat), is_blocking=False))
             stats.upload(flat.nbytes)
         return buf
 
     def run(self, inputs: list[Any], profile: bool = False, to_host: bool = True) -> list[Any]:
+        if self.built is not None and not self.built.stored:
+            # The first run: PoCL compiles each kernel's work-group function
+            # at its first launch (minutes for a long fused chain); Ctrl-C
+            # must not wait for it.
+            return interruptible(partial(self._run, inputs, profile, to_host))
+        return self._run(inputs, profile, to_host)
+
+    def _run(self, inputs: list[Any], profile: bool, to_host: bool) -> list[Any]:
         import pyopencl as cl
 
         s = self.schedule
@@ -380,7 +390,12 @@ class OpenCLProgram(Program):
         pool = device.pool
         bufs: list[Any] = [None] * s.num_slots
         owned: set[int] = set()  # ids of pool buffers this call holds
-        keep: list[Any] = []  # host arrays that queued copies read from
+        # Host arrays that queued copies read from, and the copies' events:
+        # pyopencl's event of a copy to or from a host array waits for the
+        # copy when it is dropped, holding the GIL (every other thread, Ctrl-C
+        # included, then waits for the queue: a first launch's compile took
+        # minutes); dropped after `queue.finish()`, which waits without it.
+        keep: list[Any] = []
         hosts: dict[int, np.ndarray] = {}  # result slots written in place: slot -> flat host array
         events: list[tuple[_Launch, Any]] = []
         records: list[LaunchProfile] = []
@@ -448,7 +463,7 @@ class OpenCLProgram(Program):
                             records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
             run_steps(s.steps, run_steps)
             if to_host:
-                outputs: list[Any] = self._read_results(bufs, hosts, queue, stats)
+                outputs: list[Any] = self._read_results(bufs, hosts, queue, stats, keep)
             else:
                 outputs = result_arrays(device, self.results, bufs, _taker(bufs, owned), partial(_copy, queue))
                 if asynchronous:
@@ -478,13 +493,15 @@ class OpenCLProgram(Program):
         import pyopencl as cl
 
         arrays = []
+        copies = []  # dropped once the queue is done (see `_run`: `keep`)
         for slot, t in zip(step.inputs, fallback_input_types(step), strict=True):
             host = np.empty(math.prod(t.get_shape()), _storage_dtype(t.element_type))
             if host.nbytes:
-                cl.enqueue_copy(queue, host, bufs[slot], is_blocking=False)
+                copies.append(cl.enqueue_copy(queue, host, bufs[slot], is_blocking=False))
                 stats.download(host.nbytes)
             arrays.append(host)
         queue.finish()
+        del copies
         for slot, value in zip(step.outputs, evaluate_fallback(step, arrays), strict=True):
             if value.nbytes:
                 cl.enqueue_copy(queue, bufs[slot], value, is_blocking=True)
@@ -506,12 +523,18 @@ class OpenCLProgram(Program):
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
         return host, cl.Buffer(self.device.context, flags, hostbuf=host)
 
-    def _read_results(self, bufs: list[Any], hosts: dict[int, np.ndarray], queue: Any, stats: RunStats) -> list[np.ndarray]:
-        """The results as fresh host arrays, their copies queued (`run` waits for the queue)."""
+    def _read_results(
+        self, bufs: list[Any], hosts: dict[int, np.ndarray], queue: Any, stats: RunStats, keep: list[Any]
+    ) -> list[np.ndarray]:
+        """The results as fresh host arrays, their copies queued (`run` waits
+        for the queue; the copies' events go to `keep`)."""
         import pyopencl as cl
 
         outputs = []
         returned: set[int] = set()
+        if hosts:
+            # A blocking map waits for the kernels holding the GIL; finish waits without it.
+            queue.finish()
         for r in self.results:
             slot = r.slot
             if slot in hosts and slot not in returned:  # a slot returned twice gets a copy the second time
@@ -525,10 +548,38 @@ class OpenCLProgram(Program):
             else:
                 host = np.empty(r.shape, r.storage)
                 if r.nbytes:
-                    cl.enqueue_copy(queue, host.reshape(-1), bufs[slot], is_blocking=False)
+                    keep.append(cl.enqueue_copy(queue, host.reshape(-1), bufs[slot], is_blocking=False))
                     stats.download(r.nbytes)
             outputs.append(host.view(np.bool_) if r.is_bool else host)
         return outputs
+
+
+def interruptible(work: Callable[[], T]) -> T:
+    """`work()`, run in a daemon thread while the main thread waits for it,
+    so that Ctrl-C (a KeyboardInterrupt, which Python raises in the main
+    thread only, between bytecodes) stops the wait at once: a PoCL build or
+    first launch holds the main thread in C for as long as it takes
+    (29.8 s before a Ctrl-C was seen). The interrupted work runs on to its
+    end in its thread, which does not keep the process alive. Called from
+    another thread, `work()` runs there (no signal arrives in it)."""
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, work()))
+        except BaseException as e:  # re-raised in the caller's thread
+            outcome.append((False, e))
+
+    worker = threading.Thread(target=target, name="accy-opencl-build", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.05)  # a bounded wait returns to the interpreter, which runs the signal handler
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 def _taker(bufs: list[Any], owned: set[int]) -> Any:
@@ -684,7 +735,7 @@ class OpenCLDevice(KernelDevice):
         host = host_function(module, fn)
         gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)} if has_kernels(module) else {}
         source = kernel_source(fn, "cl", emit_opencl(module)) if gfuncs else ""
-        built = self.programs.get(source, build_options(module)) if gfuncs else None
+        built = interruptible(partial(self.programs.get, source, build_options(module))) if gfuncs else None
         return OpenCLProgram(self, _translate(host, built, gfuncs), source, built)
 
 
