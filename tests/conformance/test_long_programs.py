@@ -1,17 +1,20 @@
 """Long programs: nothing in the compiler recurses on program length (about
 330 fused elementwise ops used to end in RecursionError). Chains of ~2000
-ops, fused into one kernel, alone, around a row pipeline, and through long
-chains of views, each checked against the reference interpreter on random
+ops, fused into kernels of at most `MAX_FUSED_OPS` ops, alone, around a
+row pipeline, and through long chains of views, each checked against the reference interpreter on random
 inputs of odd sizes, on both target profiles."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from check import check, ty
+
+from accy.passes.analyses.schedule import MAX_FUSED_OPS
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "tools"))
 from compile_cost import elementwise_chain, row_pipeline_chain  # noqa: E402
@@ -25,14 +28,16 @@ def _inputs(shape: tuple[int, ...], n: int, seed: int) -> list[np.ndarray]:
 
 
 def test_long_elementwise_chain(device) -> None:
-    """2001 elementwise ops over 17x33: one kernel."""
-    check(elementwise_chain(LENGTH, (17, 33)), _inputs((17, 33), 2, 0), device, kernels=1)
+    """2001 elementwise ops over 17x33: kernels of `MAX_FUSED_OPS` ops, one after the other."""
+    kernels = math.ceil((LENGTH + 1) / MAX_FUSED_OPS)
+    check(elementwise_chain(LENGTH, (17, 33)), _inputs((17, 33), 2, 0), device, kernels=kernels)
 
 
 def test_long_chain_through_a_row_pipeline(device) -> None:
-    """1000 elementwise ops, a softmax over rows of 31, 1000 more: one
-    row-pipeline kernel."""
-    check(row_pipeline_chain(LENGTH, (5, 31)), _inputs((5, 31), 2, 1), device, kernels=1)
+    """1000 elementwise ops, a softmax over rows of 31, 1000 more: a
+    row-pipeline kernel with elementwise kernels around it (at most
+    `MAX_FUSED_OPS` ops each)."""
+    check(row_pipeline_chain(LENGTH, (5, 31)), _inputs((5, 31), 2, 1), device)
 
 
 @pytest.mark.parametrize("returned", [False, True])
