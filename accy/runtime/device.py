@@ -14,6 +14,7 @@ Devices are looked up by name (`reference`, `opencl`, `opencl:N`, `llvm`) in
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -36,6 +37,21 @@ from accy.runtime.host_memory import (
     pool_max_bytes_from_env,
 )
 from accy.runtime.kernel_sources import dumping_or_overriding
+
+#: Compiled programs a device keeps in memory: the OpenCL device's built
+#: programs, the LLVM device's JIT engines (an LRU each).
+PROGRAM_CACHE_SIZE_ENV = "ACCY_PROGRAM_CACHE_SIZE"
+DEFAULT_MAX_PROGRAMS = 128
+
+
+def max_programs_from_env() -> int:
+    """`$ACCY_PROGRAM_CACHE_SIZE` (a number of programs >= 1), else `DEFAULT_MAX_PROGRAMS`."""
+    text = os.environ.get(PROGRAM_CACHE_SIZE_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_PROGRAMS
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{PROGRAM_CACHE_SIZE_ENV}={text!r}: expected a number of programs >= 1")
+    return int(text)
 
 
 @dataclass

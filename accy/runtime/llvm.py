@@ -67,7 +67,15 @@ from accy.debug import debug, debug_level
 from accy.dialects.target import CPU_PROFILE, TargetProfile, target_fields
 from accy.runtime.array import Array, result_arrays
 from accy.runtime.compile_cache import pack_schedule, unpack_schedule
-from accy.runtime.device import HostMemory, KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
+from accy.runtime.device import (
+    HostMemory,
+    KernelDevice,
+    LaunchProfile,
+    Program,
+    RunStats,
+    TargetMismatch,
+    max_programs_from_env,
+)
 from accy.runtime.disk_cache import DiskCache
 from accy.runtime.host_memory import aligned_empty
 from accy.runtime.kernel_sources import kernel_source
@@ -108,8 +116,6 @@ OPT_LEVEL = 3
 MIN_PARALLEL_BYTES = 128 << 10
 #: The environment variable that sets the launch thread count (as POCL_MAX_PTHREAD_COUNT does PoCL's).
 THREADS_ENV = "ACCY_THREADS"
-#: Compiled programs kept in memory (by IR text).
-JIT_CACHE_SIZE = 128
 
 KernelFn = Any  # a ctypes CFUNCTYPE(None, c_void_p, c_int64, c_int64, c_int64) instance
 #: The array.array type code of a pointer (an unsigned integer of its size).
@@ -218,9 +224,10 @@ def object_key(ir_text: str) -> str:
 class JitCache:
     """Compiled programs by IR text, in memory (bounded) and on disk."""
 
-    def __init__(self, disk: DiskCache | None = None, max_entries: int = JIT_CACHE_SIZE) -> None:
+    def __init__(self, disk: DiskCache | None = None, max_entries: int | None = None) -> None:
         self.disk = disk if disk is not None else DiskCache(OBJECT_CACHE_NAMESPACE)
-        self.max_entries = max_entries
+        # As many engines as the OpenCL device keeps programs ($ACCY_PROGRAM_CACHE_SIZE).
+        self.max_entries = max_programs_from_env() if max_entries is None else max_entries
         self.stats = JitStats()
         self._entries: OrderedDict[str, JitProgram] = OrderedDict()
         self._lock = threading.Lock()  # llvmlite's compilation is not thread-safe: one at a time

@@ -33,6 +33,7 @@ module; the tests use it), `never` (in process only).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import struct
@@ -163,6 +164,7 @@ class WorkerPool:
 
 
 POOL = WorkerPool()
+atexit.register(POOL.close)
 
 
 def _serve() -> None:  # pragma: no cover - runs in the worker process

@@ -52,6 +52,7 @@ from typing import Any
 import pyopencl as cl
 
 from accy.runtime import pocl_threads
+from accy.runtime.device import max_programs_from_env
 from accy.runtime.disk_cache import DiskCache
 
 # pyopencl's own disk caches (the invoker cache of every kernel's set_args,
@@ -60,11 +61,48 @@ from accy.runtime.disk_cache import DiskCache
 # random bytes included, would be loaded by every later run. accy keeps its
 # own binaries and builds without pyopencl's caches, so they are turned off
 # (pyopencl reads the flag when each is used; the invoker module is imported
-# on the first kernel). Costs one invoker per kernel and process: ~0.15 ms.
+# on the first kernel).
 cl._PYOPENCL_NO_CACHE = True
 
-PROGRAM_CACHE_SIZE_ENV = "ACCY_PROGRAM_CACHE_SIZE"
-DEFAULT_MAX_PROGRAMS = 128
+#: Invokers kept in memory (`_memoized_invokers`).
+INVOKER_CACHE_SIZE = 256
+
+
+def _memoized_invokers() -> None:
+    """Without its cache pyopencl generates every new kernel object's
+    `set_args`/enqueue functions afresh as a Python module and files its
+    source in `linecache` for good: ~100 KiB a distinct program, for ever
+    (issue 25). The same functions serve every kernel of one name and
+    signature, so they are kept here in memory (an LRU), as pyopencl's own
+    cache would, and the linecache entries a generation makes are dropped
+    (they only let a traceback through generated code show its lines)."""
+    import linecache
+
+    from pyopencl import invoker
+
+    generate = invoker.generate_enqueue_and_set_args
+    memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+    lock = threading.Lock()
+
+    def memoized(function_name: str, num_passed_args: int, num_cl_args: int, arg_types: Any, **flags: Any) -> Any:
+        key = (function_name, num_passed_args, num_cl_args, arg_types, flags["work_around_arg_count_bug"], flags["warn_about_arg_count_bug"])
+        with lock:
+            if key in memo:
+                memo.move_to_end(key)
+                return memo[key]
+            before = set(linecache.cache)
+            made = memo[key] = generate(function_name, num_passed_args, num_cl_args, arg_types, **flags)
+            for name in set(linecache.cache) - before:
+                linecache.cache.pop(name, None)
+            while len(memo) > INVOKER_CACHE_SIZE:
+                memo.popitem(last=False)
+            return made
+
+    invoker.generate_enqueue_and_set_args = memoized
+
+
+_memoized_invokers()
+
 #: Bumped when what accy stores as a program entry changes.
 FORMAT_VERSION = "1"
 
@@ -167,15 +205,6 @@ class ProgramBuildError(ValueError):
     carries the build log and the source."""
 
 
-def _max_programs_from_env() -> int:
-    text = os.environ.get(PROGRAM_CACHE_SIZE_ENV, "").strip()
-    if not text:
-        return DEFAULT_MAX_PROGRAMS
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{PROGRAM_CACHE_SIZE_ENV}={text!r}: expected a number of programs >= 1")
-    return int(text)
-
-
 class ProgramCache:
     """Programs of one device and context (see the module docstring).
 
@@ -192,7 +221,7 @@ class ProgramCache:
     ) -> None:
         self.context = context
         self.device = device
-        self.max_entries = _max_programs_from_env() if max_entries is None else max_entries
+        self.max_entries = max_programs_from_env() if max_entries is None else max_entries
         self.disk: DiskCache | None = DiskCache("programs") if disk == "default" else disk  # type: ignore[assignment]
         self._programs: OrderedDict[str, BuiltProgram] = OrderedDict()
         self._lock = threading.Lock()
@@ -283,7 +312,11 @@ class ProgramCache:
         return self._built(program, start, disk_key, stored=False)
 
     def _built(self, program: cl.Program, start: float, disk_key: str, stored: bool) -> BuiltProgram:
-        kernels = {k.function_name: k for k in program.all_kernels()}
+        # One cl.Kernel a name, not program.all_kernels(): pyopencl 2025's
+        # all_kernels keeps a reference it never drops, so the program and
+        # its kernels were never freed (~95 KiB a distinct program on PoCL).
+        names = [n for n in program.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
+        kernels = {name: cl.Kernel(program, name) for name in names}
         return BuiltProgram(program, kernels, time.perf_counter() - start, disk_key, stored)
 
     def store(self, built: BuiltProgram) -> None:

@@ -9,7 +9,12 @@ and accy.Array inputs, results to the host and on the device:
    held by each holder, bytes and buffers cached, buffers created) are read
    after warm-up and at every tenth of the calls;
 2. `--compile-warm-up` compiles (default 100), then `--compiles` (default
-   1,000), each called once and dropped, read the same way.
+   1,000), each called once and dropped, read the same way;
+3. issue 25: `--distinct-warm-up` distinct programs (default 1,000), then
+   `--distinct` more (default 9,000: 10,000 in all), each compiled, called once, checked
+   and dropped (`exp(a) + b` over a length of its own), read the same way.
+   What a tracing frontend or a tuner does: the caches fill and evict, and
+   nothing may grow with the number of programs seen.
 
 A case passes when RSS grew by at most `targets.MEMORY` bytes from the end
 of warm-up to the end, and the pool's state was the same at every reading.
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
 import os
 import subprocess
@@ -63,21 +69,30 @@ def pool_state(device: Any) -> tuple[object, ...]:
     return (report.held, report.buffers, report.cached, len(pool), pool.stats.created)
 
 
-def track(step: Callable[[], None], device: Any, warm_up: int, count: int) -> dict[str, Any]:
+def held_state(device: Any) -> tuple[object, ...]:
+    """What the pool's holders hold (distinct programs make buffers of new
+    sizes, so the pool's cache and creation count move; what is held may not)."""
+    report = device.memory_report()
+    return (report.held, report.buffers)
+
+
+def track(
+    step: Callable[[], None], device: Any, warm_up: int, count: int, state: Callable[[Any], tuple[object, ...]] = pool_state
+) -> dict[str, Any]:
     """Runs `step` `warm_up` times, then `count` times, reading RSS and the
-    pool after warm-up and at every tenth of `count`."""
+    pool (`state`) after warm-up and at every tenth of `count`."""
     for _ in range(warm_up):
         step()
     gc.collect()
     rss = [rss_bytes()]
-    pools = [pool_state(device)]
+    pools = [state(device)]
     start = time.perf_counter()
     for reading in range(READINGS):
         for _ in range(count * (reading + 1) // READINGS - count * reading // READINGS):
             step()
         gc.collect()
         rss.append(rss_bytes())
-        pools.append(pool_state(device))
+        pools.append(state(device))
     return {
         "count": count,
         "warm_up": warm_up,
@@ -114,7 +129,33 @@ def measure_device(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
 
     row = track(compile_and_call, device, args.compile_warm_up, args.compiles)
     rows.append({"device": name, "case": "compiles", "inputs": "numpy", "to_host": True, "ok": True, **row})
+
+    lengths = itertools.count(17)
+    wrong: list[int] = []
+
+    def compile_distinct_and_call() -> None:
+        n = next(lengths)
+        a = np.linspace(-1.0, 1.0, n, dtype=np.float32)
+        (got,) = accy.compile(distinct_program(n), device=device)(a, a)
+        if not np.allclose(got, np.exp(a) + a, rtol=1e-5, atol=1e-6):
+            wrong.append(n)
+
+    if args.distinct:
+        row = track(compile_distinct_and_call, device, args.distinct_warm_up, args.distinct, held_state)
+        rows.append({"device": name, "case": "distinct", "inputs": "numpy", "to_host": True, "ok": not wrong, **row})
     return rows
+
+
+def distinct_program(n: int) -> str:
+    """`exp(a) + b` over tensors of `n` floats: one program per length."""
+    t = f"tensor<{n}xf32>"
+    return f"""
+func.func @main(%a: {t}, %b: {t}) -> {t} {{
+  %e = "accy.exp"(%a) : ({t}) -> {t}
+  %z = "accy.add"(%e, %b) : ({t}, {t}) -> {t}
+  func.return %z : {t}
+}}
+"""
 
 
 def judge(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -185,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-up", type=int, default=1_000)
     parser.add_argument("--compiles", type=int, default=1_000)
     parser.add_argument("--compile-warm-up", type=int, default=100)
+    parser.add_argument("--distinct", type=int, default=9_000, help="distinct programs after warm-up (0: none)")
+    parser.add_argument("--distinct-warm-up", type=int, default=1_000)
     parser.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE (- for stdout)")
     parser.add_argument("--one", metavar="DEVICE", help=argparse.SUPPRESS)  # a device's subprocess
     args = parser.parse_args(argv)

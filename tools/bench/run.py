@@ -244,7 +244,7 @@ def compile_times(device: str, repeat: int = 3) -> dict[str, Any]:
 #: Issue 11's scripts and their arguments (default; with --quick: fewer calls and compiles).
 SIDE_SCRIPTS = {
     "dispatch": (dispatch, [], ["--calls", "1000"]),
-    "memory": (memory, [], ["--calls", "2000", "--warm-up", "200", "--compiles", "200", "--compile-warm-up", "50"]),
+    "memory": (memory, [], ["--calls", "2000", "--warm-up", "200", "--compiles", "200", "--compile-warm-up", "50", "--distinct", "1000", "--distinct-warm-up", "200"]),
     "rnn": (rnn, [], ["--trips", "20", "--repeat", "3"]),
 }
 

@@ -94,6 +94,10 @@ MEMORY: list[Target] = [
     Target("memory_calls", "after warm-up", 0, POOL_CHANGES),
     Target("memory_compiles", "after warm-up", 2 << 20, RSS_GROWTH),
     Target("memory_compiles", "after warm-up", 0, POOL_CHANGES),
+    # Issue 25: from the 1,000th to the 10,000th distinct program, at most
+    # 10 MB in all (~1 KB a program), and the pool as it was.
+    Target("memory_distinct", "after warm-up", 10_000_000, RSS_GROWTH),
+    Target("memory_distinct", "after warm-up", 0, POOL_CHANGES),
 ]
 
 
