@@ -37,11 +37,12 @@ RUNNABLE_ELEMENTS = "f16, f32, f64, i1, i8, i16, i32, i64"
 
 
 def is_runnable_element(t: Attribute) -> bool:
-    """One of `RUNNABLE_ELEMENTS` (a signless or signed integer of 1, 8, 16,
-    32 or 64 bits, or a float): what buffers, kernels and the reference's
-    numpy arrays hold."""
+    """One of `RUNNABLE_ELEMENTS` (a signless integer of 1, 8, 16, 32 or 64
+    bits, or a float): what buffers, kernels and the reference's numpy arrays
+    hold. `si32` and `ui8` are other types to MLIR (no buffer, kernel or
+    emitter knows them), so they are refused, not read as `i32` or `i8`."""
     if isinstance(t, IntegerType):
-        return t.signedness.data != Signedness.UNSIGNED and t.width.data in (1, 8, 16, 32, 64)
+        return t.signedness.data == Signedness.SIGNLESS and t.width.data in (1, 8, 16, 32, 64)
     return is_float(t)
 
 

@@ -48,7 +48,7 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
     for cls, dtype in _FLOATS.items():
         if isinstance(element_type, cls):
             return dtype
-    if isinstance(element_type, IntegerType) and element_type.signedness.data != Signedness.UNSIGNED:
+    if isinstance(element_type, IntegerType) and element_type.signedness.data == Signedness.SIGNLESS:
         width = element_type.width.data
         if width == 1:
             return np.dtype(np.bool_)

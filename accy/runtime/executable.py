@@ -36,9 +36,9 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute
 
 from accy.dialects.parse import SourceMap, diagnostic_at, parse_module, source_map_of, verify_module
+from accy.dialects.types import RUNNABLE_ELEMENTS, is_runnable_element
 from accy.passes.inline import CallError, callees, inline_calls
 from accy.passes.pass_manager import PassFailure
 from accy.reference.constants import numpy_dtype
@@ -432,15 +432,7 @@ def _check_runnable(f: func.FuncOp, source_map: SourceMap | None) -> None:
             )
         types = f.function_type.inputs.data if op is f else [r.type for r in op.results]
         for t in types:
-            if isinstance(t, TensorType) and not _runnable_element(t.element_type):
+            if isinstance(t, TensorType) and not is_runnable_element(t.element_type):
                 raise diagnostic_at(
-                    op, f"accy runs no element type {t.element_type} (only f16, f32, f64, i1, i8, i16, i32, i64)", source_map
+                    op, f"accy runs no element type {t.element_type} (only {RUNNABLE_ELEMENTS})", source_map
                 )
-
-
-def _runnable_element(t: Attribute) -> bool:
-    try:
-        numpy_dtype(t)
-    except ValueError:
-        return False
-    return True

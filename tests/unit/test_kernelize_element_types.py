@@ -15,6 +15,8 @@ CASES = {
     "argument": ("i7", "i8", "argument #0 of @main", "i7"),
     "op-result": ("f32", "i7", "'accy.cast' (result #0) in @main", "i7"),
     "unsigned": ("ui8", "i32", "argument #0 of @main", "ui8"),
+    "signed": ("si32", "i32", "argument #0 of @main", "si32"),
+    "signed-result": ("f32", "si8", "'accy.cast' (result #0) in @main", "si8"),
     "wide": ("f32", "i128", "'accy.cast' (result #0) in @main", "i128"),
 }
 
@@ -45,3 +47,12 @@ def test_compile_refuses_the_same_type() -> None:
     """accy.compile's check (before any pass) says the same words."""
     with pytest.raises(accy.SourceDiagnostic, match="accy runs no element type i7"):
         accy.compile(cast_src("i7", "i8"), device="llvm")
+
+
+@pytest.mark.parametrize("device", ["llvm", "opencl", "reference"])
+def test_compile_refuses_a_signed_integer(device: str) -> None:
+    """`si32` is not `i32`: every device refuses it at compile, at the function
+    (the llvm device used to fail at run with "no buffer of element type si32")."""
+    with pytest.raises(accy.SourceDiagnostic, match="accy runs no element type si32") as info:
+        accy.compile(cast_src("si32", "i32"), device=device)
+    assert str(info.value).startswith("<input>:1:1: error:"), info.value
