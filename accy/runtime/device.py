@@ -147,7 +147,8 @@ class Device(ABC):
         (None: no bound but the driver's). Setting it drops idle buffers
         down to it; buffers in use stay, and allocations fail with
         `DeviceMemoryError` until enough come back."""
-        return self.pool.limit
+        pool = getattr(self, "pool", None)  # a user's Device may keep no pool
+        return pool.limit if pool is not None else None
 
     @memory_limit.setter
     def memory_limit(self, value: int | None) -> None:
