@@ -66,6 +66,10 @@ def lower_reduction(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetPro
     """A reduction kernel: one `accy.reduce` and the work fused around it."""
     kb, red = anchored_kernel(kernel, plan, profile, accy.ReduceOp, "reduction")
     lowering = _Reduction(kb, kernel, red)
+    if lowering.n_out == 0:
+        # No output element: one work-item per output launches none (a GPU
+        # grid keeps one work-group, which would read a row of none).
+        return lowering.work_item_per_output()
     if lowering.count > lowering.chunk:
         return lowering.split(plan)
     return lowering.work_group_per_output() if lowering.gpu else lowering.work_item_per_output()

@@ -78,7 +78,10 @@ def lower_row_pipeline(kernel: OutlinedKernel, plan: BufferPlan, profile: Target
     kb = KernelBuilder.for_kernel(kernel, plan, profile)
     with expanded(kernel.ops) as (ops, aliases):
         rp = RowPipeline(kb, ops, aliases, facts.rows, facts.row_length, kernel.outputs, facts.axis)
-        return rp.work_group_per_row() if profile.profile == "gpu" else rp.work_item_per_row()
+        # No row: one work-item per row launches none (a GPU grid keeps one
+        # work-group, which would read a row of none).
+        gpu = profile.profile == "gpu" and numel(facts.rows) > 0
+        return rp.work_group_per_row() if gpu else rp.work_item_per_row()
 
 
 # --------------------------------------------------------------------------
