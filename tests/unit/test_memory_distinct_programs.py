@@ -25,7 +25,7 @@ FIRST = 100
 #: accy cannot free (each kernel's work-group library stays loaded:
 #: docs/runtime.md); the bound is on accy's share above it (before issue 25,
 #: pyopencl's all_kernels() kept every program alive: ~127 KiB a program).
-CASES = {"llvm": (400, 6 << 20), "opencl": (200, 200 * (40 << 10))}
+CASES = {"llvm": (400, 6 << 20), "opencl": (200, 200 * (64 << 10))}
 
 LOOP = r"""
 import gc, json, os, sys
