@@ -1,5 +1,5 @@
-"""widen-accumulation: float16 dots, sums, products, means and scans of them
-accumulate in float32.
+"""widen-accumulation: float16 dots, sums, products, means, scans of them and
+attention accumulate in float32.
 
 A float16 accumulator loses about one bit per doubling of the terms it
 adds (a sum of 1000 standard normals is off by ~1% in f16, by 0.05% summed
@@ -8,8 +8,13 @@ as numpy's sum and matmul and torch do (docs/op-contract.md). This pass
 makes the kernels do the same: each such op reads its float16 operands
 through an `accy.cast` to f32, runs in f32, and its result is cast back to
 f16. The casts fuse into the op's kernel (loads widened, the store
-narrowed), so no f32 tensor reaches memory. Max, min and the row ops
-(softmax, layer norm, attention) are left as they are.
+narrowed), so no f32 tensor reaches memory. A named attention holds two
+dots (q·kᵀ over D, the weights·v over Sk) and a softmax's row sum, so it is
+widened whole: q, k and v are cast, the attention runs in f32 (its flash
+kernel then keeps the scores, the row sum and the accumulator in f32) and
+only the result is narrowed, as the reference computes it (its matmuls of
+f16 operands accumulate in f32). Max, min, softmax and layer norm are left
+as they are.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from xdsl.dialects.builtin import Float16Type, Float32Type, ModuleOp, TensorType
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from accy.dialects.accy import CastOp, DotGeneralOp, ReduceOp, ScanOp
+from accy.dialects.accy import AttentionOp, CastOp, DotGeneralOp, ReduceOp, ScanOp
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
 
 #: Reduction and scan kinds that add or multiply (and so accumulate rounding).
@@ -30,10 +35,11 @@ ACCUMULATING_KINDS = frozenset({"sum", "prod", "mean"})
 
 
 def accumulates_in_f16(op: Operation) -> bool:
-    """Whether `op` is a dot, sum, product, mean or scan with a float16 result."""
-    if not isinstance(op, DotGeneralOp | ReduceOp | ScanOp):
+    """Whether `op` is a dot, an attention, or a sum, product, mean or scan
+    of them, with a float16 result."""
+    if not isinstance(op, DotGeneralOp | AttentionOp | ReduceOp | ScanOp):
         return False
-    if not isinstance(op, DotGeneralOp) and op.kind.data not in ACCUMULATING_KINDS:
+    if isinstance(op, ReduceOp | ScanOp) and op.kind.data not in ACCUMULATING_KINDS:
         return False
     t = op.results[0].type
     return isinstance(t, TensorType) and isinstance(t.element_type, Float16Type)
@@ -61,12 +67,13 @@ def widen(op: Operation) -> None:
 
 @dataclass(frozen=True)
 class WidenAccumulationPass(AccyPass):
-    """Float16 `accy.dot_general`s, and `accy.reduce`s and `accy.scan`s of
-    kind sum, prod or mean, run in float32 between casts, so that their
-    kernels accumulate in float32 as the reference does."""
+    """Float16 `accy.dot_general`s and `accy.attention`s, and `accy.reduce`s
+    and `accy.scan`s of kind sum, prod or mean, run in float32 between
+    casts, so that their kernels accumulate in float32 as the reference
+    does."""
 
     name: ClassVar[str] = "widen-accumulation"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         ops = [op for op in module.walk() if accumulates_in_f16(op)]

@@ -13,6 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from check import arr, assert_matches, ty
+from test_degenerate_kernels import attention_kernels
+from test_flash_attention import attention_src
+from test_kernels import for_float16
 
 import accy
 
@@ -109,3 +112,41 @@ def test_empty_scans_with_a_prologue(case, device) -> None:
         f"  func.return %n : {t}\n}}"
     )
     run_against_reference(src, [shape], device)
+
+
+# --------------------------------------------------------------------------
+# float16 attention accumulates in float32 (widen-accumulation): the CPU
+# per-row flash kernel summed q·k, the row sum and the accumulator in f16,
+# 3.9e-3 off the reference where f16's tolerance is 1e-3.
+# --------------------------------------------------------------------------
+
+#: float16's tolerance (accy-run --check's).
+F16_RTOL, F16_ATOL = 1e-2, 1e-3
+
+
+@pytest.mark.parametrize("form", ["attention", "softmax", "primitive"])
+@pytest.mark.parametrize("shape", [([2], 70, 70, 257, 257), ([2], 70, 70, 64, 64), ([], 5, 9, 3, 5), ([2], 1, 130, 16, 8)],
+                         ids=["d257", "d64", "small", "one-query"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_f16_attention(form: str, shape, causal: bool, device) -> None:
+    """Within f16's tolerance of the reference, q scaled so that the
+    scores are of scale 1 (as 1/sqrt(D) makes them; sharper, the
+    reference's own f16 rounding of the scores is past the tolerance). The
+    named attention is one flash kernel (the casts fuse into it); the
+    written-out forms are still a dot, a row pipeline and a dot in f16 (the
+    matcher does not see through the cast widen-accumulation puts before
+    the second dot). On an OpenCL driver without cl_khr_fp16 (PoCL here)
+    it runs on the host."""
+    batch, sq, sk, d, dv = shape
+    f16 = attention_src(batch, sq, sk, d, dv, causal, form, fused=False).replace("xf32>", "xf16>")
+    src, fp16 = for_float16(f16.replace("-3.40282347e+38", "-65504.0"), device)  # the mask: f16's lowest
+    exe = accy.compile(src, device=device, strict=fp16)
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal(s) for s in ((*batch, sq, d), (*batch, sk, d), (*batch, sk, dv)))
+    xs = [(q / (0.3 * np.sqrt(max(d, 1)))).astype(np.float16), k.astype(np.float16), v.astype(np.float16)]
+    (got,) = exe(*xs)
+    if fp16:
+        assert exe.stats.fallbacks == 0
+        if form == "attention":
+            assert exe.stats.kernels == attention_kernels(device, sq, sk, d, dv)
+    assert_matches(got, exe.reference_outputs(xs)[0], F16_RTOL, F16_ATOL)
