@@ -25,6 +25,8 @@ The input follows docs/kernel-ir.md; the output is meant to be read:
   floor, ceil, fabs, pow, fma, ...); `arith.maximumf`/`minimumf` propagate NaN
   (as the reference does) while `maxnumf`/`minnumf` are `fmax`/`fmin`;
   `vector.reduction` calls a small tree-order helper printed once per file;
+  a float vector's sin/cos calls `accy_sin_floatW`/`accy_cos_floatW`, printed
+  once per file, which goes lane by lane when a lane is huge (`_trig_helper`);
 - `memref.alloca` in `#gpu.address_space<workgroup>` is `__local T lN[size];`
   at kernel scope; a plain `memref.alloca` is a private array `T pN[size];`;
   multi-dimensional allocas are flattened row-major;
@@ -259,9 +261,30 @@ _BINARY_CALL: dict[type[Operation], str] = {
 }  # fmt: skip
 _BINARY_COMBINE: dict[type[Operation], str] = {arith.MaximumfOp: "maximumf", arith.MinimumfOp: "minimumf"}
 # Past this magnitude a float vector's sin/cos is computed lane by lane
-# (`_KernelEmitter.trig`): PoCL's vector ones go wrong from 2^23; 2^22 leaves
+# (`_trig_helper`): PoCL's vector ones go wrong from 2^23; 2^22 leaves
 # a margin, and lanes this large are rare enough to cost nothing.
 _TRIG_VECTOR_LIMIT = "0x1p22f"
+
+
+def _trig_helper(fn: str, width: int) -> tuple[str, str]:
+    """(name, definition) of `floatW accy_<fn>_floatW(floatW x)`: `fn` (sin
+    or cos) of a float vector, lane by lane when a lane's magnitude reaches
+    `_TRIG_VECTOR_LIMIT` or is inf. PoCL's (3.1) vector sin/cos of
+    float2..float16 then take a large-argument path that gets every lane
+    wrong, the small ones too (sin(1e-10) = 0.0134), while its scalar ones
+    are exact. A function, not `static inline` and not inlined at each use:
+    PoCL compiles W+1 sin/cos a use otherwise (200 chained sins of float16
+    took minutes to first call; called, 0.17 s), while a call is one line."""
+    ct = f"float{width}"
+    name = f"accy_{fn}_{ct}"
+    lanes = ", ".join(f"{fn}(x.{_lane(i)})" for i in range(width))
+    text = f"""{ct} {name}({ct} x) {{
+  if (any(isgreaterequal(fabs(x), ({ct})({_TRIG_VECTOR_LIMIT}))))
+    return ({ct})({lanes});
+  return {fn}(x);
+}}"""
+    return name, text
+
 
 _UNARY_MATH: dict[type[Operation], str] = {
     math_dialect.ExpOp: "exp", math_dialect.Exp2Op: "exp2", math_dialect.ExpM1Op: "expm1",
@@ -515,24 +538,18 @@ class _KernelEmitter:
         self.define(op.results[0], f"{fn}({', '.join(self.overload_operands(op))})")
 
     def trig(self, op: Operation, fn: str) -> None:
-        """`sin`/`cos`. On a float vector with a lane of magnitude past
-        `_TRIG_VECTOR_LIMIT` (or inf), lane by lane: PoCL's (3.1) vector
-        sin/cos of float2..float16 then take a large-argument path that
-        gets every lane wrong, the small ones too (sin(1e-10) = 0.0134),
-        while its scalar ones are exact. The test costs nothing measurable
-        on other inputs, so every OpenCL device gets it (the emitter does
-        not know the driver); f16 and f64 vectors are exact and call the
+        """`sin`/`cos`: the built-in, except on a float vector, a call of its
+        guarded helper (`_trig_helper`). The guard costs nothing measurable
+        on other inputs, so every OpenCL device gets it (the emitter does not
+        know the driver); f16 and f64 vectors are exact and call the
         built-in directly."""
         t = op.results[0].type
         if not (isinstance(t, VectorType) and isinstance(t.element_type, Float32Type)):
             self.call(op, fn)
             return
-        ct = c_type(t)
-        x = self.fresh("v")
-        self.line(f"{ct} {x} = {self.get(op.operands[0])};")
-        lanes = ", ".join(f"{fn}({x}.s{i:x})" for i in range(_width(t)))
-        large = f"any(isgreaterequal(fabs({x}), ({ct})({_TRIG_VECTOR_LIMIT})))"
-        self.define(op.results[0], f"{large} ? ({ct})({lanes}) : {fn}({x})")
+        name, text = _trig_helper(fn, _width(t))
+        self.helpers.setdefault(name, text)
+        self.define(op.results[0], f"{name}({self.get(op.operands[0])})")
 
     def combine(self, op: Operation, kind: str) -> None:
         """A binary op that is one of the reductions' combining functions (`_COMBINE`)."""
