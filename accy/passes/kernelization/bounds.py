@@ -940,13 +940,16 @@ GLOBAL_SIZE_ATTR = KERNEL_GLOBAL_SIZE_ATTR
 
 
 def stated_launch(func: gpu.FuncOp) -> LaunchSizes | None:
-    """The launch a kernel states (`accy.global_size`, `gpu.known_block_size`), if any."""
+    """The launch a kernel states (`accy.global_size`, `gpu.known_block_size`),
+    if any; ValueError where its global size is not a multiple of its block."""
     glob = func.attributes.get(GLOBAL_SIZE_ATTR)
     if glob is None:
         return None
     g = list(glob.get_values())  # type: ignore[attr-defined]
     known = func.known_block_size
     b = list(known.get_values()) if known is not None else [1] * len(g)
+    if any(x % y for x, y in zip(g, b, strict=False)):
+        raise ValueError(f"its {GLOBAL_SIZE_ATTR} {g} is not a multiple of its gpu.known_block_size {b}")
     return launch_of(g, b)
 
 
@@ -959,15 +962,19 @@ def launch_of(global_size: list[int], local_size: list[int]) -> LaunchSizes:
     )
 
 
-def module_launches(module: ModuleOp) -> Iterator[tuple[gpu.FuncOp, LaunchSizes | None]]:
+def module_launches(module: ModuleOp) -> Iterator[tuple[gpu.FuncOp, LaunchSizes | str | None]]:
     """Every kernel of `module` with each launch it gets: from the host
     schedule's `gpu.launch_func`s (constant sizes) and the `accy.kernel_call`s
-    of it, else the sizes it states; None for a kernel without any."""
+    of it, else the sizes it states; for a kernel without any, None, or why
+    the sizes it was given cannot be a launch (a global size that is not a
+    multiple of the work-group size)."""
     kernels: dict[str, gpu.FuncOp] = {}
     for op in module.walk():
         if isinstance(op, gpu.FuncOp):
             kernels[op.sym_name.data] = op
     seen: dict[str, set[LaunchSizes]] = {name: set() for name in kernels}
+    #: Why a kernel's launch sizes are unusable, where they are.
+    unusable: dict[str, str] = {}
     for op in module.walk():
         if isinstance(op, gpu.LaunchFuncOp):
             ref: SymbolRefAttr = op.kernel
@@ -980,12 +987,18 @@ def module_launches(module: ModuleOp) -> Iterator[tuple[gpu.FuncOp, LaunchSizes 
             if callee is not None:
                 try:
                     seen[callee.sym_name.data].add(launch_of(*op.launch_sizes(callee)))
-                except ValueError:
-                    pass  # no launch size: reported below unless another call or the kernel states one
+                except ValueError as e:  # reported below unless another call or the kernel states a launch
+                    unusable.setdefault(callee.sym_name.data, str(e))
     for name, func in kernels.items():
-        launches = seen[name] or ({stated_launch(func)} if stated_launch(func) is not None else set())
+        launches = seen[name]
         if not launches:
-            yield func, None
+            try:
+                stated = stated_launch(func)
+            except ValueError as e:
+                stated, unusable[name] = None, str(e)
+            launches = {stated} if stated is not None else set()
+        if not launches:
+            yield func, unusable.get(name)
         for launch in sorted(launches, key=lambda x: (x.grid, x.block)):
             yield func, launch
 
@@ -1003,12 +1016,13 @@ def verify_module_bounds(module: ModuleOp) -> None:
     kernel whose launch sizes are unknown."""
     problems: list[BoundsProblem] = []
     for func, launch in module_launches(module):
-        if launch is None:
+        if not isinstance(launch, LaunchSizes):
             name = func.sym_name.data
-            problems.append(
-                BoundsProblem(name, func, f"kernel @{name}: no launch states its sizes (no gpu.launch_func of it "
-                              f"with constant sizes, no {GLOBAL_SIZE_ATTR} on it), so its accesses cannot be proved")
+            why = (
+                launch if launch is not None
+                else f"no launch states its sizes (no gpu.launch_func of it with constant sizes, no {GLOBAL_SIZE_ATTR} on it)"
             )
+            problems.append(BoundsProblem(name, func, f"kernel @{name}: {why}; its accesses cannot be proved"))
             continue
         problems += check_bounds(func, launch)
     if problems:

@@ -1,6 +1,7 @@
 // RUN: accy-opt %s --verify-bounds | filecheck %s --check-prefix=OK
 // RUN: sed -e 's/cmpi slt, %i, %n/cmpi sle, %i, %n/' %s | not accy-opt --verify-bounds 2>&1 | filecheck %s --check-prefix=OFF-BY-ONE
 // RUN: sed -e 's/global_size = array<i64: 16>, //' %s | not accy-opt --verify-bounds 2>&1 | filecheck %s --check-prefix=NO-LAUNCH
+// RUN: sed -e 's/global_size = array<i64: 16>/global_size = array<i64: 17>/' %s | not accy-opt --verify-bounds 2>&1 | filecheck %s --check-prefix=NOT-A-MULTIPLE
 
 // A custom kernel called by accy.kernel_call, proved under the call's
 // launch (16 work-items for 12 elements, guarded); an off-by-one guard is
@@ -29,3 +30,4 @@ func.func @main(%x: tensor<12xf32>) -> tensor<12xf32> {
 // OFF-BY-ONE: error: kernel @twice: 'memref.load' loads from buffer #0 (memref<12xf32>) at index `global_id(x)`, which ranges over [0, 12]; valid indices are [0, 11] (global size 16, local size 8)
 // OFF-BY-ONE: error: kernel @twice: 'memref.store' stores to buffer #1 (memref<12xf32>) at index `global_id(x)`, which ranges over [0, 12]
 // NO-LAUNCH: error: kernel @twice: no launch states its sizes
+// NOT-A-MULTIPLE: error: kernel @twice: 'accy.kernel_call' of @kernels::@twice: global size [17] is not a multiple of local size [8]; its accesses cannot be proved
