@@ -29,5 +29,5 @@ func.func @main(%x: tensor<12xf32>) -> tensor<12xf32> {
 // OK: accy.kernel_call @kernels::@twice
 // OFF-BY-ONE: error: kernel @twice: 'memref.load' loads from buffer #0 (memref<12xf32>) at index `global_id(x)`, which ranges over [0, 12]; valid indices are [0, 11] (global size 16, local size 8)
 // OFF-BY-ONE: error: kernel @twice: 'memref.store' stores to buffer #1 (memref<12xf32>) at index `global_id(x)`, which ranges over [0, 12]
-// NO-LAUNCH: error: kernel @twice: no launch states its sizes
+// NO-LAUNCH: error: kernel @twice: 'accy.kernel_call' of @kernels::@twice states no launch size: give it global_size (and local_size), or put accy.global_size on the kernel; its accesses cannot be proved
 // NOT-A-MULTIPLE: error: kernel @twice: 'accy.kernel_call' of @kernels::@twice: global size [17] is not a multiple of local size [8]; its accesses cannot be proved
