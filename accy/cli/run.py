@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -219,7 +221,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The `accy-run` entry point; returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(args_list)
-    return run_tool(TOOL, lambda: _interruptible(args), wants_traceback(args_list))
+    status = run_tool(TOOL, lambda: _interruptible(args), wants_traceback(args_list))
+    if status == 130 and any(t.name == "accy-opencl-build" and t.is_alive() for t in threading.enumerate()):
+        # An interrupted PoCL build runs on in its daemon thread, inside the
+        # driver: finalizing the interpreter under it crashed (SIGSEGV), so leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
 
 
 def _interruptible(args: argparse.Namespace) -> int:
