@@ -34,7 +34,7 @@ lit: setup
 # --capture=sys: under pytest's default fd capture, `make test` from a fresh
 # clone aborted (SIGABRT, no message: the driver's stderr went to the capture
 # file) at the same test in two of two runs today and passed with sys capture
-# and with -s; the cause is not found (docs/runtime.md), and C-level stderr
+# and with -s; the cause is not found yet, and C-level stderr
 # (PoCL, LLVM) shows in the log instead of being lost.
 unit: setup
 	$(BIN)/python -m pytest -q --capture=sys
