@@ -486,7 +486,7 @@ class OpenCLProgram(Program):
         self.stats = stats
         self.in_place = in_place
         if self.built is not None and not self.built.stored:
-            device.programs.store(self.built)  # now that its kernels are compiled for their launch sizes
+            device.programs.store(self.built, device.wait_idle)  # now that its kernels are compiled for their launch sizes
         return outputs
 
     def _fallback(self, step: _Fallback, bufs: list[Any], queue: Any, stats: RunStats) -> None:
@@ -694,6 +694,14 @@ class OpenCLDevice(KernelDevice):
                     self.context, self.cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE
                 )
             return self._profiling_queue
+
+    def wait_idle(self) -> None:
+        """Waits until nothing queued on this device is running or pending."""
+        self.queue.finish()
+        with self._queue_lock:
+            profiling = self._profiling_queue
+        if profiling is not None:
+            profiling.finish()
 
     def target_profile(self, math_tier: str = "exact") -> TargetProfile:
         """The device's own profile (what it fills in of a module's target)."""

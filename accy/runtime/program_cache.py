@@ -46,6 +46,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -319,10 +320,21 @@ class ProgramCache:
         kernels = {name: cl.Kernel(program, name) for name in names}
         return BuiltProgram(program, kernels, time.perf_counter() - start, disk_key, stored)
 
-    def store(self, built: BuiltProgram) -> None:
+    def store(self, built: BuiltProgram, wait_idle: Callable[[], None]) -> None:
         """Writes the binary of `built` to disk once (after its first run,
         see the module docstring). A cache that cannot be written is
-        turned off with one warning; the program runs regardless."""
+        turned off with one warning; the program runs regardless.
+
+        `wait_idle` must wait for every queue that launches `built`'s
+        kernels. PoCL 3.1 aborts the process otherwise: fetching a binary
+        compiles a generic work-group function of each kernel into its
+        process-wide table of loaded kernels, ahead of the entry a launch
+        in flight holds, and a kernel with a required work-group size
+        (`reqd_work_group_size`) matches both, so that launch's completion
+        releases the new, unheld entry (`pocl_release_dlhandle_cache:
+        Assertion 'found->ref_count > 0' failed`, common.c:909). Launches
+        need `launch_lock`, held here, so none starts while the binary is
+        fetched."""
         if built.stored:
             return
         with built.launch_lock:
@@ -331,6 +343,7 @@ class ProgramCache:
             built.stored = True
             if self.disk is None or self.disk.directory is None:
                 return
+            wait_idle()
             binaries: list[Any] = built.program.binaries
             if binaries and binaries[0]:
                 self.disk.put(built.disk_key, bytes(binaries[0]))

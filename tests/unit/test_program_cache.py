@@ -155,7 +155,7 @@ def test_a_binary_the_driver_refuses_is_rebuilt_from_source(tmp_path):
     assert device.programs.source_builds == 1 and device.programs.disk_loads == 0
     assert set(built.kernels) == {"twice"}
     assert device.programs.disk.get(key) is None  # type: ignore[union-attr]
-    device.programs.store(built)
+    device.programs.store(built, device.wait_idle)
     assert device.programs.disk.get(key)  # type: ignore[union-attr]
 
 
@@ -239,3 +239,37 @@ def test_two_processes_fill_one_cache_at_once(tmp_path):
         assert json.loads(out.strip().splitlines()[-1])["ok"] == [True, True]
     assert len(cache_files(cache)) == 2 and entries_verify(cache)
     assert list((cache / "programs" / "tmp").iterdir()) == []
+
+
+# A custom kernel with a required work-group size, called with results left
+# on the device (its launch still running when the call returns), then again:
+# the binary is stored after the first call. PoCL 3.1 aborted the process
+# (SIGABRT in pocl_release_dlhandle_cache) when the binary was fetched while
+# that launch was in flight; `make test` from a fresh clone hit it under load.
+IN_FLIGHT = r"""
+import numpy as np, accy
+from accy.kernel import Kernel, MemLayout, MemScope
+for trial in range(3):
+    k = Kernel("opencl")
+    n = 64
+    inp = k.define(np.float32, MemScope.GLOBAL, read_only=True, size=n)
+    i = k.group_index(0, n)
+    out = k.define(np.float32, MemScope.GLOBAL, read_only=False, size=n)
+    k.store(out, k.add(k.load(inp, i), float(trial)), i, MemLayout.SCALAR)
+    with k.loop(0, 400000 + trial):  # long enough to be running at the store
+        k.store(out, k.add(k.load(out, i), 0.0), i, MemLayout.SCALAR)
+    compiled = k.compile()
+    x = accy.device_put(np.arange(n, dtype=np.float32), "opencl")
+    (y,) = compiled.forward([x], [n], to_host=False)
+    (z,) = compiled.forward([y], [n])
+    np.testing.assert_array_equal(z, np.arange(n, dtype=np.float32) + 2 * trial)
+    assert compiled.executable.program.built.stored
+print("ok")
+"""
+
+
+def test_storing_a_binary_while_a_launch_is_in_flight_does_not_abort(tmp_path):
+    env = {**os.environ, "ACCY_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-c", IN_FLIGHT], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", f"exit {proc.returncode}\n{proc.stderr[-3000:]}"
+    assert cache_files(tmp_path / "cache"), "no binary was stored: the case this test exists for did not happen"
