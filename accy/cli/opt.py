@@ -137,7 +137,7 @@ class AccyOptMain(xDSLOptMain):
         self._chunk += 1
         self._run_pipeline(prog)
         if self.args.verify_bounds:
-            from accy.passes.kernelization.bounds import OutOfBoundsError, verify_module_bounds
+            from accy.passes.kernel_ir.bounds import OutOfBoundsError, verify_module_bounds
 
             try:
                 verify_module_bounds(prog)

@@ -11,7 +11,7 @@ The passes, in order, on a copy of the built `gpu.func`:
    defined (`check_dominance`), no store into a read-only buffer, at least
    one output, a launch of at most 2^32 work-items, and every load and
    store proved in bounds under the launch sizes by the bounds verifier
-   (accy/passes/kernelization/bounds.py); building it for a device checks
+   (accy/passes/kernel_ir/bounds.py); building it for a device checks
    its local memory and work-group size against the device's limits.
 
 The verified kernel is then a tensor program of one `accy.kernel_call`
@@ -39,8 +39,8 @@ from xdsl.utils.exceptions import VerifyException
 from accy.dialects import accy
 from accy.dialects.host import KERNELS_MODULE
 from accy.kernel.builder import Buffer, Kernel, KernelError, MemScope
-from accy.passes.kernelization.bounds import GLOBAL_SIZE_ATTR, OutOfBoundsError, launch_of, verify_bounds
-from accy.passes.kernelization.kernel_checks import InvalidKernelError, check_dominance, resource_problem
+from accy.passes.kernel_ir.bounds import GLOBAL_SIZE_ATTR, OutOfBoundsError, launch_of, verify_bounds
+from accy.passes.kernel_ir.kernel_checks import InvalidKernelError, check_dominance, resource_problem
 from accy.runtime.array import Array
 from accy.runtime.executable import Executable
 from accy.runtime.executable import compile as compile_module

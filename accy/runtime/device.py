@@ -319,7 +319,7 @@ class KernelDevice(Device):
 
 def _report_bounds(module: ModuleOp) -> None:
     """What `ACCY_DEBUG` says of the kernels' loads and stores (bounds.py)."""
-    from accy.passes.kernelization.bounds import OutOfBoundsError, verify_module_bounds
+    from accy.passes.kernel_ir.bounds import OutOfBoundsError, verify_module_bounds
 
     try:
         verify_module_bounds(module)

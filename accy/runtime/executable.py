@@ -78,7 +78,7 @@ class Executable:
         try:
             self.program = device.prepare(module, self.fn, strict)
         except PassFailure as failure:
-            from accy.passes.kernelization.bounds import OutOfBoundsError
+            from accy.passes.kernel_ir.bounds import OutOfBoundsError
             from accy.passes.kernelization.kernel_call import KernelCallError
             from accy.passes.kernelization.kernelize import LoweringRefused  # loads every lowering: only now
 

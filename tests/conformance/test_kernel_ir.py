@@ -17,7 +17,7 @@ from xdsl.transforms.common_subexpression_elimination import cse
 
 import accy
 from accy.backends.opencl.emitter import emit_opencl, kernel_funcs
-from accy.passes.kernelization.kernel_checks import InvalidKernelError, check_dominance
+from accy.passes.kernel_ir.kernel_checks import InvalidKernelError, check_dominance
 from accy.passes.kernelization.kernelize import KernelizePass
 from accy.passes.pass_manager import PassManager
 

@@ -19,7 +19,7 @@ import pytest
 
 import accy
 from accy.kernel import DeviceId, Kernel, KernelError, MemLayout, MemScope
-from accy.passes.kernelization.bounds import check_bounds, launch_of, verify_module_bounds
+from accy.passes.kernel_ir.bounds import check_bounds, launch_of, verify_module_bounds
 from accy.runtime.device import Device
 
 ROOT = Path(__file__).parents[1]
@@ -777,7 +777,7 @@ def test_the_llvm_work_group_form_is_proved_in_bounds_too() -> None:
     """work_groups.py keeps every access of the kernel it rewrites in bounds:
     private memory per work-item, values kept across barriers, ids from the
     work-item loop (the tiled matmul: a 2-D launch, barriers in a loop)."""
-    from accy.passes.kernelization.work_groups import needs_serializing, serialize_work_groups
+    from accy.passes.kernel_ir.work_groups import needs_serializing, serialize_work_groups
 
     k = tiled_matmul(DeviceId.REFERENCE, 12, 8, 16)
     k.compile()

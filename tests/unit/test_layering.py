@@ -6,9 +6,10 @@ alike):
 - `reference` imports `dialects` only (and numpy);
 - `passes` import `dialects` only, with one accepted departure: canonicalize's
   constant folding calls the reference interpreter (one semantics, not two);
-- inside `passes`: pass manager < analyses < transforms < kernelization <
-  registry, so an analysis never imports a transform; and a lowering never
-  imports another lowering;
+- inside `passes`: pass manager < kernel IR verifiers < analyses <
+  transforms < kernelization < registry, so an analysis never imports a
+  transform, the verifiers (`passes/kernel_ir/`) never import a lowering;
+  and a lowering never imports another lowering;
 - `backends` import `dialects` only, never the runtime;
 - nothing below `cli` imports `cli`, and nothing that decides how to compile
   (dialects, reference, passes, backends) imports the runtime.
@@ -57,7 +58,7 @@ THIRD_PARTY: dict[str, tuple[str, ...] | None] = {
 }
 #: The sub-layers of `passes`, lowest first: a module may import its own
 #: sub-layer and those before it.
-PASS_LAYERS = ("pass_manager", "analyses", "transforms", "kernelization", "registry")
+PASS_LAYERS = ("pass_manager", "kernel_ir", "analyses", "transforms", "kernelization", "registry")
 #: (module, imported package or module): the accepted departures, each with
 #: its reason in the importing module's docstring.
 EXCEPTIONS = {
@@ -83,7 +84,7 @@ def pass_layer_of(module: str) -> str:
     """The sub-layer of a module of `accy.passes` (every module directly in
     `passes/` but the pass manager and the registry is a transform)."""
     name = module.split(".")[2]
-    return name if name in ("pass_manager", "analyses", "kernelization", "registry") else "transforms"
+    return name if name in ("pass_manager", "kernel_ir", "analyses", "kernelization", "registry") else "transforms"
 
 
 def imports_of(path: Path) -> list[str]:

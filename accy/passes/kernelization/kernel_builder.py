@@ -46,7 +46,7 @@ from accy.dialects.types import element_bytes, is_row_major, numel
 from accy.passes.analyses.bufferization import Buffer, BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.reads import read_elsewhere
-from accy.passes.kernelization.kernel_checks import check_dominance
+from accy.passes.kernel_ir.kernel_checks import check_dominance
 from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 
 T = TypeVar("T")

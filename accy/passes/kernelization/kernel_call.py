@@ -32,10 +32,10 @@ from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, is_row_major
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
-from accy.passes.kernelization.bounds import LaunchSizes, launch_of, verify_bounds
-from accy.passes.kernelization.kernel_checks import resource_problem
+from accy.passes.kernel_ir.bounds import LaunchSizes, launch_of, verify_bounds
+from accy.passes.kernel_ir.kernel_checks import resource_problem
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
-from accy.passes.kernelization.work_groups import KernelShapeError, needs_serializing, serialize_work_groups
+from accy.passes.kernel_ir.work_groups import KernelShapeError, needs_serializing, serialize_work_groups
 
 
 class KernelCallError(ValueError):

@@ -74,14 +74,14 @@ from accy.dialects.target import TargetProfile
 from accy.dialects.types import RUNNABLE_ELEMENTS, element_bytes, is_row_major, is_runnable_element, numel
 from accy.passes.analyses.bufferization import BufferPlan, BufferRef
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
-from accy.passes.kernelization.bounds import LaunchSizes, bounds_requested_by_env, verify_bounds
+from accy.passes.kernel_ir.bounds import LaunchSizes, bounds_requested_by_env, verify_bounds
 from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
 from accy.passes.kernelization.flash_attention import lower_flash_attention
 from accy.passes.kernelization.iterate import iterate_functions
 from accy.passes.kernelization.kernel_builder import buffer_type
 from accy.passes.kernelization.kernel_call import drop_serialized, lower_kernel_call
-from accy.passes.kernelization.kernel_checks import check_dominance, simplify_kernel
+from accy.passes.kernel_ir.kernel_checks import check_dominance, simplify_kernel
 from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 from accy.passes.kernelization.reduction import lower_reduction
 from accy.passes.kernelization.row_pipeline import lower_row_pipeline

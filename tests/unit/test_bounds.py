@@ -18,7 +18,7 @@ import pytest
 from xdsl.dialects import gpu
 
 import accy
-from accy.passes.kernelization.bounds import check_bounds, launch_of
+from accy.passes.kernel_ir.bounds import check_bounds, launch_of
 from accy.reference.kernel_interpreter import KernelRuntimeError, run_kernel
 
 I32_MAX = 2**31 - 1

@@ -38,7 +38,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.transforms.dead_code_elimination import region_dce
 
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
-from accy.passes.kernelization.bounds import LaunchSizes
+from accy.passes.kernel_ir.bounds import LaunchSizes
 
 _IDS = (gpu.ThreadIdOp, gpu.GlobalIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)
 #: Pure ops whose result is uniform when their operands are.
