@@ -85,3 +85,35 @@ def test_the_kernel_interpreter_refuses_a_launch_past_the_limit() -> None:
     k = _groups_kernel("reference", 4)
     with pytest.raises(KernelRuntimeError, match="a launch of 1099511627776 work-items"):
         run_kernel(k.kb.func, [np.zeros(1, np.float32)], [2**40], [1])
+
+
+def _private_kernel(device: str, elements: int, items: int) -> Kernel:
+    """Each work-item fills a PRIVATE buffer of `elements` floats with its id
+    and writes the buffer's last element: every element is touched."""
+    k = Kernel(device, name="big_private")
+    out = k.define(np.float32, MemScope.GLOBAL, size=items)
+    mine = k.define(np.float32, MemScope.PRIVATE, size=elements)
+    i = k.local_index(0, items)
+    with k.loop(0, elements) as j:
+        k.store(mine, k.cast(i, np.float32), j)
+    k.store(out, k.load(mine, elements - 1), i)
+    return k
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_private_memory_past_a_mebibyte_a_work_group_is_refused(device: str) -> None:
+    # 64 MiB of one work-item's private memory crashed the LLVM device and
+    # PoCL (SIGSEGV: it lives on a thread's stack); 16 work-items of 128 KiB
+    # each are 2 MiB a work-group.
+    with pytest.raises(KernelError, match=r"67108864 bytes of private memory per work-item.*at most 1048576"):
+        _private_kernel(_device(device), 1 << 24, 1).compile()
+    with pytest.raises(KernelError, match=r"131072 bytes of private memory per work-item, 2097152 per work-group of 16"):
+        _private_kernel(_device(device), 1 << 15, 16).compile()
+    with pytest.raises(KernelError, match=r"private memory"):
+        _private_kernel(_device(device), (1 << 18) + 1, 1).compile()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_private_memory_within_the_limit_runs(device: str) -> None:
+    (out,) = _private_kernel(_device(device), 1 << 15, 8).compile().forward([], [8])  # 1 MiB a work-group
+    assert out.tolist() == list(range(8))

@@ -113,6 +113,13 @@ def _dominance_message(func: gpu.FuncOp, stage: str, op: Operation, index: int, 
 
 
 
+#: Private memory a work-group of a hand-written kernel may use, all its
+#: work-items together. CPU devices keep it on a thread's stack (the LLVM
+#: device and PoCL run a work-group's work-items as a loop in one thread,
+#: each with its slice): 64 MiB of it crashed both (SIGSEGV), 4 MiB ran.
+MAX_PRIVATE_BYTES = 1 << 20
+
+
 def resource_problem(
     func: gpu.FuncOp, grid: tuple[int, int, int], block: tuple[int, int, int], local_mem_bytes: int | None = None,
     max_work_group_size: int | None = None,
@@ -120,21 +127,32 @@ def resource_problem(
     """What of kernel `func`'s launch (`grid` work-groups of `block`
     work-items) exceeds the device's limits, or None: its work-group
     (`workgroup` memory) allocations against `local_mem_bytes`, its
-    work-group size against `max_work_group_size`, and its work-items
-    against `MAX_WORK_ITEMS` (a limit of None is not checked: the host's
-    reference interpreter has none but the launch's)."""
+    work-group size against `max_work_group_size`, its private memory
+    against `MAX_PRIVATE_BYTES` a work-group, and its work-items against
+    `MAX_WORK_ITEMS` (a limit of None is not checked: the host's reference
+    interpreter has none but the launch's)."""
     name = func.sym_name.data
-    local = 0
+    local = private = 0
     for op in func.walk():
-        if isinstance(op, memref.AllocaOp) and _workgroup(op.memref.type):
+        if isinstance(op, memref.AllocaOp):
             t = op.memref.type
-            local += math.prod(t.get_shape()) * element_bytes(t.element_type)
+            size = math.prod(t.get_shape()) * element_bytes(t.element_type)
+            if _workgroup(t):
+                local += size
+            else:
+                private += size
     if local_mem_bytes is not None and local > local_mem_bytes:
         return (
             f"kernel @{name} uses {local} bytes of local memory per work-group; the device has {local_mem_bytes} "
             "(make its LOCAL buffers smaller)"
         )
     items = math.prod(block)
+    if private * items > MAX_PRIVATE_BYTES:
+        return (
+            f"kernel @{name} uses {private} bytes of private memory per work-item, {private * items} per work-group "
+            f"of {items}; at most {MAX_PRIVATE_BYTES} (1 MiB) per work-group (make its PRIVATE buffers smaller, "
+            "or keep the data in a GLOBAL buffer)"
+        )
     if max_work_group_size is not None and items > max_work_group_size:
         return f"kernel @{name} has work-groups of {items} work-items; the device runs at most {max_work_group_size}"
     total = math.prod(grid) * items
