@@ -11,6 +11,9 @@ alike):
   transform, the verifiers (`passes/kernel_ir/`) never import a lowering;
   and a lowering never imports another lowering;
 - `backends` import `dialects` only, never the runtime;
+- `frontends` (tracing, ONNX) import `dialects` only: they build IR and
+  never run it; `tuning` sits above the runtime and drives it, and nothing
+  below the face imports it (the runtime's rule does not list it);
 - nothing below `cli` imports `cli`, and nothing that decides how to compile
   (dialects, reference, passes, backends) imports the runtime.
 
@@ -44,6 +47,11 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The custom-kernel builder writes kernel IR and compiles and runs it.
     "kernel": ("accy.dialects", "accy.reference", "accy.passes", "accy.runtime", "accy.kernel"),
     "runtime": ("accy.dialects", "accy.reference", "accy.passes", "accy.backends", "accy.runtime", "accy.debug"),
+    # The autotuner compiles candidates, checks them against the reference
+    # and times them; it writes plain #accy.target fields.
+    "tuning": (
+        "accy.dialects", "accy.reference", "accy.passes", "accy.backends", "accy.runtime", "accy.debug", "accy.tuning",
+    ),
     "debug": (),
     "cli": ("accy",),
     "api": ("accy",),
@@ -53,6 +61,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 #: types (`numpy_dtype`) is the reference's.
 THIRD_PARTY: dict[str, tuple[str, ...] | None] = {
     "dialects": ("xdsl",),
+    # A frontend reads its format's package; numpy for traced constants.
+    "frontends": ("xdsl", "numpy", "onnx"),
     "reference": ("xdsl", "numpy"),
     "debug": (),
 }
@@ -191,6 +201,18 @@ def test_nothing_below_the_cli_imports_it_and_no_compiler_stage_imports_the_runt
             assert not within(name, "accy.cli"), f"{module} imports the cli ({name})"
         if layer in ("dialects", "reference", "passes", "backends", "frontends"):
             assert not within(name, "accy.runtime"), f"{module} imports the runtime ({name}) to decide how to compile"
+
+
+def test_the_rooms_of_the_next_floors_have_their_rules_before_their_code() -> None:
+    """docs/architecture.md's frontends and tuning rooms: a frontend imports
+    only the dialects (never the passes, the runtime or the reference), and
+    only the face and tuning itself may import tuning."""
+    assert ALLOWED["frontends"] == ("accy.dialects", "accy.frontends")
+    below_the_face = [layer for layer in ALLOWED if layer not in ("cli", "api", "tuning")]
+    for layer in below_the_face:
+        assert not any(within("accy.tuning.search", p) for p in ALLOWED[layer]), f"{layer} may import tuning"
+    assert within("accy.runtime.executable", "accy.runtime") and "accy.runtime" in ALLOWED["tuning"]
+    assert {"frontends", "tuning"} <= {layer_of(module_name(p)) for p in MODULES}  # the rooms exist
 
 
 def test_the_import_scan_sees_what_it_checks() -> None:

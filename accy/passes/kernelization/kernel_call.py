@@ -34,8 +34,8 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernel_ir.bounds import LaunchSizes, launch_of, verify_bounds
 from accy.passes.kernel_ir.kernel_checks import resource_problem
-from accy.passes.kernelization.lowered import Decline, LoweredKernel
 from accy.passes.kernel_ir.work_groups import KernelShapeError, needs_serializing, serialize_work_groups
+from accy.passes.kernelization.lowered import Decline, LoweredKernel
 
 
 class KernelCallError(ValueError):
