@@ -2,7 +2,7 @@
 
 The schedule groups the top-level ops of a function into work items and orders
 them so that every item runs after the items it reads from. Each item has a
-kind, the kernel it becomes (`KINDS`), and an anchor, the op that gives the
+kind, the kernel it becomes (kinds.py), and an anchor, the op that gives the
 kind (None for pure elementwise and shape items).
 
 What is not a work item:
@@ -93,37 +93,22 @@ from xdsl.ir import Operation, SSAValue
 
 from accy.dialects.accy import (
     ELEMENTWISE_OPS,
-    AttentionOp,
     BroadcastOp,
-    ConcatOp,
     ConstantOp,
     DotGeneralOp,
-    IterateOp,
     KernelCallOp,
     LayerNormOp,
     LogSoftmaxOp,
     ReduceOp,
     ReshapeOp,
-    ScanOp,
     SoftmaxOp,
     shape_of,
 )
 from accy.passes.analyses import ValueNames, body_ops, external_operands, func_name, returned_values
 from accy.passes.analyses.attention import AttentionMatch, NoMatch, match_attention
+from accy.passes.analyses.kinds import KINDS
 from accy.passes.analyses.shape_layout import VIEW_OP_TYPES, ShapeLayout
 from accy.passes.pass_manager import Analysis, AnalysisManager
-
-KINDS = (
-    "elementwise",
-    "shape",
-    "dot_general",
-    "reduction",
-    "row_pipeline",
-    "scan",
-    "flash_attention",
-    "iterate",
-    "kernel_call",
-)
 
 RECOMPUTE_LIMIT = 8
 """At most this many elementwise ops are recomputed in each reader (rule 6)."""
@@ -137,7 +122,7 @@ limits"): softmax and layer norm take two, a cross-entropy over a
 log_softmax three."""
 
 # Kinds that take elementwise work in as a prologue or an epilogue.
-_FUSING = ("dot_general", "reduction", "scan", "row_pipeline", "flash_attention")
+_FUSING = tuple(name for name, kind in KINDS.items() if kind.takes_elementwise)
 
 
 @dataclass(frozen=True)
@@ -297,24 +282,13 @@ def _rank(grp: _Group) -> int:
 
 
 def _initial_tag(op: Operation) -> tuple[str, Operation | None]:
-    if isinstance(op, ELEMENTWISE_OPS):
-        return "elementwise", None
-    if isinstance(op, ReshapeOp):
-        return "copy", None
+    """The tag and anchor of the group `op` starts: the kind it seeds, or
+    "copy" for a view that must be copied."""
     if isinstance(op, VIEW_OP_TYPES):  # only views that must copy reach here
         return "copy", None
-    for cls, kind in (
-        (DotGeneralOp, "dot_general"),
-        (ReduceOp, "reduction"),
-        (ScanOp, "scan"),
-        ((SoftmaxOp, LogSoftmaxOp, LayerNormOp), "row_pipeline"),
-        (AttentionOp, "flash_attention"),
-        (IterateOp, "iterate"),
-        (KernelCallOp, "kernel_call"),
-        (ConcatOp, "shape"),
-    ):
-        if isinstance(op, cls):
-            return kind, op
+    for kind in KINDS.values():
+        if isinstance(op, kind.seeds):
+            return kind.name, op if kind.anchored else None
     raise ValueError(f"schedule: cannot schedule op '{op.name}': it is not an accy tensor op")
 
 

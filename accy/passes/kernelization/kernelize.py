@@ -72,16 +72,17 @@ from accy.dialects.host import (
 from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import RUNNABLE_ELEMENTS, element_bytes, is_row_major, is_runnable_element, numel
+from accy.passes.analyses import kinds
 from accy.passes.analyses.bufferization import BufferPlan, BufferRef
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
 from accy.passes.kernel_ir.bounds import LaunchSizes, bounds_requested_by_env, verify_bounds
+from accy.passes.kernel_ir.kernel_checks import check_dominance, simplify_kernel
 from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
 from accy.passes.kernelization.flash_attention import lower_flash_attention
 from accy.passes.kernelization.iterate import iterate_functions
 from accy.passes.kernelization.kernel_builder import buffer_type
 from accy.passes.kernelization.kernel_call import drop_serialized, lower_kernel_call
-from accy.passes.kernel_ir.kernel_checks import check_dominance, simplify_kernel
 from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 from accy.passes.kernelization.reduction import lower_reduction
 from accy.passes.kernelization.row_pipeline import lower_row_pipeline
@@ -90,17 +91,19 @@ from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyse
 
 Lowering = Callable[[OutlinedKernel, BufferPlan, TargetProfile], LoweredKernel]
 
-#: kind -> lowering. Kinds without one (iterate) decline and run on the host reference path.
+#: kind -> its lowering, as the kind declares it (kinds.py; tests/unit/test_kinds.py
+#: checks the two agree). `iterate` has none: `_HostBuilder._iterate` makes it a loop of kernels.
 LOWERINGS: dict[str, Lowering] = {
-    "elementwise": lower_elementwise,
-    "shape": lower_elementwise,  # a copy is a pointwise kernel of views and concats
-    "reduction": lower_reduction,
-    "scan": lower_scan,
-    "dot_general": lower_dot,
-    "row_pipeline": lower_row_pipeline,
-    "flash_attention": lower_flash_attention,
-    "kernel_call": lower_kernel_call,
+    kinds.ELEMENTWISE.name: lower_elementwise,
+    kinds.SHAPE.name: lower_elementwise,
+    kinds.REDUCTION.name: lower_reduction,
+    kinds.SCAN.name: lower_scan,
+    kinds.DOT_GENERAL.name: lower_dot,
+    kinds.ROW_PIPELINE.name: lower_row_pipeline,
+    kinds.FLASH_ATTENTION.name: lower_flash_attention,
+    kinds.KERNEL_CALL.name: lower_kernel_call,
 }
+
 
 def print_remark(text: str) -> None:
     print(f"remark: {text}", file=sys.stderr)
