@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import import_module
 from pathlib import Path
 from typing import IO
@@ -31,7 +31,7 @@ from accy.cli.diagnostics import ReportedError, ToolError, run_tool, wants_trace
 from accy.dialects.context import make_context
 from accy.dialects.parse import parse_text, verify_module
 from accy.passes import registry
-from accy.passes.pass_manager import PassFailure, PassManager, pass_spec, write_file
+from accy.passes.pass_manager import PassFailure, PassManager, pass_spec, summary, write_file
 
 TOOL = "accy-opt"
 OPENCL_TARGET = "accy.backends.opencl.target"
@@ -90,7 +90,13 @@ class AccyOptMain(xDSLOptMain):
     # -- pipeline ------------------------------------------------------
 
     def setup_pipeline(self) -> None:
-        self.passes = tuple(self._make_pass(spec) for spec in parse_pipeline(self.args.passes))
+        self.passes = tuple(self._make_pass(s) for spec in parse_pipeline(self.args.passes) for s in self._expand(spec))
+
+    def _expand(self, spec: ArgSpec) -> list[ArgSpec]:
+        try:
+            return registry.expand(spec)
+        except ValueError as e:
+            raise ToolError(f"invalid options for pipeline '{spec.name}': {e}") from e
 
     def _make_pass(self, spec: ArgSpec) -> ModulePass:
         if spec.name not in self.available_passes:
@@ -112,17 +118,14 @@ class AccyOptMain(xDSLOptMain):
         return 0
 
     def _listing(self) -> str:
-        entries = []
-        if self.args.list_passes:
-            entries += [("Passes:", registry.PASSES, registry.get_pass, registry.pass_summary)]
-        if self.args.list_analyses:
-            entries += [("Analyses:", registry.ANALYSES, registry.get_analysis, lambda n: registry.get_analysis(n).description)]
         lines = []
-        for title, table, load, describe in entries:
-            lines.append(title)
-            for name in table:
-                version = getattr(load(name), "version", 0)
-                lines.append(f"  {name:<32} v{version}  {describe(name)}".rstrip())
+        if self.args.list_passes:
+            lines += _table("Passes:", registry.PASSES, registry.get_pass, registry.pass_summary)
+            # A pipeline has no version: each of its passes has its own.
+            lines.append("Pipelines:")
+            lines += [f"  {name:<32} {summary(pipeline)}" for name, pipeline in registry.PIPELINES.items()]
+        if self.args.list_analyses:
+            lines += _table("Analyses:", registry.ANALYSES, registry.get_analysis, lambda n: registry.get_analysis(n).description)
         return "\n".join(lines) + "\n"
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
@@ -190,6 +193,15 @@ class AccyOptMain(xDSLOptMain):
             f"note: the IR the pass was given is in {path}\n"
             f"note: reproduce with: {command}"
         )
+
+
+def _table(title: str, names: Iterable[str], load: Callable[[str], type], describe: Callable[[str], str]) -> list[str]:
+    """`title`, then a line per name: its version and description."""
+    lines = [title]
+    for name in names:
+        version = getattr(load(name), "version", 0)
+        lines.append(f"  {name:<32} v{version}  {describe(name)}".rstrip())
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

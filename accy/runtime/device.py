@@ -284,12 +284,11 @@ class KernelDevice(Device):
                 program.compile_cached = True
                 self._debug(fn, program)
                 return program
-        from accy.passes.kernelization.kernelize import KernelizePass
-        from accy.passes.loop_invariants import LoopInvariantCodeMotionPass
         from accy.passes.pass_manager import PassManager
-        from accy.passes.widen_accumulation import WidenAccumulationPass
+        from accy.passes.registry import DevicePipeline
 
-        passes = [LoopInvariantCodeMotionPass(), WidenAccumulationPass(), KernelizePass(strict=strict, verify_bounds=verify)]
+        # accy-opt -p accy-device-pipeline runs the same passes.
+        passes = DevicePipeline(strict=strict, verify_bounds=verify).passes()
         pm = PassManager(passes, print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
         pm.run(module)
         if report:
