@@ -44,10 +44,11 @@ The mapping:
   with results -> branches meeting in phis;
 - `arith` ops -> the LLVM instructions of the same meaning; `maximumf` /
   `minimumf` -> `llvm.maximum` / `llvm.minimum` (NaN-propagating, as the
-  reference), `maxnumf`/`minnumf` -> `llvm.maxnum`/`llvm.minnum`; integer
-  division and shifts are LLVM's (the lowering guards division by zero and
-  INT_MIN/-1, as docs/kernel-ir.md says); float->int casts are `fptosi`
-  (the lowering replaces NaN and out-of-range inputs first);
+  reference), `maxnumf`/`minnumf` -> `llvm.maxnum`/`llvm.minnum`; shifts
+  are LLVM's; integer division is guarded where its divisor may be 0 or -1
+  (`guarded_division`: kernel IR defines it on every input, backends/kernels.py);
+  float->int casts are `fptosi` (the lowering replaces NaN and out-of-range
+  inputs first);
 - `accy_kernel.vcmp/vselect/vcast` -> `fcmp`/`icmp`, `select` and casts on
   vectors;
 - `vector.broadcast` -> insertelement + shufflevector; `vector.reduction`:
@@ -65,9 +66,12 @@ The mapping:
 The module's triple and data layout are the host's (`host_target()`, from
 llvmlite.binding), and so are each function's "target-cpu" and
 "target-features"; a caller passes another `CodegenTarget` to `emit_llvm` to
-cross-compile. An op outside the conventions is declined with `LLVMEmitError`
-naming it, and so is a module whose target asks for another artifact format
-than `llvm-ir`. This module reads IR only; it never imports the runtime.
+cross-compile. Each kernel is first checked against the conventions
+(`check_kernel` of accy/backends/kernels.py, which both backends share): an
+op outside `KERNEL_OPS`, or of a form they do not give it, is declined with
+`LLVMEmitError` naming the kernel and the op, and so is a module whose
+target asks for another artifact format than `llvm-ir`. This module reads
+IR only; it never imports the runtime.
 """
 
 from __future__ import annotations
@@ -77,11 +81,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
 import numpy as np
 from llvmlite import ir
-from xdsl.dialects import arith, gpu, memref, scf, vector
-from xdsl.dialects import math as math_dialect
+from xdsl.dialects import arith, gpu
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -93,7 +97,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
-    NoneAttr,
     VectorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -101,7 +104,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from accy.backends import kernels as backend_kernels
 from accy.backends.llvm import vector_math
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
-from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp, is_stream_store
+from accy.dialects.kernel import VCastOp, VCmpOp, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
 
 #: The artifact format (`accy.target`'s `format`) this backend prints.
@@ -323,34 +326,15 @@ _BINARY: dict[type[Operation], str] = {
     arith.OrIOp: "or_", arith.XOrIOp: "xor", arith.ShLIOp: "shl", arith.ShRSIOp: "ashr",
     arith.ShRUIOp: "lshr",
 }  # fmt: skip
-# Binary ops that are a combining function (reductions use them too).
-_BINARY_COMBINE: dict[type[Operation], str] = {
-    arith.MaximumfOp: "maximumf", arith.MinimumfOp: "minimumf", arith.MaxnumfOp: "maxnumf",
-    arith.MinnumfOp: "minnumf", arith.MaxSIOp: "maxsi", arith.MinSIOp: "minsi",
-}  # fmt: skip
+# Combining functions (of binary ops and reductions) that are an intrinsic.
 _COMBINE_INTRINSIC = {
     "maximumf": "maximum", "minimumf": "minimum", "maxnumf": "maxnum", "minnumf": "minnum",
-    "maxsi": "smax", "minsi": "smin", "maxui": "umax", "minui": "umin",
+    "maxsi": "smax", "minsi": "smin",
 }  # fmt: skip
 # vector.reduction kind -> llvm.vector.reduce.<name> (float add/mul are a tree, see reduction).
 _REDUCE_INTRINSIC = {
     "add": "add", "mul": "mul", "and": "and", "or": "or", "xor": "xor", "maxsi": "smax", "minsi": "smin",
-    "maxui": "umax", "minui": "umin", "maximumf": "fmaximum", "minimumf": "fminimum", "maxnumf": "fmax",
-    "minnumf": "fmin",
-}  # fmt: skip
-_MATH_OPS: dict[type[Operation], str] = {
-    math_dialect.ExpOp: "exp", math_dialect.Exp2Op: "exp2", math_dialect.ExpM1Op: "expm1",
-    math_dialect.LogOp: "log", math_dialect.Log2Op: "log2", math_dialect.Log10Op: "log10",
-    math_dialect.Log1pOp: "log1p", math_dialect.SqrtOp: "sqrt", math_dialect.RsqrtOp: "rsqrt",
-    math_dialect.CbrtOp: "cbrt", math_dialect.TanhOp: "tanh", math_dialect.SinOp: "sin",
-    math_dialect.CosOp: "cos", math_dialect.TanOp: "tan", math_dialect.SinhOp: "sinh",
-    math_dialect.CoshOp: "cosh", math_dialect.AsinOp: "asin", math_dialect.AcosOp: "acos",
-    math_dialect.AtanOp: "atan", math_dialect.AsinhOp: "asinh", math_dialect.AcoshOp: "acosh",
-    math_dialect.AtanhOp: "atanh", math_dialect.ErfOp: "erf", math_dialect.FloorOp: "floor",
-    math_dialect.CeilOp: "ceil", math_dialect.TruncOp: "trunc", math_dialect.RoundOp: "round",
-    math_dialect.RoundEvenOp: "roundeven", math_dialect.AbsFOp: "fabs", math_dialect.PowFOp: "pow",
-    math_dialect.Atan2Op: "atan2", math_dialect.CopySignOp: "copysign", math_dialect.FmaOp: "fma",
-    vector.FMAOp: "fma",
+    "maximumf": "fmaximum", "minimumf": "fminimum", "maxnumf": "fmax", "minnumf": "fmin",
 }  # fmt: skip
 # arith.cmpf predicate -> (ordered?, llvmlite operator); false/true are constants.
 _CMPF = {
@@ -365,11 +349,6 @@ _CMPI = {
     "eq": (True, "=="), "ne": (True, "!="), "slt": (True, "<"), "sle": (True, "<="), "sgt": (True, ">"),
     "sge": (True, ">="), "ult": (False, "<"), "ule": (False, "<="), "ugt": (False, ">"), "uge": (False, ">="),
 }  # fmt: skip
-_IDS = (gpu.GlobalIdOp, gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)
-_CASTS = (
-    arith.IndexCastOp, arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.ExtFOp,
-    arith.TruncFOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.BitcastOp,
-)  # fmt: skip
 # accy_kernel.vcast kind -> the scalar arith op it applies lane-wise.
 _VCAST = {"fptosi": arith.FPToSIOp, "sitofp": arith.SIToFPOp, "extsi": arith.ExtSIOp, "trunci": arith.TruncIOp}
 
@@ -412,8 +391,8 @@ class _KernelEmitter:
 
     # -- helpers -------------------------------------------------------
 
-    def fail(self, op: Operation, why: str = "not part of the kernel IR conventions (docs/kernel-ir.md)") -> LLVMEmitError:
-        return LLVMEmitError(f"llvm: kernel @{self.kernel}: cannot emit '{op.name}': {why}")
+    def fail(self, op: Operation, why: str) -> LLVMEmitError:
+        return LLVMEmitError(f"llvm: {backend_kernels.cannot_emit(self.kernel, op, why)}")
 
     def get(self, v: SSAValue) -> ir.Value:
         return self.values[v]
@@ -423,26 +402,16 @@ class _KernelEmitter:
 
     # -- structure -----------------------------------------------------
 
-    def check(self) -> None:
-        func = self.func
-        if func.kernel is None:
-            raise LLVMEmitError(f"llvm: gpu.func @{self.kernel} is not a kernel (helper functions are not supported)")
-        if len(func.body.blocks) != 1:
-            raise LLVMEmitError(f"llvm: kernel @{self.kernel} has {len(func.body.blocks)} blocks; kernels are structured (one block)")
-        for op in func.walk():
-            workgroup = isinstance(op, memref.AllocaOp) and isinstance(op.results[0].type, MemRefType) and (
-                isinstance(space := op.results[0].type.memory_space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP
-            )
-            if isinstance(op, gpu.BarrierOp) or workgroup:
-                what = "gpu.barrier" if isinstance(op, gpu.BarrierOp) else "workgroup memory (memref.alloca in #gpu.address_space<workgroup>)"
-                raise LLVMEmitError(
-                    f"llvm: kernel @{self.kernel} uses {what}: the LLVM backend runs a work-group's work-items one "
-                    "after the other, so they cannot synchronise or share memory; kernelize for the CPU profile "
-                    "(set-target{profile=cpu format=llvm-ir})"
-                )
+    def refuse_work_group(self, what: str) -> LLVMEmitError:
+        """A kernel whose work-items synchronise or share memory through `what`."""
+        return LLVMEmitError(
+            f"llvm: kernel @{self.kernel} uses {what}: the LLVM backend runs a work-group's work-items one "
+            "after the other, so they cannot synchronise or share memory; kernelize for the CPU profile "
+            "(set-target{profile=cpu format=llvm-ir})"
+        )
 
     def emit(self) -> ir.Function:
-        self.check()
+        _read(backend_kernels.check_kernel, self.func)
         block = self.func.body.block
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64, I64]), name=self.kernel)
         attrs = _FunctionAttributes()
@@ -458,10 +427,7 @@ class _KernelEmitter:
         entry = fn.append_basic_block("entry")
         self.allocas = ir.IRBuilder(entry)  # private arrays, at the top of the entry block
         b = self.builder = ir.IRBuilder(entry)
-        for i, arg in enumerate(block.args):
-            t = arg.type
-            if not isinstance(t, MemRefType) or len(t.get_shape()) != 1:
-                raise LLVMEmitError(f"llvm: kernel @{self.kernel} argument {i} has type {t}; kernel arguments are flat 1-D memrefs")
+        for i, (arg, t) in enumerate(zip(block.args, backend_kernels.kernel_buffers(self.func), strict=True)):
             slot = b.gep(buffers, [ir.Constant(I64, i)], inbounds=True, source_etype=PTR, name=f"b{i}.slot")
             self.memories[arg] = _Memory(b.load(slot, typ=PTR, align=8, name=f"b{i}"), t)
         # for group in [lo, hi): for thread in [0, block): body
@@ -478,7 +444,7 @@ class _KernelEmitter:
         self.thread.add_incoming(ir.Constant(I64, 0), g_head)
         b.cbranch(b.icmp_signed("<", self.thread, self.block_size), body, g_latch)
         b.position_at_end(body)
-        self.emit_block(block, top=True)
+        self.emit_block(block)
         b.branch(t_latch)
         b.position_at_end(t_latch)
         self.thread.add_incoming(b.add(self.thread, ir.Constant(I64, 1), name="thread.next"), t_latch)
@@ -491,22 +457,12 @@ class _KernelEmitter:
         self.allocas.position_at_start(entry)
         return fn
 
-    def emit_block(self, block: Block, top: bool = False) -> list[ir.Value]:
-        """Emits the block's ops; the values its `scf.yield` yields."""
-        for op in block.ops:
-            if isinstance(op, scf.YieldOp):
-                if top or op is not block.last_op:
-                    raise self.fail(op, "scf.yield outside scf.for / scf.if")
-                return [self.get(v) for v in op.operands]
-            if isinstance(op, gpu.ReturnOp):
-                if not top or op is not block.last_op:
-                    raise self.fail(op, "a return before the end of the kernel (kernels are structured)")
-                continue
-            handler = _HANDLERS.get(type(op))
-            if handler is None:
-                raise self.fail(op)
-            handler(self, op)
-        return []
+    def emit_block(self, block: Block) -> list[ir.Value]:
+        """Emits the block's ops (of kernel IR: check_kernel); the values its `scf.yield` yields."""
+        ops, results = backend_kernels.block_parts(block)
+        for op in ops:
+            _HANDLERS[type(op)](self, op)
+        return [self.get(v) for v in results]
 
     # -- arith ---------------------------------------------------------
 
@@ -519,15 +475,14 @@ class _KernelEmitter:
             self.set(op, ir.Constant(ty, v & 1 if ty == I1 else v))
         elif isinstance(value, FloatAttr):
             self.set(op, ir.Constant(ty, float(value.value.data)))
-        elif isinstance(value, DenseIntOrFPElementsAttr) and isinstance(ty, ir.VectorType):
+        else:
+            assert isinstance(value, DenseIntOrFPElementsAttr) and isinstance(ty, ir.VectorType)
             values = list(value.get_values())
             if len(values) == 1:
                 values = values * ty.count
             if ty.element == I1:
                 values = [int(v) & 1 for v in values]
             self.set(op, ir.Constant(ty, [ir.Constant(ty.element, v) for v in values]))
-        else:
-            raise self.fail(op, f"constant {value} of type {t} is not a scalar or a vector")
 
     def binary(self, op: Operation, inst: str) -> None:
         a, b = (self.get(v) for v in op.operands)
@@ -569,18 +524,13 @@ class _KernelEmitter:
     def negf(self, op: Operation) -> None:
         self.set(op, self.builder.fneg(self.get(op.operands[0])))
 
-    def cmpi(self, op: Operation, pred: str | None = None) -> None:
-        if pred is None:
-            assert isinstance(op, arith.CmpiOp)
-            pred = INT_PREDICATES[op.predicate.value.data]
-        signed, cmp = _CMPI[pred]
+    def cmpi(self, op: Operation) -> None:
+        signed, cmp = _CMPI[backend_kernels.predicate(op)]
         a, b = (self.get(v) for v in op.operands)
         self.set(op, (self.builder.icmp_signed if signed else self.builder.icmp_unsigned)(cmp, a, b))
 
-    def cmpf(self, op: Operation, pred: str | None = None) -> None:
-        if pred is None:
-            assert isinstance(op, arith.CmpfOp)
-            pred = FLOAT_PREDICATES[op.predicate.value.data]
+    def cmpf(self, op: Operation) -> None:
+        pred = backend_kernels.predicate(op)
         if pred in _CONSTANT_PREDICATES:
             self.set(op, _constant_like(llvm_type(op.results[0].type), _CONSTANT_PREDICATES[pred]))
             return
@@ -590,7 +540,7 @@ class _KernelEmitter:
 
     def vcmp(self, op: Operation) -> None:
         assert isinstance(op, VCmpOp)
-        (self.cmpf if op.is_float else self.cmpi)(op, op.predicate.data)
+        (self.cmpf if op.is_float else self.cmpi)(op)
 
     def select(self, op: Operation) -> None:
         c, a, b = (self.get(v) for v in op.operands)
@@ -600,13 +550,13 @@ class _KernelEmitter:
 
     def vcast(self, op: Operation) -> None:
         assert isinstance(op, VCastOp)
-        self.set(op, self.convert(_VCAST[op.kind.data], op, self.get(op.operands[0]), llvm_type(op.results[0].type)))
+        self.set(op, self.convert(_VCAST[op.kind.data], self.get(op.operands[0]), llvm_type(op.results[0].type)))
 
     def cast(self, op: Operation) -> None:
-        self.set(op, self.convert(type(op), op, self.get(op.operands[0]), llvm_type(op.results[0].type)))
+        self.set(op, self.convert(type(op), self.get(op.operands[0]), llvm_type(op.results[0].type)))
 
-    def convert(self, kind: type[Operation], op: Operation, x: ir.Value, dst: ir.Type) -> ir.Value:
-        """`x` converted to `dst` as the arith op class `kind` does."""
+    def convert(self, kind: type[Operation], x: ir.Value, dst: ir.Type) -> ir.Value:
+        """`x` converted to `dst` as the arith op class `kind` (of CASTS) does."""
         b = self.builder
         src = x.type
         if src == dst:
@@ -624,14 +574,13 @@ class _KernelEmitter:
         }  # fmt: skip
         if kind in simple:
             return simple[kind](x, dst)
-        if kind in (arith.ExtFOp, arith.TruncFOp):
-            if _byte_size(dst) > _byte_size(src):
-                return b.fpext(x, dst)
-            if isinstance(_elem(dst), ir.HalfType) and isinstance(_elem(src), ir.DoubleType):
-                # double -> half is a compiler-rt call the JIT cannot resolve: through float.
-                x = b.fptrunc(x, ir.VectorType(ir.FloatType(), dst.count) if isinstance(dst, ir.VectorType) else ir.FloatType())
-            return b.fptrunc(x, dst)
-        raise self.fail(op)
+        assert kind in (arith.ExtFOp, arith.TruncFOp), kind
+        if _byte_size(dst) > _byte_size(src):
+            return b.fpext(x, dst)
+        if isinstance(_elem(dst), ir.HalfType) and isinstance(_elem(src), ir.DoubleType):
+            # double -> half is a compiler-rt call the JIT cannot resolve: through float.
+            x = b.fptrunc(x, ir.VectorType(ir.FloatType(), dst.count) if isinstance(dst, ir.VectorType) else ir.FloatType())
+        return b.fptrunc(x, dst)
 
     # -- math ----------------------------------------------------------
 
@@ -664,16 +613,17 @@ class _KernelEmitter:
             raise self.fail(op, "the number of work-groups (x) is not passed to an LLVM kernel (its ABI runs a range of groups)")
         self.set(op, value)
 
+    def barrier(self, op: Operation) -> None:
+        raise self.refuse_work_group("gpu.barrier")
+
     # -- memory --------------------------------------------------------
 
     def alloca(self, op: Operation) -> None:
         t = op.results[0].type
         assert isinstance(t, MemRefType)
-        if any(d < 0 for d in t.get_shape()) or op.operands:
-            raise self.fail(op, f"{t} is not statically shaped")
         space = t.memory_space
-        if not (isinstance(space, NoneAttr) or isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.PRIVATE):
-            raise self.fail(op, f"memory space {space} cannot be allocated in an LLVM kernel (only private arrays)")
+        if isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP:
+            raise self.refuse_work_group("workgroup memory (memref.alloca in #gpu.address_space<workgroup>)")
         size = max(1, math.prod(t.get_shape()))
         elem = storage_type(t.element_type)
         # `alloca T, i64 N` (not `[N x T]`): llvmlite types an alloca's pointer, and GEPs index T.
@@ -681,14 +631,10 @@ class _KernelEmitter:
         ptr.align = max(16, _byte_size(elem))
         self.memories[op.results[0]] = _Memory(ptr, t)
 
-    def address(self, op: Operation, ref: SSAValue, indices: Sequence[SSAValue]) -> tuple[ir.Value, MemRefType]:
+    def address(self, ref: SSAValue, indices: Sequence[SSAValue]) -> tuple[ir.Value, MemRefType]:
         """The element pointer `base + linear index` (row-major over the static shape)."""
-        if ref not in self.memories:
-            raise self.fail(op, "its memref is neither a kernel argument nor a memref.alloca")
         mem = self.memories[ref]
         shape = mem.type.get_shape()
-        if any(d < 0 for d in shape):
-            raise self.fail(op, f"memref {mem.type} has a dynamic shape")
         b = self.builder
         linear: ir.Value | None = None
         for d, idx in enumerate(indices):
@@ -706,14 +652,14 @@ class _KernelEmitter:
 
     def load(self, op: Operation) -> None:
         ref, *indices = op.operands
-        ptr, t = self.address(op, ref, indices)
+        ptr, t = self.address(ref, indices)
         elem = storage_type(t.element_type)
         value = self.builder.load(ptr, typ=elem, align=_byte_size(elem))
         self.set(op, self.builder.trunc(value, I1) if _is_bool(t.element_type) else value)
 
     def store(self, op: Operation) -> None:
         value, ref, *indices = op.operands
-        ptr, t = self.address(op, ref, indices)
+        ptr, t = self.address(ref, indices)
         x = self.get(value)
         if _is_bool(t.element_type):
             x = self.builder.zext(x, I8)
@@ -721,7 +667,7 @@ class _KernelEmitter:
 
     def vector_load(self, op: Operation) -> None:
         ref, *indices = op.operands
-        ptr, t = self.address(op, ref, indices)
+        ptr, t = self.address(ref, indices)
         vt = llvm_type(op.results[0].type)
         assert isinstance(vt, ir.VectorType)
         stored = ir.VectorType(I8, vt.count) if _is_bool(t.element_type) else vt
@@ -730,7 +676,7 @@ class _KernelEmitter:
 
     def vector_store(self, op: Operation) -> None:
         value, ref, *indices = op.operands
-        ptr, t = self.address(op, ref, indices)
+        ptr, t = self.address(ref, indices)
         x = self.get(value)
         if _is_bool(t.element_type):
             x = self.builder.zext(x, ir.VectorType(I8, x.type.count))
@@ -747,9 +693,7 @@ class _KernelEmitter:
 
     def broadcast(self, op: Operation) -> None:
         src, t = op.operands[0], op.results[0].type
-        if isinstance(src.type, VectorType):
-            if src.type != t:
-                raise self.fail(op, f"only scalar -> vector broadcasts are supported, got {src.type} -> {t}")
+        if isinstance(src.type, VectorType):  # of its own type (check_kernel)
             self.set(op, self.get(src))
             return
         vt = llvm_type(t)
@@ -757,17 +701,15 @@ class _KernelEmitter:
         self.set(op, splat(self.builder, self.get(src), vt.count))
 
     def reduction(self, op: Operation) -> None:
-        kind = op.properties["kind"].data.value  # type: ignore[union-attr]
+        kind = backend_kernels.reduction_kind(op)
         v = self.get(op.operands[0])
         vt = v.type
         assert isinstance(vt, ir.VectorType)
         b = self.builder
         if kind in ("add", "mul") and _is_float(vt):
             r = self.tree_reduce(kind, v)
-        elif kind in _REDUCE_INTRINSIC:
-            r = intrinsic(b, f"vector.reduce.{_REDUCE_INTRINSIC[kind]}", [v], ret=vt.element)
         else:
-            raise self.fail(op, f"reduction kind '{kind}' is not supported")
+            r = intrinsic(b, f"vector.reduce.{_REDUCE_INTRINSIC[kind]}", [v], ret=vt.element)
         if len(op.operands) > 1:
             r = self.combine(kind, self.get(op.operands[1]), r)
         self.set(op, r)
@@ -796,20 +738,13 @@ class _KernelEmitter:
             w = h
         return lane(v, 0)
 
-    def _static_lane(self, op: Operation) -> ir.Constant:
-        positions = op.properties["static_position"].get_values()  # type: ignore[union-attr]
-        if len(positions) != 1 or positions[0] < 0 or len(op.operands) > (1 if isinstance(op, vector.ExtractOp) else 2):
-            raise self.fail(op, "only a single constant lane position is supported")
-        return ir.Constant(I32, positions[0])
-
     def extract(self, op: Operation) -> None:
-        self.set(op, self.builder.extract_element(self.get(op.operands[0]), self._static_lane(op)))
+        lane = ir.Constant(I32, backend_kernels.lane_position(op))
+        self.set(op, self.builder.extract_element(self.get(op.operands[0]), lane))
 
     def shuffle(self, op: Operation) -> None:
         """vector.shuffle as shufflevector (lanes numbered across both operands)."""
         mask = op.properties["mask"].get_values()  # type: ignore[union-attr]
-        if min(mask) < 0:
-            raise self.fail(op, "only shuffles by a mask of known lanes are supported")
         a, b = (self.get(v) for v in op.operands)
         w = a.type.count
         if op.operands[0] == op.operands[1] or all(m < w for m in mask) or all(m >= w for m in mask):
@@ -829,7 +764,7 @@ class _KernelEmitter:
         self.set(op, self.builder.select(keep, from_a, from_b))
 
     def insert(self, op: Operation) -> None:
-        lane = self._static_lane(op)
+        lane = ir.Constant(I32, backend_kernels.lane_position(op))
         self.set(op, self.builder.insert_element(self.get(op.operands[1]), self.get(op.operands[0]), lane))
 
     # -- scf -----------------------------------------------------------
@@ -884,35 +819,14 @@ class _KernelEmitter:
             self.values[result] = phi
 
 
-# The emitter of each op class (as xDSL's own printers dispatch); an op of
-# any other class is declined.
+# The emitter of each op class of kernel IR (as xDSL's own printers
+# dispatch): every op of KERNEL_OPS but the terminators, which end the
+# blocks (emit_block); check_kernel declines the others.
 _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Operation], None]] = {
-    arith.ConstantOp: _KernelEmitter.constant,
-    arith.CmpiOp: _KernelEmitter.cmpi,
-    arith.CmpfOp: _KernelEmitter.cmpf,
-    arith.SelectOp: _KernelEmitter.select,
-    VCmpOp: _KernelEmitter.vcmp,
-    VSelectOp: _KernelEmitter.select,
-    VCastOp: _KernelEmitter.vcast,
-    arith.NegfOp: _KernelEmitter.negf,
+    **{op: getattr(_KernelEmitter, name) for op, name in backend_kernels.EMIT_METHODS.items()},
     **{op: partial(_KernelEmitter.binary, inst=inst) for op, inst in _BINARY.items()},
-    **{op: partial(_KernelEmitter.combine_op, kind=kind) for op, kind in _BINARY_COMBINE.items()},
-    **{op: partial(_KernelEmitter.math, name=name) for op, name in _MATH_OPS.items()},
-    **{op: _KernelEmitter.work_item_id for op in _IDS},
-    **{op: _KernelEmitter.cast for op in _CASTS},
-    math_dialect.AbsIOp: _KernelEmitter.absi,
-    memref.AllocaOp: _KernelEmitter.alloca,
-    memref.LoadOp: _KernelEmitter.load,
-    memref.StoreOp: _KernelEmitter.store,
-    vector.LoadOp: _KernelEmitter.vector_load,
-    vector.StoreOp: _KernelEmitter.vector_store,
-    vector.BroadcastOp: _KernelEmitter.broadcast,
-    vector.ReductionOp: _KernelEmitter.reduction,
-    vector.ExtractOp: _KernelEmitter.extract,
-    vector.ShuffleOp: _KernelEmitter.shuffle,
-    vector.InsertOp: _KernelEmitter.insert,
-    scf.ForOp: _KernelEmitter.for_,
-    scf.IfOp: _KernelEmitter.if_,
+    **{op: partial(_KernelEmitter.combine_op, kind=kind) for op, kind in backend_kernels.COMBINING_OPS.items()},
+    **{op: partial(_KernelEmitter.math, name=name) for op, name in backend_kernels.MATH_CALLS.items()},
 }
 
 
@@ -921,12 +835,20 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Operation], None]] = 
 # --------------------------------------------------------------------------
 
 
-def kernel_funcs(module: ModuleOp) -> list[gpu.FuncOp]:
-    """The `gpu.func`s of the module's `gpu.module @kernels`, in order."""
+_T = TypeVar("_T")
+
+
+def _read(read: Callable[..., _T], *args: object) -> _T:
+    """`read(*args)`, a reader of backends/kernels.py, its KernelModuleError an LLVMEmitError."""
     try:
-        return backend_kernels.kernel_funcs(module, "accy-opt -p 'set-target{format=llvm-ir},kernelize' -t llvm")
+        return read(*args)
     except backend_kernels.KernelModuleError as e:
         raise LLVMEmitError(f"llvm: {e}") from None
+
+
+def kernel_funcs(module: ModuleOp) -> list[gpu.FuncOp]:
+    """The `gpu.func`s of the module's `gpu.module @kernels`, in order."""
+    return _read(backend_kernels.kernel_funcs, module, "accy-opt -p 'set-target{format=llvm-ir},kernelize' -t llvm")
 
 
 @dataclass(frozen=True)
@@ -948,13 +870,9 @@ def kernel_arguments(module: ModuleOp) -> dict[str, list[BufferArg]]:
     puts in `%buffers`."""
     out = {}
     for func in kernel_funcs(module):
-        args = list(func.body.block.args)
         written = backend_kernels.written_arguments(func)
         bufs = []
-        for i, arg in enumerate(args):
-            t = arg.type
-            if not isinstance(t, MemRefType) or len(t.get_shape()) != 1:
-                raise LLVMEmitError(f"llvm: kernel @{func.sym_name.data} argument {i} has type {t}; kernel arguments are flat 1-D memrefs")
+        for i, t in enumerate(_read(backend_kernels.kernel_buffers, func)):
             name = str(t.element_type)
             if name not in _DTYPES:
                 raise LLVMEmitError(f"llvm: kernel @{func.sym_name.data} argument {i}: no buffer of element type {name}")

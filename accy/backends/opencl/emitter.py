@@ -33,11 +33,14 @@ The input follows docs/kernel-ir.md; the output is meant to be read:
 - `gpu.barrier` is `barrier(CLK_LOCAL_MEM_FENCE)`, `gpu.global_id x` is
   `get_global_id(0)`, and so on.
 
-An op outside the conventions is declined with `OpenCLEmitError` naming it,
-and so is a module whose target (`accy.target`) asks for another artifact
-format than `opencl-c`. Ops are printed by a method per op class
-(`_HANDLERS`), comparisons by predicate name. This module reads IR only; it
-never imports the runtime.
+Each kernel is first checked against the conventions (`check_kernel` of
+accy/backends/kernels.py, which both backends share): an op outside
+`KERNEL_OPS`, or of a form they do not give it, is declined with
+`OpenCLEmitError` naming the kernel and the op, and so is a module whose
+target (`accy.target`) asks for another artifact format than `opencl-c`.
+Ops are printed by a method per op class (`_HANDLERS`: one for each op of
+`KERNEL_OPS` but the blocks' terminators), comparisons by predicate name.
+This module reads IR only; it never imports the runtime.
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import TypeVar
 
 import numpy as np
-from xdsl.dialects import arith, gpu, memref, scf, vector
+from xdsl.dialects import arith, gpu, scf
 from xdsl.dialects import math as math_dialect
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -60,7 +64,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
-    NoneAttr,
     StringAttr,
     VectorType,
 )
@@ -69,7 +72,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from accy.backends import kernels as backend_kernels
 from accy.backends.kernels import written_arguments
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
-from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp, is_stream_store
+from accy.dialects.kernel import VCmpOp, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
 
 
@@ -255,11 +258,8 @@ _BINARY_C: dict[type[Operation], str] = {
 }  # fmt: skip
 # Unsigned ops: C's operator on the operands reinterpreted as unsigned.
 _UNSIGNED_BINARY_C: dict[type[Operation], str] = {arith.DivUIOp: "/", arith.RemUIOp: "%", arith.ShRUIOp: ">>"}
-_BINARY_CALL: dict[type[Operation], str] = {
-    arith.MaxnumfOp: "fmax", arith.MinnumfOp: "fmin", arith.MaxSIOp: "max", arith.MinSIOp: "min",
-    math_dialect.PowFOp: "pow", math_dialect.Atan2Op: "atan2", math_dialect.CopySignOp: "copysign",
-}  # fmt: skip
-_BINARY_COMBINE: dict[type[Operation], str] = {arith.MaximumfOp: "maximumf", arith.MinimumfOp: "minimumf"}
+# Math ops as OpenCL's built-ins, which are C's functions (round-to-even is `rint`).
+_MATH_CALLS = {**backend_kernels.MATH_CALLS, math_dialect.RoundEvenOp: "rint"}
 # Past this magnitude a float vector's sin/cos is computed lane by lane
 # (`_trig_helper`): PoCL's vector ones go wrong from 2^23; 2^22 leaves
 # a margin, and lanes this large are rare enough to cost nothing.
@@ -286,18 +286,6 @@ def _trig_helper(fn: str, width: int) -> tuple[str, str]:
     return name, text
 
 
-_UNARY_MATH: dict[type[Operation], str] = {
-    math_dialect.ExpOp: "exp", math_dialect.Exp2Op: "exp2", math_dialect.ExpM1Op: "expm1",
-    math_dialect.LogOp: "log", math_dialect.Log2Op: "log2", math_dialect.Log10Op: "log10",
-    math_dialect.Log1pOp: "log1p", math_dialect.SqrtOp: "sqrt", math_dialect.RsqrtOp: "rsqrt",
-    math_dialect.CbrtOp: "cbrt", math_dialect.TanhOp: "tanh", math_dialect.SinOp: "sin",
-    math_dialect.CosOp: "cos", math_dialect.TanOp: "tan", math_dialect.SinhOp: "sinh",
-    math_dialect.CoshOp: "cosh", math_dialect.AsinOp: "asin", math_dialect.AcosOp: "acos",
-    math_dialect.AtanOp: "atan", math_dialect.AsinhOp: "asinh", math_dialect.AcoshOp: "acosh",
-    math_dialect.AtanhOp: "atanh", math_dialect.ErfOp: "erf", math_dialect.FloorOp: "floor",
-    math_dialect.CeilOp: "ceil", math_dialect.TruncOp: "trunc", math_dialect.RoundOp: "round",
-    math_dialect.RoundEvenOp: "rint", math_dialect.AbsFOp: "fabs",
-}  # fmt: skip
 # arith.cmpi by predicate name (INT_PREDICATES); the unsigned ones compare
 # the operands reinterpreted as unsigned.
 _CMPI = {
@@ -356,13 +344,11 @@ class _KernelEmitter:
         self.local_decls: list[str] = []
         self.lines: list[str] = []
         self.depth = 1
-        # scf.yield targets of the enclosing scf.for / scf.if bodies.
-        self.yield_targets: list[Sequence[str]] = []
 
     # -- helpers -------------------------------------------------------
 
-    def fail(self, op: Operation, why: str = "not part of the kernel IR conventions (docs/kernel-ir.md)") -> OpenCLEmitError:
-        return OpenCLEmitError(f"opencl: kernel @{self.kernel}: cannot emit '{op.name}': {why}")
+    def fail(self, op: Operation, why: str) -> OpenCLEmitError:
+        return OpenCLEmitError(f"opencl: {backend_kernels.cannot_emit(self.kernel, op, why)}")
 
     def fresh(self, prefix: str) -> str:
         n = self.counters.get(prefix, 0)
@@ -401,15 +387,11 @@ class _KernelEmitter:
             return f"convert_int{_width(operand_type)}({expr})"
         return expr
 
-    def address(self, op: Operation, memref: SSAValue, indices: Sequence[SSAValue]) -> str:
+    def address(self, memref: SSAValue, indices: Sequence[SSAValue]) -> str:
         """`base + linear index` (row-major over the memref's static shape)."""
         t = memref.type
         assert isinstance(t, MemRefType)
         shape = t.get_shape()
-        if any(d < 0 for d in shape):
-            raise self.fail(op, f"memref {t} has a dynamic shape")
-        if memref not in self.names:
-            raise self.fail(op, "its memref is neither a kernel argument nor a memref.alloca")
         terms = []
         for d, idx in enumerate(indices):
             stride = math.prod(shape[d + 1 :])
@@ -420,24 +402,16 @@ class _KernelEmitter:
 
     def emit(self) -> str:
         func = self.func
-        if func.kernel is None:
-            raise OpenCLEmitError(f"opencl: gpu.func @{self.kernel} is not a kernel (helper functions are not supported)")
-        if len(func.body.blocks) != 1:
-            raise OpenCLEmitError(f"opencl: kernel @{self.kernel} has {len(func.body.blocks)} blocks; kernels are structured (one block)")
+        _read(backend_kernels.check_kernel, func)
         block = func.body.block
         written = written_arguments(func)
         params = []
-        for i, arg in enumerate(block.args):
-            t = arg.type
-            if not isinstance(t, MemRefType) or len(t.get_shape()) != 1:
-                raise OpenCLEmitError(
-                    f"opencl: kernel @{self.kernel} argument {i} has type {t}; kernel arguments are flat 1-D memrefs"
-                )
+        for i, (arg, t) in enumerate(zip(block.args, backend_kernels.kernel_buffers(func), strict=True)):
             name = f"b{i}"
             self.names[arg] = name
             const = "" if i in written else "const "
             params.append(f"__global {const}{scalar_c_type(t.element_type)}* restrict {name}")
-        self.emit_block(block, top=True)
+        self.emit_block(block)
         header = []
         kind = func.attributes.get("accy.kind")
         if isinstance(kind, StringAttr):
@@ -454,17 +428,13 @@ class _KernelEmitter:
         body = ["  " + d for d in self.local_decls] + self.lines
         return "\n".join(header + body + ["}"])
 
-    def emit_block(self, block: Block, top: bool = False) -> None:
-        for op in block.ops:
-            if top and op is block.last_op and isinstance(op, gpu.ReturnOp):
-                continue
-            self.emit_op(op)
-
-    def emit_op(self, op: Operation) -> None:
-        handler = _HANDLERS.get(type(op))
-        if handler is None:
-            raise self.fail(op)
-        handler(self, op)
+    def emit_block(self, block: Block, targets: Sequence[str] = ()) -> None:
+        """The block's ops (of kernel IR: check_kernel), then its results
+        (what its scf.yield yields) assigned to `targets`."""
+        ops, results = backend_kernels.block_parts(block)
+        for op in ops:
+            _HANDLERS[type(op)](self, op)
+        self.assign(targets, [self.get(v) for v in results], [v.type for v in results])
 
     # -- arith ---------------------------------------------------------
 
@@ -518,7 +488,8 @@ class _KernelEmitter:
             self.names[op.results[0]] = int_literal(value.value.data, t)
         elif isinstance(value, FloatAttr):
             self.names[op.results[0]] = float_literal(value.value.data, t)
-        elif isinstance(value, DenseIntOrFPElementsAttr) and isinstance(t, VectorType):
+        else:
+            assert isinstance(value, DenseIntOrFPElementsAttr) and isinstance(t, VectorType)
             elem = t.element_type
             values = value.get_values()
             lit = float_literal if isinstance(elem, Float16Type | Float32Type | Float64Type) else int_literal
@@ -530,8 +501,6 @@ class _KernelEmitter:
                 self.names[op.results[0]] = f"(({c_type(t)})({lanes[0]}))"
             else:
                 self.names[op.results[0]] = f"(({c_type(t)})({', '.join(lanes)}))"
-        else:
-            raise self.fail(op, f"constant {value} of type {t} is not a scalar or a vector")
 
     def call(self, op: Operation, fn: str) -> None:
         """`fn(operands...)`: an OpenCL built-in of the same meaning."""
@@ -571,22 +540,18 @@ class _KernelEmitter:
     def negf(self, op: Operation) -> None:
         self.define(op.results[0], f"-{self.get(op.operands[0])}")
 
-    def cmpi(self, op: Operation, pred: str | None = None) -> None:
-        """arith.cmpi, or an integer vcmp of predicate `pred` (a name of INT_PREDICATES)."""
-        if pred is None:
-            assert isinstance(op, arith.CmpiOp)
-            pred = INT_PREDICATES[op.predicate.value.data]
+    def cmpi(self, op: Operation) -> None:
+        """arith.cmpi, or an integer vcmp."""
+        pred = backend_kernels.predicate(op)
         a, b = (self.get(v) for v in op.operands)
         t = op.operands[0].type
         if pred in _UNSIGNED_PREDICATES:
             a, b = self.as_unsigned(a, t), self.as_unsigned(b, t)
         self.define(op.results[0], self.mask(f"{a} {_CMPI[pred]} {b}", t))
 
-    def cmpf(self, op: Operation, pred: str | None = None) -> None:
-        """arith.cmpf, or a float vcmp of predicate `pred` (a name of FLOAT_PREDICATES)."""
-        if pred is None:
-            assert isinstance(op, arith.CmpfOp)
-            pred = FLOAT_PREDICATES[op.predicate.value.data]
+    def cmpf(self, op: Operation) -> None:
+        """arith.cmpf, or a float vcmp."""
+        pred = backend_kernels.predicate(op)
         t = op.operands[0].type
         res = op.results[0].type
         if pred in _CONSTANT_PREDICATES:
@@ -601,7 +566,7 @@ class _KernelEmitter:
     def vcmp(self, op: Operation) -> None:
         """accy_kernel.vcmp: the arith comparison of the same predicate, on vectors (an intW -1/0 mask)."""
         assert isinstance(op, VCmpOp)
-        (self.cmpf if op.is_float else self.cmpi)(op, op.predicate.data)
+        (self.cmpf if op.is_float else self.cmpi)(op)
 
     def vcast(self, op: Operation) -> None:
         """accy_kernel.vcast: `convert_TW(x)`."""
@@ -648,10 +613,6 @@ class _KernelEmitter:
 
     # -- math ----------------------------------------------------------
 
-    def fma(self, op: Operation) -> None:
-        a, b, c = (self.get(v) for v in op.operands)
-        self.define(op.results[0], f"fma({a}, {b}, {c})")
-
     def absi(self, op: Operation) -> None:
         t = op.results[0].type
         x = self.get(op.operands[0])
@@ -668,48 +629,39 @@ class _KernelEmitter:
     def barrier(self, op: Operation) -> None:
         self.line("barrier(CLK_LOCAL_MEM_FENCE);")
 
-    def ret(self, op: Operation) -> None:
-        self.line("return;")
-
     # -- memory --------------------------------------------------------
 
     def alloca(self, op: Operation) -> None:
         t = op.results[0].type
         assert isinstance(t, MemRefType)
-        if any(d < 0 for d in t.get_shape()) or op.operands:
-            raise self.fail(op, f"{t} is not statically shaped")
         elem = scalar_c_type(t.element_type)
         size = max(1, math.prod(t.get_shape()))
         space = t.memory_space
         if isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP:
             name = self.fresh("l")
             self.local_decls.append(f"__local {elem} {name}[{size}];")
-        elif isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.GLOBAL:
-            raise self.fail(op, "global memory cannot be allocated inside a kernel")
-        elif isinstance(space, AddressSpaceAttr) or isinstance(space, NoneAttr):
+        else:  # none or private (check_kernel)
             name = self.fresh("p")
             self.line(f"{elem} {name}[{size}];")
-        else:
-            raise self.fail(op, f"memory space {space} is not #gpu.address_space<workgroup|private>")
         self.names[op.results[0]] = name
 
     def load(self, op: Operation) -> None:
         memref, *indices = op.operands
-        self.define(op.results[0], f"{self.get(memref)}[{self.address(op, memref, indices)}]")
+        self.define(op.results[0], f"{self.get(memref)}[{self.address(memref, indices)}]")
 
     def store(self, op: Operation) -> None:
         value, memref, *indices = op.operands
-        self.line(f"{self.get(memref)}[{self.address(op, memref, indices)}] = {self.get(value)};")
+        self.line(f"{self.get(memref)}[{self.address(memref, indices)}] = {self.get(value)};")
 
     def vector_load(self, op: Operation) -> None:
         memref, *indices = op.operands
         w = _width(op.results[0].type)
-        self.define(op.results[0], f"vload{w}(0, {self.get(memref)} + {self.address(op, memref, indices)})")
+        self.define(op.results[0], f"vload{w}(0, {self.get(memref)} + {self.address(memref, indices)})")
 
     def vector_store(self, op: Operation) -> None:
         value, memref, *indices = op.operands
         w = _width(value.type)
-        at = f"{self.get(memref)} + {self.address(op, memref, indices)}"
+        at = f"{self.get(memref)} + {self.address(memref, indices)}"
         if is_stream_store(op) and memref in self.func.body.block.args:
             self.helpers.setdefault(_STREAM_STORE, _STREAM_STORE_TEXT)
             self.line(f"{_STREAM_STORE}({c_type(value.type)}, {self.get(value)}, {at});")
@@ -720,9 +672,7 @@ class _KernelEmitter:
 
     def broadcast(self, op: Operation) -> None:
         src, t = op.operands[0], op.results[0].type
-        if isinstance(src.type, VectorType):
-            if src.type != t:
-                raise self.fail(op, f"only scalar -> vector broadcasts are supported, got {src.type} -> {t}")
+        if isinstance(src.type, VectorType):  # of its own type (check_kernel)
             self.names[op.results[0]] = self.get(src)
             return
         x = self.get(src)
@@ -732,9 +682,7 @@ class _KernelEmitter:
 
     def reduction(self, op: Operation) -> None:
         vec = op.operands[0]
-        kind = op.properties["kind"].data.value  # type: ignore[union-attr]
-        if kind not in _COMBINE:
-            raise self.fail(op, f"reduction kind '{kind}' is not supported")
+        kind = backend_kernels.reduction_kind(op)
         elem = scalar_c_type(_elem(vec.type))
         name, text = _reduction_helper(kind, elem, _width(vec.type))
         self.helpers.setdefault(name, text)
@@ -743,22 +691,15 @@ class _KernelEmitter:
             expr = _COMBINE[kind](self.overload_operands(op)[1], expr, False)
         self.define(op.results[0], expr)
 
-    def _static_lane(self, op: Operation) -> int:
-        positions = op.properties["static_position"].get_values()  # type: ignore[union-attr]
-        if len(positions) != 1 or positions[0] < 0 or len(op.operands) > (1 if isinstance(op, vector.ExtractOp) else 2):
-            raise self.fail(op, "only a single constant lane position is supported")
-        return positions[0]
-
     def extract(self, op: Operation) -> None:
-        lane = self._static_lane(op)
+        lane = backend_kernels.lane_position(op)
         self.define(op.results[0], f"{self.get(op.operands[0])}.{_lane(lane)}")
 
     def shuffle(self, op: Operation) -> None:
         """vector.shuffle as shuffle2 (lanes numbered across both operands)."""
         mask = op.properties["mask"].get_values()  # type: ignore[union-attr]
-        width = _width(op.operands[0].type)
-        if width != _width(op.operands[1].type) or len(mask) not in (2, 4, 8, 16) or min(mask) < 0:
-            raise self.fail(op, "only shuffles of two equal vectors by a mask of known lanes are supported")
+        if len(mask) not in (2, 4, 8, 16):
+            raise self.fail(op, f"OpenCL's shuffle2 gives 2, 4, 8 or 16 lanes, not {len(mask)}")
         elem = _elem(op.results[0].type)
         name = "int" if _is_bool(elem) else scalar_c_type(elem)
         unsigned = {"half": "ushort", "float": "uint", "double": "ulong"}.get(name) or ("u" + name.removeprefix("u"))
@@ -767,7 +708,7 @@ class _KernelEmitter:
         self.define(op.results[0], f"shuffle2({a}, {b}, ({unsigned}{len(mask)})({lanes}))")
 
     def insert(self, op: Operation) -> None:
-        lane = self._static_lane(op)
+        lane = backend_kernels.lane_position(op)
         source, dest = op.operands[0], op.operands[1]
         self.define(op.results[0], self.get(dest))
         value = self.get(source)
@@ -812,23 +753,18 @@ class _KernelEmitter:
 
     def nested(self, block: Block, targets: Sequence[str]) -> None:
         self.depth += 1
-        self.yield_targets.append(targets)
-        self.emit_block(block)
-        self.yield_targets.pop()
+        self.emit_block(block, targets)
         self.depth -= 1
 
-    def yield_(self, op: Operation) -> None:
-        targets = self.yield_targets[-1] if self.yield_targets else None
-        if targets is None:
-            raise self.fail(op, "scf.yield outside scf.for / scf.if")
-        values = [self.get(v) for v in op.operands]
+    def assign(self, targets: Sequence[str], values: Sequence[str], types: Sequence[Attribute]) -> None:
+        """`targets = values` (a block's results into the locals of its scf.for / scf.if)."""
         # Parallel assignment: read every value before writing any target it names.
         clash = any(v in targets and v != t for v, t in zip(values, targets, strict=True))
         if clash:
             temps = []
-            for v, r in zip(values, op.operands, strict=True):
+            for v, t in zip(values, types, strict=True):
                 tmp = self.fresh("t")
-                self.line(f"{c_type(r.type)} {tmp} = {v};")
+                self.line(f"{c_type(t)} {tmp} = {v};")
                 temps.append(tmp)
             values = temps
         for t, v in zip(targets, values, strict=True):
@@ -836,49 +772,17 @@ class _KernelEmitter:
                 self.line(f"{t} = {v};")
 
 
-# The printer of each op class (as xDSL's own printers dispatch); an op of
-# any other class is declined.
+# The printer of each op class of kernel IR (as xDSL's own printers
+# dispatch): every op of KERNEL_OPS but the terminators, which end the
+# blocks (emit_block); check_kernel declines the others.
 _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Operation], None]] = {
-    arith.ConstantOp: _KernelEmitter.constant,
-    arith.CmpiOp: _KernelEmitter.cmpi,
-    arith.CmpfOp: _KernelEmitter.cmpf,
-    arith.SelectOp: _KernelEmitter.select,
-    VCmpOp: _KernelEmitter.vcmp,
-    VSelectOp: _KernelEmitter.select,
-    VCastOp: _KernelEmitter.vcast,
-    arith.NegfOp: _KernelEmitter.negf,
+    **{op: getattr(_KernelEmitter, name) for op, name in backend_kernels.EMIT_METHODS.items()},
     **{op: partial(_KernelEmitter.binary, c_op=c_op) for op, c_op in _BINARY_C.items()},
     **{op: partial(_KernelEmitter.unsigned_binary, c_op=c_op) for op, c_op in _UNSIGNED_BINARY_C.items()},
-    **{op: partial(_KernelEmitter.combine, kind=kind) for op, kind in _BINARY_COMBINE.items()},
-    **{op: partial(_KernelEmitter.call, fn=fn) for op, fn in (_BINARY_CALL | _UNARY_MATH).items()},
+    **{op: partial(_KernelEmitter.combine, kind=kind) for op, kind in backend_kernels.COMBINING_OPS.items()},
+    **{op: partial(_KernelEmitter.call, fn=fn) for op, fn in _MATH_CALLS.items()},
     math_dialect.SinOp: partial(_KernelEmitter.trig, fn="sin"),
     math_dialect.CosOp: partial(_KernelEmitter.trig, fn="cos"),
-    **{op: _KernelEmitter.work_item_id for op in _IDS},
-    **{
-        op: _KernelEmitter.cast
-        for op in (
-            arith.IndexCastOp, arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.ExtFOp,
-            arith.TruncFOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.BitcastOp,
-        )
-    },  # fmt: skip
-    math_dialect.FmaOp: _KernelEmitter.fma,
-    vector.FMAOp: _KernelEmitter.fma,
-    math_dialect.AbsIOp: _KernelEmitter.absi,
-    gpu.BarrierOp: _KernelEmitter.barrier,
-    gpu.ReturnOp: _KernelEmitter.ret,
-    memref.AllocaOp: _KernelEmitter.alloca,
-    memref.LoadOp: _KernelEmitter.load,
-    memref.StoreOp: _KernelEmitter.store,
-    vector.LoadOp: _KernelEmitter.vector_load,
-    vector.StoreOp: _KernelEmitter.vector_store,
-    vector.BroadcastOp: _KernelEmitter.broadcast,
-    vector.ReductionOp: _KernelEmitter.reduction,
-    vector.ExtractOp: _KernelEmitter.extract,
-    vector.ShuffleOp: _KernelEmitter.shuffle,
-    vector.InsertOp: _KernelEmitter.insert,
-    scf.ForOp: _KernelEmitter.for_,
-    scf.IfOp: _KernelEmitter.if_,
-    scf.YieldOp: _KernelEmitter.yield_,
 }
 
 
@@ -888,22 +792,25 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelEmitter, Operation], None]] = 
 
 
 _HINT = "accy-opt -p kernelize -t opencl"
+_T = TypeVar("_T")
+
+
+def _read(read: Callable[..., _T], *args: object) -> _T:
+    """`read(*args)`, a reader of backends/kernels.py, its KernelModuleError an OpenCLEmitError."""
+    try:
+        return read(*args)
+    except backend_kernels.KernelModuleError as e:
+        raise OpenCLEmitError(f"opencl: {e}") from None
 
 
 def kernel_module(module: ModuleOp) -> gpu.ModuleOp:
     """The module's `gpu.module @kernels` (error if it has none)."""
-    try:
-        return backend_kernels.kernel_module(module, _HINT)
-    except backend_kernels.KernelModuleError as e:
-        raise OpenCLEmitError(f"opencl: {e}") from None
+    return _read(backend_kernels.kernel_module, module, _HINT)
 
 
 def kernel_funcs(module: ModuleOp) -> list[gpu.FuncOp]:
     """The `gpu.func`s of the module's kernels, in order."""
-    try:
-        return backend_kernels.kernel_funcs(module, _HINT)
-    except backend_kernels.KernelModuleError as e:
-        raise OpenCLEmitError(f"opencl: {e}") from None
+    return _read(backend_kernels.kernel_funcs, module, _HINT)
 
 
 def _uses_type(gmod: gpu.ModuleOp, kinds: tuple[type, ...]) -> bool:
