@@ -22,7 +22,8 @@ every core of this machine. It needs nothing but llvmlite (a pip package).
 4. translates the host function into steps once (accy/runtime/schedule.py,
    shared with the OpenCL device).
 
-`LLVMProgram.run` executes the steps on numpy buffers: allocations come from
+`LLVMProgram.run` executes the steps on numpy buffers (the schedule's one
+step loop, `StepExecutor`, with this device's steps: `_Steps`): allocations come from
 a `HostMemoryPool` (64-byte aligned), except results returned whole, which
 are fresh arrays the kernels write and the call returns as they are (with
 `to_host=False`, pool buffers that the results' `accy.Array`s take over);
@@ -52,7 +53,6 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -89,8 +89,9 @@ from accy.runtime.schedule import (
     Free,
     HostScheduleError,
     Launch,
-    Loop,
     Schedule,
+    StepExecutor,
+    describe,
     evaluate_fallback,
     fallback_input_types,
     has_kernels,
@@ -98,7 +99,6 @@ from accy.runtime.schedule import (
     map_steps,
     poison_from_env,
     poison_pattern,
-    run_loop,
     storage_dtype,
     translate,
     walk_steps,
@@ -319,6 +319,82 @@ def _byte_view(array: np.ndarray) -> np.ndarray:
     return array.reshape(-1).view(np.uint8)
 
 
+def _launch_line(step: _Launch) -> str:
+    return f"{step.name} ({step.kind}) {step.groups} group(s) of {step.block}"
+
+
+class _Steps(StepExecutor):
+    """One call's steps on numpy buffers (the module docstring)."""
+
+    LAUNCH = _Launch
+    __slots__ = ("device", "pool", "owned", "fresh", "to_host", "trace")
+
+    def __init__(self, device: LLVMDevice, num_slots: int, profile: bool, to_host: bool) -> None:
+        StepExecutor.__init__(self, num_slots, profile)  # not super(): 0.1 us of every call
+        self.device = device
+        self.pool = device.pool
+        self.owned: dict[int, np.ndarray] = {}  # slot -> pool buffer this call holds
+        self.fresh: set[int] = set()  # result slots allocated as fresh arrays
+        self.to_host = to_host
+        self.trace = debug_level() >= 2  # ACCY_DEBUG=2: each launch as it runs
+
+    def launch(self, step: _Launch) -> None:
+        if self.trace:
+            debug(2, f"accy: launch @{step.name} ({step.kind}) {step.groups} group(s) of {step.block}")
+        bufs = self.bufs
+        profile = self.profile
+        start = time.perf_counter() if profile else 0.0
+        self.device.launch(step.fn, [bufs[a] for a in step.args], step.groups, step.block)
+        if profile:
+            seconds = time.perf_counter() - start
+            size = (step.groups * step.block,)
+            self.records.append(LaunchProfile(step.name, step.kind, size, (step.block,), seconds))
+
+    def alloc(self, step: Alloc) -> None:
+        # A result returned whole is a fresh array the caller gets (to the host) or a
+        # pool buffer the result's accy.Array takes over (result_arrays).
+        if step.result and self.to_host and step.slot not in self.fresh:
+            buf = self.device.recycled_results.take(step.nbytes)
+            self.fresh.add(step.slot)
+        else:
+            buf = self.pool.acquire(step.nbytes)
+            self.owned[step.slot] = buf
+        if self.device.poison and step.nbytes:
+            pattern = poison_pattern(step.dtype)
+            buf[: step.nbytes].view(step.dtype)[:] = pattern[0]
+        self.bufs[step.slot] = buf
+
+    def free(self, step: Free) -> None:
+        buf = self.owned.pop(step.slot, None)
+        if buf is not None:
+            self.pool.release(buf)
+
+    def constant(self, step: Constant) -> None:
+        if step.rewritten:
+            buf = self.pool.acquire(step.nbytes)
+            self.owned[step.slot] = buf
+            buf[: step.data.nbytes] = _byte_view(step.data)
+            self.bufs[step.slot] = buf
+        else:
+            # Read-only: the step's own array (element-aligned, contiguous).
+            self.bufs[step.slot] = _byte_view(step.data) if step.data.nbytes else aligned_empty(1)
+
+    def copy(self, step: Copy) -> None:
+        bufs = self.bufs
+        bufs[step.target][: step.nbytes] = bufs[step.source][: step.nbytes]
+
+    def fallback(self, step: Fallback) -> None:
+        bufs = self.bufs
+        arrays = []
+        for slot, t in zip(step.inputs, fallback_input_types(step), strict=True):
+            dtype = storage_dtype(t.element_type)
+            n = int(np.prod(t.get_shape())) * dtype.itemsize
+            arrays.append(bufs[slot][:n].view(dtype))
+        for slot, value in zip(step.outputs, evaluate_fallback(step, arrays), strict=True):
+            if value.nbytes:
+                bufs[slot][: value.nbytes] = value.view(np.uint8)
+
+
 class LLVMProgram(Program):
     """A kernelized function on the LLVM device."""
 
@@ -344,28 +420,16 @@ class LLVMProgram(Program):
         self.in_place: list[bool] = []
 
     def describe(self) -> str:
-        s = self.schedule
-        lines = [f"{s.launches} kernel(s), {s.fallbacks} fallback(s), peak {s.peak_bytes} bytes"]
-        for step in walk_steps(s.steps):
-            if isinstance(step, Loop):
-                lines.append(f"  loop of {step.count} trip(s) over the next {len(walk_steps(step.body))} step(s)")
-            elif isinstance(step, _Launch):
-                lines.append(f"  {step.name} ({step.kind}) {step.groups} group(s) of {step.block}")
-            elif isinstance(step, Fallback):
-                lines.append(f"  {step.op.kernel.data} on the host reference path")
-        return "\n".join(lines)
+        return describe(self.schedule, _Launch, _launch_line)
 
     def run(self, inputs: list[Any], profile: bool = False, to_host: bool = True) -> list[Any]:
         s = self.schedule
         device = self.device
         pool = device.pool
-        bufs: list[np.ndarray | None] = [None] * s.num_slots
-        owned: dict[int, np.ndarray] = {}  # slot -> pool buffer this call holds
-        fresh: set[int] = set()  # result slots allocated as fresh arrays
-        records: list[LaunchProfile] = []
+        steps = _Steps(device, s.num_slots, profile, to_host)
+        bufs, owned = steps.bufs, steps.owned
         in_place: list[bool] = []
         stats = RunStats(kernels=s.launches, launches=s.launches_per_call, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks)
-        trace = debug_level() >= 2  # ACCY_DEBUG=2: each launch as it runs
         try:
             for i, (slot, arg) in enumerate(zip(s.arg_slots, inputs, strict=True)):
                 if type(arg) is Array:  # this device's: its buffer is host memory already
@@ -395,81 +459,18 @@ class LLVMProgram(Program):
                     bufs[slot] = buf
                     if not isinstance(arg, Array):
                         stats.upload(n)
-            # A loop's body runs through `again` (this function), not through
-            # its own name: a closure that names itself is a reference cycle
-            # that keeps the call's buffers, results included, alive until
-            # the next garbage collection.
-            def run_steps(steps: list[Any], again: Callable[..., None]) -> None:
-                for step in steps:
-                    if isinstance(step, _Launch):
-                        if trace:
-                            debug(2, f"accy: launch @{step.name} ({step.kind}) {step.groups} group(s) of {step.block}")
-                        start = time.perf_counter() if profile else 0.0
-                        device.launch(step.fn, [bufs[a] for a in step.args], step.groups, step.block)  # type: ignore[misc]
-                        if profile:
-                            seconds = time.perf_counter() - start
-                            records.append(
-                                LaunchProfile(step.name, step.kind, (step.groups * step.block,), (step.block,), seconds)
-                            )
-                    elif isinstance(step, Alloc):
-                        # A result returned whole is a fresh array the caller gets (to the host) or a
-                        # pool buffer the result's accy.Array takes over (result_arrays).
-                        if step.result and to_host and step.slot not in fresh:
-                            buf = device.recycled_results.take(step.nbytes)
-                            fresh.add(step.slot)
-                        else:
-                            buf = pool.acquire(step.nbytes)
-                            owned[step.slot] = buf
-                        if device.poison and step.nbytes:
-                            pattern = poison_pattern(step.dtype)
-                            buf[: step.nbytes].view(step.dtype)[:] = pattern[0]
-                        bufs[step.slot] = buf
-                    elif isinstance(step, Free):
-                        buf = owned.pop(step.slot, None)
-                        if buf is not None:
-                            pool.release(buf)
-                    elif isinstance(step, Constant):
-                        if step.rewritten:
-                            buf = pool.acquire(step.nbytes)
-                            owned[step.slot] = buf
-                            buf[: step.data.nbytes] = _byte_view(step.data)
-                            bufs[step.slot] = buf
-                        else:
-                            # Read-only: the step's own array (element-aligned, contiguous).
-                            bufs[step.slot] = _byte_view(step.data) if step.data.nbytes else aligned_empty(1)
-                    elif isinstance(step, Copy):
-                        bufs[step.target][: step.nbytes] = bufs[step.source][: step.nbytes]  # type: ignore[index]
-                    elif isinstance(step, Loop):
-                        run_loop(step, bufs, lambda body: again(body, again))
-                    else:
-                        start = time.perf_counter()
-                        self._fallback(step, bufs)  # type: ignore[arg-type]
-                        if profile:
-                            records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
-
-            run_steps(s.steps, run_steps)
+            steps.run(s.steps)
             if to_host:
-                outputs: list[Any] = self._results(bufs, fresh, stats)  # type: ignore[arg-type]
+                outputs: list[Any] = self._results(bufs, steps.fresh, stats)
             else:
                 outputs = result_arrays(device, self.results, bufs, lambda slot: owned.pop(slot, None), device.copy_buffer)
         finally:
             for buf in owned.values():
                 pool.release(buf)
-        stats.profile = records if profile else []
+        stats.profile = steps.records if profile else []
         self.stats = stats
         self.in_place = in_place
         return outputs
-
-    @staticmethod
-    def _fallback(step: Fallback, bufs: list[np.ndarray]) -> None:
-        arrays = []
-        for slot, t in zip(step.inputs, fallback_input_types(step), strict=True):
-            dtype = storage_dtype(t.element_type)
-            n = int(np.prod(t.get_shape())) * dtype.itemsize
-            arrays.append(bufs[slot][:n].view(dtype))
-        for slot, value in zip(step.outputs, evaluate_fallback(step, arrays), strict=True):
-            if value.nbytes:
-                bufs[slot][: value.nbytes] = value.view(np.uint8)
 
     def _results(self, bufs: list[np.ndarray], fresh: set[int], stats: RunStats) -> list[np.ndarray]:
         outputs = []

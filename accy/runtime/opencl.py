@@ -22,7 +22,8 @@ the kernels as OpenCL C, and runs the host schedule.
    work-group (work-group ids or sizes, barriers, workgroup memory), else
    left to the OpenCL implementation.
 
-`OpenCLProgram.run` then executes the steps: buffers come from a
+`OpenCLProgram.run` then executes the steps (the schedule's one step loop,
+`StepExecutor`, with this device's steps: `_Steps`): buffers come from a
 `MemoryPool`; input arrays are used in place (`USE_HOST_PTR`) on devices
 with host-unified memory when C-contiguous, aligned and never written;
 launches are enqueued back to back on an in-order queue; a host fallback
@@ -63,7 +64,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -94,16 +94,15 @@ from accy.runtime.schedule import (
     Copy,
     HostScheduleError,
     Launch,
-    Loop,
+    StepExecutor,
+    describe,
     evaluate_fallback,
     fallback_input_types,
     has_kernels,
     host_function,
     poison_from_env,
     poison_pattern,
-    run_loop,
     translate,
-    walk_steps,
 )
 from accy.runtime.schedule import Fallback as _Fallback
 from accy.runtime.schedule import Free as _Free
@@ -287,17 +286,7 @@ class OpenCLProgram(Program):
 
     def describe(self) -> str:
         """One line per step: what `ACCY_DEBUG=1` prints."""
-        s = self.schedule
-        lines = [f"{s.launches} kernel(s), {s.fallbacks} fallback(s), peak {s.peak_bytes} bytes"]
-        for step in walk_steps(s.steps):
-            if isinstance(step, Loop):
-                lines.append(f"  loop of {step.count} trip(s) over the next {len(walk_steps(step.body))} step(s)")
-            elif isinstance(step, _Launch):
-                local = "x".join(map(str, step.local_size)) if step.local_size else "-"
-                lines.append(f"  {step.name} ({step.kind}) global {'x'.join(map(str, step.global_size))} local {local}")
-            elif isinstance(step, _Fallback):
-                lines.append(f"  {step.op.kernel.data} on the host reference path")
-        return "\n".join(lines)
+        return describe(self.schedule, _Launch, _launch_line)
 
     def _constant(self, step: _Constant, queue: Any, keep: list[Any], stats: RunStats) -> Any:
         import pyopencl as cl
@@ -316,7 +305,7 @@ class OpenCLProgram(Program):
             return buf
         buf = self._acquire(step.nbytes, queue)
         if step.data.nbytes:
-            keep.append(cl.enqueue_copy(queue, buf, step.data, is_blocking=False))  # see `_run`: `keep`
+            keep.append(cl.enqueue_copy(queue, buf, step.data, is_blocking=False))  # see `_Steps`: `keep`
             stats.upload(step.data.nbytes)
         keep.append(step.data)
         return buf
@@ -388,29 +377,16 @@ class OpenCLProgram(Program):
             device.pocl_workers.pin(self.pinned)
         queue = device.profiling_queue if profile else device.queue
         pool = device.pool
-        bufs: list[Any] = [None] * s.num_slots
-        owned: set[int] = set()  # ids of pool buffers this call holds
-        # Host arrays that queued copies read from, and the copies' events:
-        # pyopencl's event of a copy to or from a host array waits for the
-        # copy when it is dropped, holding the GIL (every other thread, Ctrl-C
-        # included, then waits for the queue: a first launch's compile took
-        # minutes); dropped after `queue.finish()`, which waits without it.
-        keep: list[Any] = []
-        hosts: dict[int, np.ndarray] = {}  # result slots written in place: slot -> flat host array
-        events: list[tuple[_Launch, Any]] = []
-        records: list[LaunchProfile] = []
-        in_place: list[bool] = []
         stats = RunStats(kernels=s.launches, launches=s.launches_per_call, peak_bytes=s.peak_bytes, fallbacks=s.fallbacks)
-        # Buffers freed mid-call go back to the pool at once only on the queue
-        # every other call uses (see the module docstring).
-        release_early = queue is device.queue
-        trace = debug_level() >= 2  # ACCY_DEBUG=2: each launch as it is enqueued
+        steps = _Steps(self, cl, queue, profile, to_host, stats)
+        bufs, owned, keep = steps.bufs, steps.owned, steps.keep
+        in_place: list[bool] = []
         # A call on device arrays that returns device arrays does not wait for
         # its kernels: its results carry a marker event (`Array.block_until_ready`),
         # and everything that reads them later is queued behind it on the same
         # in-order queue. Host inputs (the user may change them once the call
         # returns), host fallbacks and profiling keep the call synchronous.
-        asynchronous = not to_host and release_early and not s.fallbacks and all(type(a) is Array for a in inputs)
+        asynchronous = not to_host and steps.release_early and not s.fallbacks and all(type(a) is Array for a in inputs)
         done = False
         try:
             for i, (slot, array) in enumerate(zip(s.arg_slots, inputs, strict=True)):
@@ -419,51 +395,9 @@ class OpenCLProgram(Program):
                     in_place.append(True)
                 else:
                     bufs[slot] = self._input(i, array, queue, keep, owned, in_place, stats)
-
-            # A loop's body runs through `again` (this function), not through
-            # its own name: a closure that names itself is a reference cycle
-            # that keeps the call's buffers, results included, alive until
-            # the next garbage collection.
-            def run_steps(steps: list[Any], again: Callable[..., None]) -> None:
-                for step in steps:
-                    if isinstance(step, _Launch):
-                        if trace:
-                            debug(2, f"accy: launch @{step.name} ({step.kind}) global {list(step.global_size)} local {list(step.local_size or [])}")
-                        with step.lock:
-                            step.kernel.set_args(*(bufs[a] for a in step.args))
-                            event = cl.enqueue_nd_range_kernel(queue, step.kernel, step.global_size, step.local_size)
-                        if profile:
-                            events.append((step, event))
-                    elif isinstance(step, _Alloc):
-                        if to_host and step.result and device.host_unified_memory and step.nbytes >= HOST_RESULT_MIN_BYTES:
-                            hosts[step.slot], bufs[step.slot] = self._host_result(step)
-                        else:
-                            bufs[step.slot] = self._acquire(step.nbytes, queue)
-                            owned.add(id(bufs[step.slot]))
-                        if device.poison and step.nbytes:
-                            cl.enqueue_fill_buffer(queue, bufs[step.slot], poison_pattern(step.dtype), 0, step.nbytes)
-                    elif isinstance(step, _Free):
-                        buf = bufs[step.slot]
-                        if release_early and id(buf) in owned:
-                            owned.discard(id(buf))
-                            pool.release(buf)
-                    elif isinstance(step, _Constant):
-                        bufs[step.slot] = self._constant(step, queue, keep, stats)
-                        if step.rewritten:
-                            owned.add(id(bufs[step.slot]))
-                    elif isinstance(step, Copy):
-                        if step.nbytes:
-                            cl.enqueue_copy(queue, bufs[step.target], bufs[step.source], byte_count=step.nbytes)
-                    elif isinstance(step, Loop):
-                        run_loop(step, bufs, lambda body: again(body, again))
-                    else:
-                        start = time.perf_counter()
-                        self._fallback(step, bufs, queue, stats)
-                        if profile:
-                            records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, time.perf_counter() - start))
-            run_steps(s.steps, run_steps)
+            steps.run(s.steps)
             if to_host:
-                outputs: list[Any] = self._read_results(bufs, hosts, queue, stats, keep)
+                outputs: list[Any] = self._read_results(bufs, steps.hosts, queue, stats, keep)
             else:
                 outputs = result_arrays(device, self.results, bufs, _taker(bufs, owned), partial(_copy, queue))
                 if asynchronous:
@@ -479,7 +413,8 @@ class OpenCLProgram(Program):
                     owned.discard(id(buf))
                     pool.release(buf)
         if profile:
-            for step, event in events:
+            records = steps.records
+            for step, event in steps.events:
                 seconds = (event.profile.end - event.profile.start) * 1e-9
                 records.append(LaunchProfile(step.name, step.kind, step.global_size, step.local_size, seconds))
             stats.profile = records
@@ -488,24 +423,6 @@ class OpenCLProgram(Program):
         if self.built is not None and not self.built.stored:
             device.programs.store(self.built, device.wait_idle)  # now that its kernels are compiled for their launch sizes
         return outputs
-
-    def _fallback(self, step: _Fallback, bufs: list[Any], queue: Any, stats: RunStats) -> None:
-        import pyopencl as cl
-
-        arrays = []
-        copies = []  # dropped once the queue is done (see `_run`: `keep`)
-        for slot, t in zip(step.inputs, fallback_input_types(step), strict=True):
-            host = np.empty(math.prod(t.get_shape()), _storage_dtype(t.element_type))
-            if host.nbytes:
-                copies.append(cl.enqueue_copy(queue, host, bufs[slot], is_blocking=False))
-                stats.download(host.nbytes)
-            arrays.append(host)
-        queue.finish()
-        del copies
-        for slot, value in zip(step.outputs, evaluate_fallback(step, arrays), strict=True):
-            if value.nbytes:
-                cl.enqueue_copy(queue, bufs[slot], value, is_blocking=True)
-                stats.upload(value.nbytes)
 
     def _host_result(self, step: _Alloc) -> tuple[np.ndarray, Any]:
         """A flat host array for a result (one a dropped result left, or a
@@ -552,6 +469,104 @@ class OpenCLProgram(Program):
                     stats.download(r.nbytes)
             outputs.append(host.view(np.bool_) if r.is_bool else host)
         return outputs
+
+
+def _launch_line(step: _Launch) -> str:
+    local = "x".join(map(str, step.local_size)) if step.local_size else "-"
+    return f"{step.name} ({step.kind}) global {'x'.join(map(str, step.global_size))} local {local}"
+
+
+class _Steps(StepExecutor):
+    """One call's steps on `queue` (the module docstring): launches enqueued
+    back to back, a fallback waiting for the queue."""
+
+    LAUNCH = _Launch
+    __slots__ = (
+        "program", "cl", "queue", "device", "pool", "owned", "keep", "hosts",
+        "events", "stats", "to_host", "release_early", "trace",
+    )  # fmt: skip
+
+    def __init__(
+        self, program: OpenCLProgram, cl: Any, queue: Any, profile: bool, to_host: bool, stats: RunStats
+    ) -> None:
+        StepExecutor.__init__(self, program.schedule.num_slots, profile)  # not super(): 0.1 us of every call
+        self.program = program
+        self.cl = cl  # pyopencl (imported when a device is made, not with this module)
+        self.queue = queue
+        self.device = device = program.device
+        self.pool = device.pool
+        self.owned: set[int] = set()  # ids of pool buffers this call holds
+        # Host arrays that queued copies read from, and the copies' events:
+        # pyopencl's event of a copy to or from a host array waits for the
+        # copy when it is dropped, holding the GIL (every other thread, Ctrl-C
+        # included, then waits for the queue: a first launch's compile took
+        # minutes); dropped after `queue.finish()`, which waits without it.
+        self.keep: list[Any] = []
+        self.hosts: dict[int, np.ndarray] = {}  # result slots written in place: slot -> flat host array
+        self.events: list[tuple[_Launch, Any]] = []
+        self.stats = stats
+        self.to_host = to_host
+        # Buffers freed mid-call go back to the pool at once only on the queue
+        # every other call uses (see the module docstring).
+        self.release_early = queue is device.queue
+        self.trace = debug_level() >= 2  # ACCY_DEBUG=2: each launch as it is enqueued
+
+    def launch(self, step: _Launch) -> None:
+        if self.trace:
+            local = list(step.local_size or [])
+            debug(2, f"accy: launch @{step.name} ({step.kind}) global {list(step.global_size)} local {local}")
+        bufs = self.bufs
+        with step.lock:
+            step.kernel.set_args(*(bufs[a] for a in step.args))
+            event = self.cl.enqueue_nd_range_kernel(self.queue, step.kernel, step.global_size, step.local_size)
+        if self.profile:
+            self.events.append((step, event))
+
+    def alloc(self, step: _Alloc) -> None:
+        bufs = self.bufs
+        device = self.device
+        if self.to_host and step.result and device.host_unified_memory and step.nbytes >= HOST_RESULT_MIN_BYTES:
+            self.hosts[step.slot], bufs[step.slot] = self.program._host_result(step)
+        else:
+            bufs[step.slot] = self.program._acquire(step.nbytes, self.queue)
+            self.owned.add(id(bufs[step.slot]))
+        if device.poison and step.nbytes:
+            self.cl.enqueue_fill_buffer(self.queue, bufs[step.slot], poison_pattern(step.dtype), 0, step.nbytes)
+
+    def free(self, step: _Free) -> None:
+        buf = self.bufs[step.slot]
+        if self.release_early and id(buf) in self.owned:
+            self.owned.discard(id(buf))
+            self.pool.release(buf)
+
+    def constant(self, step: _Constant) -> None:
+        buf = self.bufs[step.slot] = self.program._constant(step, self.queue, self.keep, self.stats)
+        if step.rewritten:
+            self.owned.add(id(buf))
+
+    def copy(self, step: Copy) -> None:
+        if step.nbytes:
+            bufs = self.bufs
+            self.cl.enqueue_copy(self.queue, bufs[step.target], bufs[step.source], byte_count=step.nbytes)
+
+    def fallback(self, step: _Fallback) -> None:
+        cl = self.cl
+        queue = self.queue
+        bufs = self.bufs
+        arrays = []
+        copies = []  # dropped once the queue is done (see `__init__`: `keep`)
+        for slot, t in zip(step.inputs, fallback_input_types(step), strict=True):
+            host = np.empty(math.prod(t.get_shape()), _storage_dtype(t.element_type))
+            if host.nbytes:
+                copies.append(cl.enqueue_copy(queue, host, bufs[slot], is_blocking=False))
+                self.stats.download(host.nbytes)
+            arrays.append(host)
+        queue.finish()
+        del copies
+        for slot, value in zip(step.outputs, evaluate_fallback(step, arrays), strict=True):
+            if value.nbytes:
+                cl.enqueue_copy(queue, bufs[slot], value, is_blocking=True)
+                self.stats.upload(value.nbytes)
 
 
 def interruptible(work: Callable[[], T]) -> T:

@@ -8,9 +8,15 @@ a `Schedule`: numbered buffer slots and one step per op (`Alloc`, `Free`,
 which holds the steps of its body); index constants become launch sizes
 and trip counts. A loop's iter_args are slots that are rebound, not
 copied: a trip ends by binding each to the buffer its `scf.yield` names
-(`run_loop`), so two buffers that swap roles cost nothing per trip. A device passes `make_launch`, which turns the device-neutral
+(`StepExecutor.loop`), so two buffers that swap roles cost nothing per
+trip. A device passes `make_launch`, which turns the device-neutral
 `Launch` into its own step (an OpenCL kernel and its NDRange, an LLVM
 function and its work-group ranges) or raises `HostScheduleError`.
+
+A call runs the steps through a `StepExecutor`, the one step loop: a device
+subclasses it with how it launches, allocates, frees, fills a constant,
+copies and runs a fallback, and writes no loop of its own. `describe` says
+the steps in one line each.
 
 Also here: the storage type of a buffer (i1 is stored as int8), the poison
 value of allocated buffers (`ACCY_POISON`), and a fallback's evaluation by
@@ -21,9 +27,11 @@ from __future__ import annotations
 
 import math
 import os
+import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref, scf
@@ -34,6 +42,7 @@ from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, CopyOp, Fallback
 from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.reference.constants import dense_to_numpy, numpy_dtype
 from accy.reference.interpreter import evaluate_op
+from accy.runtime.device import LaunchProfile
 
 #: The byte integer buffers are filled with under `poison` (see opencl.py's docstring).
 POISON_BYTE = 0x5A
@@ -153,19 +162,6 @@ class Loop:
     body: list[Any]
     yields: list[int]
     results: list[int]
-
-
-def run_loop(loop: Loop, bufs: list[Any], run_steps: Callable[[list[Any]], None]) -> None:
-    """Runs `loop` over a device's buffer slots; `run_steps` runs its body."""
-    for c, i in zip(loop.carried, loop.inits, strict=True):
-        bufs[c] = bufs[i]
-    for _ in range(loop.count):
-        run_steps(loop.body)
-        bound = [bufs[y] for y in loop.yields]
-        for c, b in zip(loop.carried, bound, strict=True):
-            bufs[c] = b
-    for r, c in zip(loop.results, loop.carried, strict=True):
-        bufs[r] = bufs[c]
 
 
 def walk_steps(steps: list[Any]) -> list[Any]:
@@ -371,6 +367,113 @@ def translate(
         launches=launches,
         launches_per_call=per_call,
     )
+
+
+# --------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------
+
+
+class StepExecutor(ABC):
+    """One call's run of a schedule's steps on a device. `run` is the one
+    loop every device shares: it dispatches each step to the method of its
+    kind and runs loops itself; a device subclasses it with what each kind
+    of step does over the call's buffer slots `bufs` (a slot's buffer, the
+    device's own kind of buffer) and `LAUNCH`, the type of the launch steps
+    its `make_launch` makes. With `profile`, each fallback's wall time goes
+    to `records`.
+
+    Made per call (a call's buffers are its own; threads calling one
+    program each have theirs). It holds no reference to itself, so the
+    call's buffers, results included, go when the call drops it, not at the
+    next garbage collection."""
+
+    __slots__ = ("bufs", "profile", "records")
+
+    #: The type of the device's launch steps.
+    LAUNCH: ClassVar[type]
+
+    def __init__(self, num_slots: int, profile: bool) -> None:
+        self.bufs: list[Any] = [None] * num_slots
+        self.profile = profile
+        self.records: list[LaunchProfile] = []
+
+    def run(self, steps: list[Any]) -> None:
+        """Runs `steps` in program order."""
+        launch = self.LAUNCH
+        for step in steps:
+            if isinstance(step, launch):
+                self.launch(step)
+            elif isinstance(step, Alloc):
+                self.alloc(step)
+            elif isinstance(step, Free):
+                self.free(step)
+            elif isinstance(step, Constant):
+                self.constant(step)
+            elif isinstance(step, Copy):
+                self.copy(step)
+            elif isinstance(step, Loop):
+                self.loop(step)
+            else:
+                start = time.perf_counter()
+                self.fallback(step)
+                if self.profile:
+                    seconds = time.perf_counter() - start
+                    self.records.append(LaunchProfile(step.op.kernel.data, "fallback", (), None, seconds))
+
+    def loop(self, loop: Loop) -> None:
+        """Binds `carried` to `inits`, runs the body `count` times, each
+        trip ending by binding `carried` to what was in `yields`, then binds
+        `results` to `carried` (see the module docstring)."""
+        bufs, run, body, carried, yields = self.bufs, self.run, loop.body, loop.carried, loop.yields
+        for c, i in zip(carried, loop.inits, strict=True):
+            bufs[c] = bufs[i]
+        for _ in range(loop.count):  # the loop's fields read once, not a trip
+            run(body)
+            bound = [bufs[y] for y in yields]
+            for c, b in zip(carried, bound, strict=True):
+                bufs[c] = b
+        for r, c in zip(loop.results, carried, strict=True):
+            bufs[r] = bufs[c]
+
+    @abstractmethod
+    def launch(self, step: Any) -> None:
+        """Launches the kernel of a step of type `LAUNCH` on `bufs[a] for a in step.args`."""
+
+    @abstractmethod
+    def alloc(self, step: Alloc) -> None:
+        """Binds `bufs[step.slot]` to a buffer of `step.nbytes` bytes (poisoned when the device poisons)."""
+
+    @abstractmethod
+    def free(self, step: Free) -> None:
+        """Gives back the buffer of `step.slot` that `alloc` or `constant` took, if the call still holds it."""
+
+    @abstractmethod
+    def constant(self, step: Constant) -> None:
+        """Binds `bufs[step.slot]` to a buffer holding `step.data` (a fresh one when `step.rewritten`)."""
+
+    @abstractmethod
+    def copy(self, step: Copy) -> None:
+        """Copies the first `step.nbytes` bytes of `bufs[step.source]` into `bufs[step.target]`."""
+
+    @abstractmethod
+    def fallback(self, step: Fallback) -> None:
+        """Evaluates the fallback on its input buffers (`evaluate_fallback`) into its output buffers."""
+
+
+def describe(schedule: Schedule, launch: type, launch_line: Callable[[Any], str]) -> str:
+    """One line per step (what `ACCY_DEBUG=1` prints): loops, launches (steps
+    of type `launch`, as `launch_line` says them) and fallbacks."""
+    s = schedule
+    lines = [f"{s.launches} kernel(s), {s.fallbacks} fallback(s), peak {s.peak_bytes} bytes"]
+    for step in walk_steps(s.steps):
+        if isinstance(step, Loop):
+            lines.append(f"  loop of {step.count} trip(s) over the next {len(walk_steps(step.body))} step(s)")
+        elif isinstance(step, launch):
+            lines.append(f"  {launch_line(step)}")
+        elif isinstance(step, Fallback):
+            lines.append(f"  {step.op.kernel.data} on the host reference path")
+    return "\n".join(lines)
 
 
 def fallback_input_types(step: Fallback) -> list[TensorType]:
