@@ -28,6 +28,7 @@ from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from accy.cli.diagnostics import ReportedError, ToolError, run_tool, wants_traceback
+from accy.cli.version import VERSION_FORMAT
 from accy.dialects.context import make_context
 from accy.dialects.parse import parse_text, verify_module
 from accy.passes import registry
@@ -46,6 +47,8 @@ class AccyOptMain(xDSLOptMain):
     """xDSL's opt driver, wired to accy's registry and pass manager."""
 
     passes: tuple[ModulePass, ...]
+    #: `--version`: accy's report (accy/cli/version.py), not xDSL's "xdsl-opt built from xdsl version ...".
+    version_format = VERSION_FORMAT
 
     def __init__(self, args: Sequence[str] | None = None) -> None:
         super().__init__(description="accy modular optimizer driver", args=args)
