@@ -31,8 +31,9 @@ class SetTargetPass(AccyPass):
     the tile and work-group sizes `group_size`, `reduce_threads`,
     `reduce_chunk`, `row_threads`, `scan_vectors`, `query_rows`, `key_tile`, `dot_rows`,
     `dot_vectors`, `dot_tile`, `stream_bytes`. A
-    field set here is kept when a device compiles the module. Changing the
-    target invalidates every analysis (they may read it)."""
+    field set here is kept when a device compiles the module. The analyses
+    stay valid: they read the functions, never the target (the lowerings
+    do)."""
 
     name: ClassVar[str] = "set-target"
     version: ClassVar[int] = 5  # 5: stream_bytes
