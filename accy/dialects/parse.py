@@ -61,16 +61,17 @@ class SourceDiagnostic(VerifyException, ValueError):
         return self.text
 
 
-def format_diagnostic(span: Span | None, message: str, line_offset: int = 0) -> str:
-    """`file:line:col: error: message`, then the source line with a caret."""
+def format_diagnostic(span: Span | None, message: str, line_offset: int = 0, severity: str = "error") -> str:
+    """`file:line:col: error: message` (or `warning`, `remark`, `note`),
+    then the source line with a caret."""
     if span is None:
-        return f"error: {message}"
+        return f"{severity}: {message}"
     span = dataclasses.replace(span, line_offset=span.line_offset + line_offset)
     loc = span.get_location()
     context = span.print_with_context().rstrip("\n").split("\n")
     # print_with_context's first line is the location; keep the source lines
     # and carets that follow it.
-    lines = [f"{loc}: error: {message}", *context[1:]]
+    lines = [f"{loc}: {severity}: {message}", *context[1:]]
     if not "".join(context[1:-1]).strip():
         # At the end of the input there is no source line worth showing.
         lines = lines[:1]
@@ -303,6 +304,8 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
     try:
         module = parser.parse_module()
     except ParseError as e:
+        if e.msg == "Could not parse entire input!":
+            raise _no_operation_error(parser) from None
         undefined = parser.undefined_value_error() if "used but not defined" in e.msg else None
         raise (undefined or parser.error_before_new_line(e)) from None
     except RecursionError:
@@ -314,6 +317,19 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
         # `array<f80>`): report it where the parser stopped, as a parse error.
         raise ParseError(parser._current_token.span, str(e) or _unsupported(e)) from e
     return module, source_map
+
+
+def _no_operation_error(parser: _RecordingParser) -> ParseError:
+    """What xDSL calls "Could not parse entire input!": the input holds no
+    operation at all, or what stands where one should is not one."""
+    token = parser._current_token
+    if token.kind == MLIRTokenKind.EOF and not parser._source_map.spans:
+        return ParseError(
+            Span(0, 0, token.span.input),
+            "the input holds no operation (it is empty or only comments): write a module or a func.func",
+        )
+    got = "the end of the input" if token.kind == MLIRTokenKind.EOF else f"'{token.text}'"
+    return _AtTokenError(token.span, f"expected an operation here, got {got}")
 
 
 def _unsupported(e: Exception) -> str:
@@ -451,7 +467,56 @@ def verify_module(module: ModuleOp, source_map: SourceMap | None = None) -> None
             if message.startswith(name):
                 message = message[len(name) :]
                 break
-        raise diagnostic_at(op, message, source_map) from None
+        raise diagnostic_at(op, _one_type_message(op, message), source_map) from None
+
+
+#: xDSL's words for values that break a shared type constraint (`T` of `lhs`, `rhs`, `result`).
+_VARIABLE_MISMATCH = re.compile(
+    r"(?P<kind>operand|result) '(?P<name>\w+)' at position \d+ does not verify: "
+    r"attribute (?P<want>.+) expected from variable '(?P<var>\w+)', but got (?P<got>.+)"
+)
+
+
+def _one_type_message(op: Operation, message: str) -> str:
+    """`message`, or where xDSL says a value breaks a type variable ("attribute
+    tensor<8xf32> expected from variable 'T', but got tensor<1xf32>"), what the
+    user wrote wrong: which operands and results must have one type, which one
+    differs, and (an implicit broadcast or conversion) what to write instead."""
+    m = _VARIABLE_MISMATCH.fullmatch(message)
+    definition = getattr(type(op), "get_irdl_definition", None)
+    if m is None or definition is None:
+        return message
+    irdl = definition()
+    shared = [
+        (kind, name)
+        for kind, defs in (("operand", irdl.operands), ("result", irdl.results))
+        for name, d in defs
+        if m["var"] in d.constr.variables()
+    ]
+    failing = (m["kind"], m["name"])
+    if failing not in shared:
+        return message
+    earlier = [f"{kind} '{name}'" for kind, name in shared[: shared.index(failing)]]
+    names = [f"'{name}'" for _, name in shared]
+    every = f"{', '.join(names[:-1])} and {names[-1]}"
+    verb = "has" if len(earlier) == 1 else "have"
+    text = (
+        f"{m['kind']} '{m['name']}' has type {m['got']}, but {' and '.join(earlier)} {verb} type {m['want']}: "
+        f"{every} of '{op.name}' must have one type"
+    )
+    want, got = (_parse_tensor_type(t) for t in (m["want"], m["got"]))
+    if m["kind"] == "operand" and want is not None and got is not None:
+        if want[1] == got[1] and want[0] != got[0]:
+            text += " (accy does not broadcast implicitly: make the shapes equal with accy.broadcast)"
+        elif want[0] == got[0] and want[1] != got[1]:
+            text += " (accy does not convert element types implicitly: use accy.cast)"
+    return text
+
+
+def _parse_tensor_type(text: str) -> tuple[str, str] | None:
+    """(shape, element type) of `tensor<4x8xf32>` as text; None for another type."""
+    m = re.fullmatch(r"tensor<((?:[0-9?]+x)*)(\w+)>", text)
+    return (m[1], m[2]) if m else None
 
 
 def parse_module(text_or_path: str | os.PathLike[str], ctx: Context | None = None, verify: bool = True) -> ModuleOp:
