@@ -9,3 +9,42 @@ kernel, not only run it. Subprocesses (accy-run, accy-opt) inherit it.
 import os
 
 os.environ["ACCY_VERIFY_BOUNDS"] = "1"
+
+
+# --------------------------------------------------------------------------
+# `--conformance-sample=K`: `make test` runs a fixed 1/K of the conformance
+# suite's cases (every test function keeps at least one), so the whole
+# suite fits CI's few minutes on two cores; `make conformance` runs them all.
+# The sample is the same on every run and machine: a case is in it when
+# crc32 of its node id is 0 mod K, or it is its function's case of least crc.
+# --------------------------------------------------------------------------
+
+import zlib  # noqa: E402
+from collections import defaultdict  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--conformance-sample", type=int, default=1, metavar="K",
+        help="run 1/K of tests/conformance's cases, the same ones every run (default 1: all)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    k = config.getoption("--conformance-sample")
+    if k <= 1:
+        return
+    groups: dict[tuple[str, str], list[tuple[int, pytest.Item]]] = defaultdict(list)
+    for item in items:
+        if "tests/conformance/" in item.nodeid.replace("\\", "/"):
+            function = getattr(item, "originalname", item.name)
+            groups[(item.nodeid.split("::")[0], function)].append((zlib.crc32(item.nodeid.encode()), item))
+    dropped = set()
+    for cases in groups.values():
+        least = min(cases, key=lambda c: c[0])[1]
+        dropped |= {id(item) for crc, item in cases if crc % k and item is not least}
+    if dropped:
+        config.hook.pytest_deselected(items=[i for i in items if id(i) in dropped])
+        items[:] = [i for i in items if id(i) not in dropped]
