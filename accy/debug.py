@@ -3,7 +3,8 @@
 `ACCY_DEBUG=1` prints what each compile produced (kernels, kinds, launch
 sizes, fallbacks, peak bytes); `2` adds the generated kernel source; `3` adds
 the IR after every pass of the compile pipeline. Everything goes to stderr.
-`yes`/`true`/`on` mean 1 and `no`/`false`/`off` (or empty) mean 0.
+`yes`/`true`/`on` mean 1 and `no`/`false`/`off` (or empty) mean 0; any
+other value, a level past 3 included, is an error (accy/env.py).
 
 The variable is read when debug output is asked for, not at import: a value
 that is neither a level nor a yes/no word is an error then, naming the
@@ -12,25 +13,19 @@ variable, and `import accy` never fails because of it.
 
 from __future__ import annotations
 
-import os
 import sys
 
-_WORDS = {"yes": 1, "true": 1, "on": 1, "no": 0, "false": 0, "off": 0, "": 0}
+from accy.env import env_level
+
+DEBUG_ENV = "ACCY_DEBUG"
+#: The highest level: the IR after every pass.
+TOP_LEVEL = 3
 
 
 def debug_level() -> int:
     """The level `ACCY_DEBUG` asks for (0 when unset); ValueError naming the
-    variable for a value that is neither an integer nor a yes/no word."""
-    text = os.environ.get("ACCY_DEBUG")
-    if not text:  # the common case, on every call of an executable: no more work than this
-        return 0
-    text = text.strip()
-    if text.lower() in _WORDS:
-        return _WORDS[text.lower()]
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"ACCY_DEBUG={text!r} is not a debug level: use 0-3 (or yes/no, which mean 1/0)") from None
+    variable for a value that is neither a level 0-3 nor a yes/no word."""
+    return env_level(DEBUG_ENV, TOP_LEVEL, "a debug level")
 
 
 def debug(level: int, text: str) -> None:

@@ -44,6 +44,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from accy.dialects.dense import DensePrinter
+from accy.env import EnvVarError
 
 # --------------------------------------------------------------------------
 # Analyses
@@ -540,6 +541,8 @@ class PassManager:
             self.am.invalidate(preserved)
             for instrument in reversed(instruments):
                 instrument.run_after_pass(p, module, preserved)
+        except EnvVarError:
+            raise  # the environment's setting is wrong, not the pass: no failure, no reproducer
         except Exception as e:  # a pass that raises is a pass that failed
             failure = e if isinstance(e, PassFailure) else PassFailure(p, _message(e))
             for instrument in reversed(instruments):

@@ -14,7 +14,6 @@ Devices are looked up by name (`reference`, `opencl`, `opencl:N`, `llvm`) in
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,6 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from accy.debug import debug, debug_level
 from accy.dialects.target import TargetProfile
+from accy.env import env_int
 from accy.runtime.disk_cache import DiskCache
 from accy.runtime.host_memory import (
     HostMemoryPool,
@@ -46,12 +46,7 @@ DEFAULT_MAX_PROGRAMS = 128
 
 def max_programs_from_env() -> int:
     """`$ACCY_PROGRAM_CACHE_SIZE` (a number of programs >= 1), else `DEFAULT_MAX_PROGRAMS`."""
-    text = os.environ.get(PROGRAM_CACHE_SIZE_ENV, "").strip()
-    if not text:
-        return DEFAULT_MAX_PROGRAMS
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{PROGRAM_CACHE_SIZE_ENV}={text!r}: expected a number of programs >= 1")
-    return int(text)
+    return env_int(PROGRAM_CACHE_SIZE_ENV, DEFAULT_MAX_PROGRAMS, "programs")
 
 
 @dataclass

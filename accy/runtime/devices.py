@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from importlib import import_module
 
+from accy.env import EnvVarError
 from accy.runtime.device import Device
-from accy.runtime.host_memory import BadSetting
 
 # name -> "module:Class". A device class takes its index as the one optional
 # constructor argument ("opencl:1" -> OpenCLDevice(1)).
@@ -63,7 +63,7 @@ def _create(name: str, key: str) -> Device:
     try:
         cls = getattr(import_module(module_name), cls_name)
         device = cls(int(index_text)) if index_text else cls()
-    except (DeviceUnavailable, BadSetting):  # a bad $ACCY_MEMORY_LIMIT is the user's to fix, not the device's
+    except (DeviceUnavailable, EnvVarError):  # a bad ACCY_* setting (ACCY_MEMORY_LIMIT=lots) is the user's to fix, not the device's
         raise
     except Exception as e:  # a missing driver, no platform, a bad index
         reason = str(e) or type(e).__name__

@@ -55,9 +55,12 @@ import time
 import warnings
 from pathlib import Path
 
+from accy.env import FALSE_WORDS, env_path
+
 CACHE_DIR_ENV = "ACCY_CACHE_DIR"
-#: `ACCY_CACHE_DIR` values that turn the disk cache off.
-OFF_VALUES = ("off", "none", "0")
+#: `ACCY_CACHE_DIR` values that turn the disk cache off (any case): a yes/no
+#: variable's off words, and none.
+OFF_VALUES = (*FALSE_WORDS, "none")
 
 MAGIC = b"ACCYBLOB1\n"
 _DIGEST = 32
@@ -76,8 +79,8 @@ class AccyCacheWarning(UserWarning):
 
 def cache_root() -> Path | None:
     """The cache root (see the module docstring); None when turned off."""
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured is not None and configured.strip():
+    configured = env_path(CACHE_DIR_ENV)
+    if configured is not None:
         if configured.strip().lower() in OFF_VALUES:
             return None
         return Path(configured).expanduser()

@@ -24,6 +24,8 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
+from accy.env import env_value
+
 POOL_MAX_BYTES_ENV = "ACCY_POOL_MAX_BYTES"
 MEMORY_LIMIT_ENV = "ACCY_MEMORY_LIMIT"
 B = TypeVar("B")
@@ -97,11 +99,6 @@ class DeviceMemoryWarning(UserWarning):
     (`accy.compile` warns; calling it raises `DeviceMemoryError`)."""
 
 
-class BadSetting(ValueError):
-    """An environment variable accy reads holds a value it cannot use; the
-    message names the variable and the value."""
-
-
 #: Size suffixes `parse_bytes` takes (lower case): decimal units as disks and
 #: networks count, binary ones as memory does; a bare K/M/G/T is decimal, as
 #: in Kubernetes quantities (512M = 512,000,000 bytes).
@@ -138,13 +135,7 @@ def memory_limit_from_env(default: int | None) -> int | None:
 
 
 def _bytes_from_env(name: str, default: int | None) -> int | None:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    value = parse_bytes(text)
-    if value is None:
-        raise BadSetting(f"{name}={text!r}: expected a number of bytes, such as 4096, 1e9, 512M, 1GB or 1GiB")
-    return value
+    return env_value(name, parse_bytes, "a number of bytes, such as 4096, 1e9, 512M, 1GB or 1GiB", default)
 
 
 def physical_memory() -> int | None:

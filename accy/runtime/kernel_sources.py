@@ -26,6 +26,7 @@ import stat
 import warnings
 from pathlib import Path
 
+from accy.env import env_path
 from accy.passes.analyses.names import safe_symbol
 from accy.passes.pass_manager import write_file
 from accy.runtime.disk_cache import check_trusted
@@ -47,13 +48,13 @@ def source_name(stem: str, extension: str, text: str) -> str:
 
 def dumping_or_overriding() -> bool:
     """Whether `ACCY_DUMP_DIR` or `ACCY_OVERRIDE_DIR` is set."""
-    return bool(os.environ.get(DUMP_ENV) or os.environ.get(OVERRIDE_ENV))
+    return bool(env_path(DUMP_ENV) or env_path(OVERRIDE_ENV))
 
 
 def kernel_source(stem: str, extension: str, text: str) -> str:
     """The source to build for generated `text`: written to `ACCY_DUMP_DIR`,
     replaced by the file of the same name in `ACCY_OVERRIDE_DIR` if there is one."""
-    dump, override = os.environ.get(DUMP_ENV), os.environ.get(OVERRIDE_ENV)
+    dump, override = env_path(DUMP_ENV), env_path(OVERRIDE_ENV)
     if not dump and not override:
         return text
     name = source_name(stem, extension, text)

@@ -65,6 +65,7 @@ from accy.backends.llvm import emit_llvm_kernels, host_target, kernel_arguments,
 from accy.backends.llvm.emitter import FORMAT
 from accy.debug import debug, debug_level
 from accy.dialects.target import CPU_PROFILE, TargetProfile, target_fields
+from accy.env import env_int
 from accy.runtime.array import Array, result_arrays
 from accy.runtime.compile_cache import pack_schedule, unpack_schedule
 from accy.runtime.device import (
@@ -126,12 +127,7 @@ _KERNEL_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c
 
 def threads_from_env() -> int:
     """`$ACCY_THREADS` (a positive integer) when set, else the CPU count."""
-    value = os.environ.get(THREADS_ENV, "").strip()
-    if not value:
-        return os.cpu_count() or 1
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"{THREADS_ENV}={value!r}: expected a positive number of threads")
-    return int(value)
+    return env_int(THREADS_ENV, os.cpu_count() or 1, "threads")
 
 
 def host_vector_width(features: str) -> int:

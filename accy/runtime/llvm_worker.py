@@ -54,11 +54,10 @@ _HEADER = struct.Struct("<I")
 
 
 def worker_mode() -> str:
-    """`$ACCY_LLVM_WORKER`, checked."""
-    value = os.environ.get(WORKER_ENV, "").strip().lower() or "auto"
-    if value not in _MODES:
-        raise ValueError(f"{WORKER_ENV}={value!r}: expected one of {', '.join(_MODES)}")
-    return value
+    """`$ACCY_LLVM_WORKER`, checked (default `auto`)."""
+    from accy.env import env_choice  # here: the worker runs this file as a script, on the standard library alone
+
+    return env_choice(WORKER_ENV, _MODES, "auto")
 
 
 def _send(stream: IO[bytes], payload: bytes) -> None:

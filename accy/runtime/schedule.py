@@ -26,7 +26,6 @@ the reference interpreter on flat host arrays.
 from __future__ import annotations
 
 import math
-import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
@@ -40,6 +39,7 @@ from xdsl.ir import Operation, SSAValue
 
 from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, CopyOp, FallbackOp
 from accy.dialects.host import ConstantOp as HostConstantOp
+from accy.env import env_flag
 from accy.reference.constants import dense_to_numpy, numpy_dtype
 from accy.reference.interpreter import evaluate_op
 from accy.runtime.device import LaunchProfile
@@ -54,8 +54,8 @@ class HostScheduleError(ValueError):
 
 
 def poison_from_env(poison: bool | None) -> bool:
-    """`poison` when given, else whether `$ACCY_POISON` is set (and not 0)."""
-    return os.environ.get(POISON_ENV, "") not in ("", "0") if poison is None else poison
+    """`poison` when given, else `$ACCY_POISON` (yes/no, as accy/env.py reads it; default no)."""
+    return env_flag(POISON_ENV) if poison is None else poison
 
 
 def storage_dtype(t: Any) -> np.dtype:

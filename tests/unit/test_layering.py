@@ -15,7 +15,10 @@ alike):
   never run it; `tuning` sits above the runtime and drives it, and nothing
   below the face imports it (the runtime's rule does not list it);
 - nothing below `cli` imports `cli`, and nothing that decides how to compile
-  (dialects, reference, passes, backends) imports the runtime.
+  (dialects, reference, passes, backends) imports the runtime;
+- `env` (the ACCY_* variables, read strictly) imports nothing of accy nor
+  any third-party package, so that every layer that reads the environment
+  (debug, passes, runtime, tuning) may import it.
 
 And what the layering is for, checked on a running interpreter: reading IR
 (`import accy.dialects`, `accy-opt` parsing) loads neither the runtime nor
@@ -41,18 +44,22 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 ALLOWED: dict[str, tuple[str, ...]] = {
     "dialects": ("accy.dialects",),
     "reference": ("accy.dialects", "accy.reference"),
-    "passes": ("accy.dialects", "accy.passes"),
+    "passes": ("accy.dialects", "accy.passes", "accy.env"),
     "backends": ("accy.dialects", "accy.backends"),
     "frontends": ("accy.dialects", "accy.frontends"),
     # The custom-kernel builder writes kernel IR and compiles and runs it.
     "kernel": ("accy.dialects", "accy.reference", "accy.passes", "accy.runtime", "accy.kernel"),
-    "runtime": ("accy.dialects", "accy.reference", "accy.passes", "accy.backends", "accy.runtime", "accy.debug"),
+    "runtime": (
+        "accy.dialects", "accy.reference", "accy.passes", "accy.backends", "accy.runtime", "accy.debug", "accy.env",
+    ),
     # The autotuner compiles candidates, checks them against the reference
     # and times them; it writes plain #accy.target fields.
     "tuning": (
-        "accy.dialects", "accy.reference", "accy.passes", "accy.backends", "accy.runtime", "accy.debug", "accy.tuning",
+        "accy.dialects", "accy.reference", "accy.passes", "accy.backends", "accy.runtime", "accy.debug", "accy.env",
+        "accy.tuning",
     ),
-    "debug": (),
+    "debug": ("accy.env",),
+    "env": (),
     "cli": ("accy",),
     "api": ("accy",),
 }
@@ -65,6 +72,7 @@ THIRD_PARTY: dict[str, tuple[str, ...] | None] = {
     "frontends": ("xdsl", "numpy", "onnx"),
     "reference": ("xdsl", "numpy"),
     "debug": (),
+    "env": (),
 }
 #: The sub-layers of `passes`, lowest first: a module may import its own
 #: sub-layer and those before it.
@@ -85,7 +93,7 @@ def module_name(path: Path) -> str:
 
 def layer_of(module: str) -> str:
     parts = module.split(".")
-    if module == "accy":
+    if module in ("accy", "accy.__main__"):  # the package's face: its API and `python -m accy`
         return "api"
     return "debug" if parts[1] == "debug" else parts[1]
 

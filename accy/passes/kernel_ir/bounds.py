@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -46,10 +45,12 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefTyp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from accy.dialects.accy import KERNEL_GLOBAL_SIZE_ATTR, KernelCallOp
+from accy.env import env_flag
 
-#: Setting this environment variable (to anything but "" or "0") makes the
-#: kernelize pass verify every kernel it produces in `accy-opt` pipelines
-#: too (the test suite sets it); `accy.compile` always verifies them.
+#: This yes/no environment variable (on: 1, true, yes, on; read by
+#: accy/env.py) makes the kernelize pass verify every kernel it produces in
+#: `accy-opt` pipelines too (the test suite sets it); `accy.compile` always
+#: verifies them.
 VERIFY_BOUNDS_ENV = "ACCY_VERIFY_BOUNDS"
 
 INF = math.inf
@@ -57,7 +58,7 @@ INF = math.inf
 
 def bounds_requested_by_env() -> bool:
     """Whether `$ACCY_VERIFY_BOUNDS` asks every kernelize run to verify bounds."""
-    return os.environ.get(VERIFY_BOUNDS_ENV, "") not in ("", "0")
+    return env_flag(VERIFY_BOUNDS_ENV)
 
 
 @dataclass(frozen=True)

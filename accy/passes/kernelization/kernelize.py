@@ -137,7 +137,8 @@ class KernelizePass(AccyPass):
                 outlining = am.get(Outlining, f)
                 plan = am.get(BufferPlan, f)
                 host = _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict, ctx, am)
-                host.verify_bounds = self.verify_bounds or bounds_requested_by_env()
+                # The variable is read either way: a value it does not take is an error wherever it is set.
+                host.verify_bounds = bounds_requested_by_env() or self.verify_bounds
                 host.build()
         drop_serialized(module)
         module.attributes["gpu.container_module"] = UnitAttr()
