@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from accy import reference
+    from accy.cli.version import __version__ as __version__
     from accy.dialects.parse import SourceDiagnostic, parse_module
     from accy.passes.pass_manager import PassManager
     from accy.runtime.array import Array, device_put
@@ -37,6 +38,8 @@ _LAZY: dict[str, str] = {
     "Executable": "accy.runtime.executable",
     "PassManager": "accy.passes.pass_manager",
     "SourceDiagnostic": "accy.dialects.parse",
+    # pyproject.toml's version, from the package metadata (accy/cli/version.py).
+    "__version__": "accy.cli.version",
     "compile": "accy.runtime.executable",
     "device_put": "accy.runtime.array",
     "get_device": "accy.runtime.devices",

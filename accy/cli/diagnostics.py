@@ -4,10 +4,16 @@ A tool's body raises `ToolError` (or any of the known error types below) and
 `run_tool` turns it into `<tool>: error: <message>` (or the located diagnostic
 a parse/verify error already is) on stderr and an exit code. `--traceback`
 re-raises instead, for debugging accy itself.
+
+The exit statuses: `BAD_INPUT` for what the user can fix (the input, a
+flag's value, a file, an ACCY_* variable), `USAGE_ERROR` for flags argparse
+rejects (argparse's own status), `INTERNAL_ERROR` for a failure of accy
+itself, `INTERRUPTED` for Ctrl-C.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -15,6 +21,11 @@ from collections.abc import Callable
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
 from accy.dialects.parse import SourceDiagnostic, format_diagnostic
+
+BAD_INPUT = 1
+USAGE_ERROR = 2  # argparse exits with it
+INTERNAL_ERROR = 4
+INTERRUPTED = 130
 
 
 class ToolError(Exception):
@@ -46,7 +57,8 @@ def describe(error: BaseException) -> str:
 
 
 def run_tool(tool: str, body: Callable[[], int], traceback: bool) -> int:
-    """Runs `body`, mapping failures to a message on stderr and exit code 1,
+    """Runs `body`, mapping failures to a message on stderr and an exit
+    status (`BAD_INPUT`, or `INTERNAL_ERROR` for an error of accy's own),
     and warnings (an unusable cache folder, say) to `tool: warning: ...`."""
 
     def show(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
@@ -56,7 +68,7 @@ def run_tool(tool: str, body: Callable[[], int], traceback: bool) -> int:
     try:
         return body()
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
     except SystemExit:
         raise
     except BaseException as e:  # ArgSpecParseError is a BaseException
@@ -72,7 +84,8 @@ def run_tool(tool: str, body: Callable[[], int], traceback: bool) -> int:
                 f"{tool}: internal error: {type(e).__name__}: {text} (rerun with --traceback for details)",
                 file=sys.stderr,
             )
-        return 1
+            return INTERNAL_ERROR
+        return BAD_INPUT
     finally:
         warnings.showwarning = previous
 
@@ -80,3 +93,20 @@ def run_tool(tool: str, body: Callable[[], int], traceback: bool) -> int:
 def wants_traceback(argv: list[str]) -> bool:
     """Whether `--traceback` is on the command line, before argparse has run."""
     return "--traceback" in argv
+
+
+def stdout_closed() -> int:
+    """The reader of stdout closed it (`accy-opt f.mlir | head -1`): it wants
+    no more output, so the tool exits 0 without a message, as Unix tools do.
+    stdout is pointed at the null device, so that flushing what is still
+    buffered (at exit, too) cannot fail again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (a caller's capture): nothing to point elsewhere
+        return 0
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+    return 0

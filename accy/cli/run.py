@@ -4,13 +4,16 @@
     accy-run prog.mlir --inputs in.npz --out out.npz   # arg0, arg1, ... -> out0, ...
     accy-run prog.mlir --device opencl --check         # against the reference
     accy-run prog.mlir --stats --profile
+    cat prog.mlir | accy-run -                         # the program from standard input
 
 `--stats` prints one JSON object on one line, the last line of stdout.
 Errors are one `accy-run: error: ...` line (a located diagnostic for bad IR)
 and exit status 1, a program that does not fit in memory included (checked
-before its inputs are drawn or read: `Executable.check_memory`);
-`--check` past tolerance exits with status 2, Ctrl-C with 130 after one
-`accy-run: interrupted` line.
+before its inputs are drawn or read: `Executable.check_memory`). The exit
+statuses are `EXIT_STATUSES` (`--help` and the README list them): `--check`
+past tolerance is 3, Ctrl-C 130 after one `accy-run: interrupted` line. A
+reader that closes the output early (`accy-run f.mlir | head -1`) ends the
+run quietly with status 0, as Unix tools do.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import threading
 import warnings
 from collections.abc import Sequence
@@ -26,18 +30,56 @@ from pathlib import Path
 
 import numpy as np
 
-from accy.cli.diagnostics import ToolError, run_tool, wants_traceback
+from accy.cli.diagnostics import (
+    BAD_INPUT,
+    INTERNAL_ERROR,
+    INTERRUPTED,
+    USAGE_ERROR,
+    ToolError,
+    run_tool,
+    stdout_closed,
+    wants_traceback,
+)
+from accy.cli.version import VersionAction
 from accy.runtime.devices import AUTO, get_device, known_devices
 from accy.runtime.executable import Executable, compile
 from accy.runtime.host_memory import DeviceMemoryWarning
 
 TOOL = "accy-run"
-CHECK_FAILED = 2
+CHECK_FAILED = 3
+#: The file name that reads the program from standard input.
+STDIN = "-"
+
+#: accy-run's exit statuses, as `--help` shows them (README.md's accy-run section lists the same).
+EXIT_STATUSES: dict[int, str] = {
+    0: "success (an output pipe closed early, as by `| head`, included)",
+    BAD_INPUT: "bad input: a program that does not parse, verify or compile, a missing or unreadable file, "
+    "an unknown device, inputs of the wrong shape or dtype, a program past the device's memory, "
+    "an ACCY_* variable outside its values",
+    USAGE_ERROR: "usage error: a flag argparse rejects (unknown, missing its value, or of the wrong type)",
+    CHECK_FAILED: "--check: the results differ from the reference interpreter beyond tolerance",
+    INTERNAL_ERROR: "internal error: a bug in accy (rerun with --traceback for details)",
+    INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def _epilog() -> str:
+    rows = (
+        textwrap.fill(meaning, 79, initial_indent=f"  {status:<4} ", subsequent_indent=" " * 7)
+        for status, meaning in EXIT_STATUSES.items()
+    )
+    return "exit status:\n" + "\n".join(rows) + "\n"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=TOOL, description="Compile a function of an .mlir file for a device and run it.")
-    p.add_argument("file", help="the .mlir file")
+    p = argparse.ArgumentParser(
+        prog=TOOL,
+        description="Compile a function of an .mlir file for a device and run it.",
+        epilog=_epilog(),
+        # The epilog is a table: kept as written, not re-wrapped.
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", help=f"the .mlir file ('{STDIN}' reads the program from standard input)")
     p.add_argument("--fn", default="main", help="the function to run (default: main)")
     given = p.add_mutually_exclusive_group()
     given.add_argument("--inputs", metavar="FILE.npz", help="arguments as arrays arg0, arg1, ... in an .npz file")
@@ -52,12 +94,25 @@ def _parser() -> argparse.ArgumentParser:
         "--device", default="auto",
         help=f"where to run ({', '.join(known_devices())}; default: auto, an OpenCL GPU when one works, else llvm)",
     )
-    p.add_argument("--check", action="store_true", help="compare with the reference interpreter; exit 2 past tolerance")
+    p.add_argument("--check", action="store_true", help=f"compare with the reference interpreter; exit {CHECK_FAILED} past tolerance")
     p.add_argument("--stats", action="store_true", help="print one JSON line: device, kernels, launches, peak_bytes, compile_s, run_s, fallbacks, compile_cached, uploads, upload_bytes, downloads, download_bytes (and jit_s, jit_kernels, jit_cached on llvm)")
     p.add_argument("--profile", action="store_true", help="print each kernel launch: name, kind, sizes, device time")
     p.add_argument("--strict", action="store_true", help="fail instead of running a work item on the host reference path")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
+    p.add_argument("--version", action=VersionAction)
     return p
+
+
+def read_program(name: str) -> str | Path:
+    """What `compile` reads for the file argument `name`: the text of
+    standard input for `-`, else the path, which must be a file."""
+    if name == STDIN:
+        text = sys.stdin.read()
+        # `compile` takes a one-line str naming a file (or ending in .mlir) for a path: a newline keeps it text.
+        return text if "\n" in text else text + "\n"
+    if not Path(name).is_file():
+        raise ToolError(f"no such file: '{name}'")
+    return Path(name)
 
 
 #: How a zip archive (an .npz) starts: a local file header, or the end record of an empty archive.
@@ -149,8 +204,7 @@ def _print_profile(exe: Executable) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if not Path(args.file).is_file():
-        raise ToolError(f"no such file: '{args.file}'")
+    program = read_program(args.file)
     # What the user named is checked before the (slower) compile.
     out_path = check_out_path(args.out) if args.out is not None else None
     arrays = read_npz(args.inputs) if args.inputs is not None else None
@@ -158,7 +212,7 @@ def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         # Said once, as the error check_memory raises next.
         warnings.simplefilter("ignore", DeviceMemoryWarning)
-        exe = compile(Path(args.file), device=device, fn=args.fn, strict=args.strict)
+        exe = compile(program, device=device, fn=args.fn, strict=args.strict)
     try:
         exe.check_memory()
         if args.inputs is not None:
@@ -219,10 +273,18 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `accy-run` entry point; returns the exit code."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _main(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # a reader gone shows here rather than in the interpreter's flush at exit
+    except BrokenPipeError:  # --help or --version into a closed pipe, or the last flush
+        return stdout_closed()
+    return status
+
+
+def _main(args_list: list[str]) -> int:
     args = _parser().parse_args(args_list)
     status = run_tool(TOOL, lambda: _interruptible(args), wants_traceback(args_list))
-    if status == 130 and any(t.name == "accy-opencl-build" and t.is_alive() for t in threading.enumerate()):
+    if status == INTERRUPTED and any(t.name == "accy-opencl-build" and t.is_alive() for t in threading.enumerate()):
         # An interrupted PoCL build runs on in its daemon thread, inside the
         # driver: finalizing the interpreter under it crashed (SIGSEGV), so leave now.
         sys.stdout.flush()
@@ -232,12 +294,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _interruptible(args: argparse.Namespace) -> int:
-    """`_run`, saying so when Ctrl-C stops it (`run_tool` makes that exit status 130)."""
+    """`_run`, saying so when Ctrl-C stops it (`run_tool` makes that exit
+    status 130), and ending quietly when the reader of stdout has gone."""
     try:
         return _run(args)
     except KeyboardInterrupt:
         print(f"{TOOL}: interrupted", file=sys.stderr)
         raise
+    except BrokenPipeError:  # caught here: run_tool would report it as an error
+        return stdout_closed()
 
 
 if __name__ == "__main__":

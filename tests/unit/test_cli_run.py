@@ -3,6 +3,7 @@ every error a user can make (one line, exit 1, no traceback)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -305,3 +306,105 @@ def test_stats_counts_transfers(prog: Path, device: str, capsys: pytest.CaptureF
         assert moved == {"uploads": 2, "upload_bytes": 2 * 3 * 17 * 4, "downloads": 2, "download_bytes": (3 * 17 + 3) * 4}
     else:
         assert moved == {"uploads": 0, "upload_bytes": 0, "downloads": 0, "download_bytes": 0}
+
+
+# -- standard input, a closed pipe, exit statuses ---------------------------------
+
+
+def test_dash_reads_the_program_from_stdin(
+    prog: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from_file = run(capsys, str(prog), "--device", "reference", "--random", "2")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(SOFTMAX_SUM))
+    from_stdin = run(capsys, "-", "--device", "reference", "--random", "2")
+    assert from_stdin == from_file and from_file[0] == 0
+
+
+def test_stdin_errors_are_located(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(SOFTMAX_SUM.replace("axes = array<i64: 1>", "axes = array<i64: 5>")))
+    err = error_of(capsys, "-", "--device", "reference")
+    assert err.startswith("<input>:4:3: error: 'accy.reduce' op"), err
+
+
+def test_dash_from_a_shell_pipe(prog: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "accy.cli.run", "-", "--device", "reference", "--fn", "twice"],
+        input=prog.read_text(), capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("out0: tensor<1xi32>")
+
+
+@pytest.mark.parametrize(
+    ("argv", "unbuffered"),
+    [
+        (["{prog}", "--device", "reference", "--profile", "--stats"], False),
+        # Unbuffered, the first print meets the closed pipe inside the run, not at the last flush.
+        (["{prog}", "--device", "reference", "--profile", "--stats"], True),
+        (["--help"], False),
+    ],
+)
+def test_a_closed_pipe_exits_quietly(prog: Path, argv: list[str], unbuffered: bool) -> None:
+    """`accy-run f.mlir | head -1`: the reader is gone, so accy-run stops
+    with status 0 and says nothing (no 'Broken pipe', no traceback)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before the first write
+    try:
+        env = {**os.environ, **({"PYTHONUNBUFFERED": "1"} if unbuffered else {})}
+        done = subprocess.run(
+            [sys.executable, "-m", "accy.cli.run", *(a.format(prog=prog) for a in argv)],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, env=env, timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_check_mismatch_is_status_3(
+    prog: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from accy.cli.run import CHECK_FAILED
+    from accy.runtime.executable import Executable
+
+    reference = Executable.reference_outputs
+    monkeypatch.setattr(Executable, "reference_outputs", lambda self, inputs: [o + 1 for o in reference(self, inputs)])
+    code, out, err = run(capsys, str(prog), "--device", "reference", "--check")
+    assert code == CHECK_FAILED == 3
+    assert "MISMATCH" in out
+    assert err.strip() == "accy-run: error: results differ from the reference interpreter beyond tolerance"
+
+
+@pytest.mark.parametrize("argv", [["--random", "lots"], ["--no-such-flag"], [], ["--inputs", "a.npz", "--random", "1"]])
+def test_usage_errors_are_status_2(prog: Path, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, *([str(prog)] if argv else []), *argv)
+    assert code == 2 and "usage: accy-run" in err, err
+
+
+def test_an_internal_error_is_status_4(
+    prog: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import accy.cli.run as cli_run
+
+    def broken(*_: object) -> None:
+        raise AssertionError("an invariant of accy's")
+
+    monkeypatch.setattr(cli_run, "_print_outputs", broken)
+    code, _, err = run(capsys, str(prog), "--device", "reference")
+    assert code == 4
+    assert err.strip() == (
+        "accy-run: internal error: AssertionError: an invariant of accy's (rerun with --traceback for details)"
+    )
+
+
+def test_exit_statuses_are_documented_once_in_the_readme_and_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from accy.cli.run import EXIT_STATUSES
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("\n## accy-run\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d+) \| (.+) \|$", section, re.MULTILINE)
+    assert {int(status): meaning.replace("\\|", "|") for status, meaning in rows} == EXIT_STATUSES
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    epilog = " ".join(out.split("exit status:", 1)[1].split())
+    for status, meaning in EXIT_STATUSES.items():
+        assert f"{status} {meaning}" in epilog, (status, epilog)
