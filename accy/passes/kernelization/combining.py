@@ -10,7 +10,8 @@
   lanes reversed;
 - `work_group_tree` / `work_group_total` / `work_group_combine`: the shares
   of the work-items of a work-group combined by a tree in local memory, with
-  barriers (`work_group_size` picks the work-group);
+  barriers (`work_group_size` picks the work-group, `pow2_at_most` the
+  power of two);
 - `work_group_scan`: the prefixes of the shares of the work-items of a
   segment of a work-group, by Hillis-Steele steps in local memory
   (`scan_scratch_size` sizes its local array);
@@ -111,13 +112,15 @@ def reversed_lanes(kb: KernelBuilder, v: SSAValue) -> SSAValue:
     return _shuffle(kb, v, v, list(reversed(range(w))))
 
 
+def pow2_at_most(n: int) -> int:
+    """The largest power of two at most n (1 for n < 2)."""
+    return 1 << (n.bit_length() - 1) if n > 1 else 1
+
+
 def work_group_size(n: int, cap: int, profile: TargetProfile) -> int:
     """The largest power of two work-items at most `cap`, the device's
     work-group limit and `n` (the work to share; at least 1)."""
-    size = 1
-    while size * 2 <= min(cap, profile.max_work_group_size, max(n, 1)):
-        size *= 2
-    return size
+    return pow2_at_most(min(cap, profile.max_work_group_size, max(n, 1)))
 
 
 def work_group_tree(

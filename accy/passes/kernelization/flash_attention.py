@@ -20,7 +20,7 @@ the match over in the item's facts; a named `accy.attention` is matched
 here on its decomposition.
 
 CPU profile, float32/64 and at least `BLOCK_MIN_WORK` multiply-adds a
-batch: four launches. Three pack the operands (prologues evaluated, any
+batch: four launches (`_QueryBlocks`). Three pack the operands (prologues evaluated, any
 layout read through its strides) into scratch panels: q as blocks of Qb
 query rows, D-major (`pq[b][qt][d][r]`); kᵀ as tiles of KT keys, D-major,
 plus a last row holding each key's index as a float (`pk[b][t][d][j]`,
@@ -44,14 +44,15 @@ GPU profile: a work-group of TY x 8 work-items per block of TY·4 query
 rows (the profile's `query_rows`, 64, at most) of one batch, tiles of 32
 keys (`key_tile`) staged in local memory; each work-item computes 4 rows x
 4 keys of the scores and 4 rows x Dv/8 columns of the output in registers
-(`work_group_per_block`).
+(`_GpuBlocks`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from functools import partial, reduce
+from typing import Any, NamedTuple
 
 from xdsl.dialects import arith, memref, vector
 from xdsl.dialects import math as mathd
@@ -68,7 +69,7 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.reads import read_elsewhere
 from accy.passes.analyses.schedule import AttentionFacts
-from accy.passes.kernelization.combining import vector_total
+from accy.passes.kernelization.combining import pow2_at_most, vector_total
 from accy.passes.kernelization.evaluate import Expr
 from accy.passes.kernelization.kernel_builder import KernelBuilder, cmp
 from accy.passes.kernelization.launch import stage_kernel, work_item_per
@@ -77,6 +78,26 @@ from accy.passes.kernelization.row_values import broadcast_accesses, expanded, p
 
 Chunk = tuple[int, int]
 """(offset, width) of a piece of a row of D or Dv elements."""
+
+#: Multiply-adds per batch (Sq·Sk·(D+Dv)) below which a CPU attention is not
+#: packed: three more launches cost more than they save on a small one.
+BLOCK_MIN_WORK = 64 * 64 * 64
+#: Work-items of a GPU attention work-group along the keys of a tile (and
+#: the output columns), and query rows per work-item.
+#: (On the H200 at B4 H16 S4096 D64: 8 x 4 gave 23.6 TFLOP/s, 16 x 8 (the
+#: tiles then halved to fit) 20.9, 8 x 8 23.9 but half the speed at S1024;
+#: halving the rows of a block for more work-groups at S1024 lost 25%.)
+GPU_KEY_THREADS = 8
+GPU_QUERY_ROWS = 4
+#: Work-groups from which a GPU attention's key tiles are at most
+#: GPU_MANY_BLOCKS_KEY_TILE keys: many blocks fill the device, and short
+#: tiles keep more of them resident; fewer blocks leave it underfilled, and
+#: long tiles halve the barriers per key. H200, key tiles 64 against 32: B1
+#: H8 S1024 D64 (128 blocks) 0.148 ms against 0.155, causal 0.148 against
+#: 0.171; B4 H16 S4096 (4096 blocks) 13.95 ms against 11.64, causal 7.59
+#: against 6.30.
+GPU_MANY_BLOCKS = 256
+GPU_MANY_BLOCKS_KEY_TILE = 32
 
 
 def lower_flash_attention(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
@@ -101,21 +122,25 @@ def lower_flash_attention(kernel: OutlinedKernel, plan: BufferPlan, profile: Tar
             # grid of one work-group per batch would still read a batch).
             return fa.work_item_per_row()
         if profile.profile == "gpu":
-            return fa.work_group_per_block()
+            return _GpuBlocks(fa).kernel()
         if fa.can_block():
-            return fa.blocks_of_queries(kernel, plan)
+            return _QueryBlocks(fa, kernel, plan).kernel()
         return fa.work_item_per_row()
-
-
-#: Multiply-adds per batch (Sq·Sk·(D+Dv)) below which a CPU attention is not
-#: packed: three more launches cost more than they save on a small one.
-BLOCK_MIN_WORK = 64 * 64 * 64
 
 
 def chunks(n: int, width: int) -> list[Chunk]:
     """n elements as `width`-lane pieces, then single elements."""
     full = n - n % width if width > 1 else 0
     return [(o, width) for o in range(0, full, width)] + [(o, 1) for o in range(full, n)]
+
+
+Combine = type[arith.MaximumfOp] | type[arith.AddfOp]
+"""The op of a running max or sum."""
+
+
+def _combined(kb: KernelBuilder, op: Combine, values: Sequence[SSAValue]) -> SSAValue:
+    """`values` combined by `op`, left to right."""
+    return reduce(lambda a, b: kb.val(op(a, b)), values)
 
 
 class _Attention:
@@ -148,6 +173,10 @@ class _Attention:
         self.d = accy.shape_of(self.qk.lhs)[lc[0]]
         self.dv = accy.shape_of(self.pv.rhs)[self.v_dims[2]]
         self.inputs = broadcast_accesses(kb, ops)
+
+    def on(self, kb: KernelBuilder) -> _Attention:
+        """The same attention built on `kb` (a staged kernel's builder)."""
+        return _Attention(kb, self.ops, self.aliases, self.outputs, self.match)
 
     @staticmethod
     def _free(v: SSAValue, batch: Sequence[int], contract: Sequence[int]) -> int:
@@ -182,6 +211,19 @@ class _Attention:
     def v_at(self, bc: list[SSAValue], j: SSAValue, d0: SSAValue | int, w: int) -> SSAValue:
         return self.expr(w).at(self.pv.rhs, self._at(self.v_dims, bc, j, self.kb.as_index(d0)))
 
+    def score_at(self, bc: list[SSAValue], i: SSAValue, j: SSAValue, dot: SSAValue, w: int) -> SSAValue:
+        """The score's elementwise work on `dot` (q·k, `w` lanes) at query i, key j."""
+        e = self.expr(w)
+        e.pin(self.qk.result, lambda _: dot)
+        return e.at(self.score, [*bc, i, j])
+
+    def finish(self, coords: list[SSAValue], value: SSAValue, w: int) -> None:
+        """`value` (`w` lanes of the attention's result at `coords`) through
+        the epilogue into every output."""
+        epilogue = self.expr(w)
+        epilogue.pin(self.pv.result, lambda _: value)
+        epilogue.store(self.outputs, coords)
+
     def _lanes(self, values: Sequence[SSAValue], last: Sequence[int], n: int) -> int:
         """W when `values` can be computed W lanes at a time along their last
         dim and that dim is the one walked (`last` holds, per value, the dim
@@ -201,16 +243,28 @@ class _Attention:
 
     # -- the online softmax ----------------------------------------------------------------
 
-    def _splat(self, x: SSAValue, w: int) -> SSAValue:
+    def splat(self, x: SSAValue, w: int) -> SSAValue:
+        """`x` in each of `w` lanes (`x` itself for one)."""
         return x if w == 1 else self.kb.val(vector.BroadcastOp(x, VectorType(x.type, [w])))
 
-    def _fma(self, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
+    def fma(self, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
         return self.kb.val(mathd.FmaOp(a, b, c))
 
     def init(self, dv_chunks: list[Chunk]) -> list[SSAValue]:
         kb, et = self.kb, self.et
         accs = [kb.const(0.0, VectorType(et, [w]) if w > 1 else et) for _, w in dv_chunks]
         return [kb.const(-math.inf, et), kb.const(0.0, et), *accs]
+
+    def rescale(self, m: SSAValue, m_new: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """(shift, corr) of a row whose running max goes from m to m_new: its
+        new exponentials are exp(s - shift), what it summed so far is scaled
+        by corr = exp(m - shift). The kernel holds the constants -inf and 0
+        already."""
+        kb, et = self.kb, self.et
+        ninf, zero = kb.const(-math.inf, et), kb.const(0.0, et)
+        # While every score so far is -inf, shift by 0 (exp(-inf - -inf) is NaN).
+        shift = kb.select(cmp(kb, "eq", m_new, ninf, False), zero, m_new)
+        return shift, kb.val(mathd.ExpOp(kb.val(arith.SubfOp(m, shift))))
 
     def update(
         self, bc: list[SSAValue], i: SSAValue, j: SSAValue, q: list[tuple[Chunk, SSAValue]],
@@ -225,26 +279,22 @@ class _Attention:
         for (d0, w), qv in q:
             kv = k_at(d0, w)
             if w > 1:
-                lanes = kb.val(arith.MulfOp(qv, kv)) if lanes is None else self._fma(qv, kv, lanes)
+                lanes = kb.val(arith.MulfOp(qv, kv)) if lanes is None else self.fma(qv, kv, lanes)
             else:
-                dot = kb.val(arith.MulfOp(qv, kv)) if dot is None else self._fma(qv, kv, dot)
+                dot = kb.val(arith.MulfOp(qv, kv)) if dot is None else self.fma(qv, kv, dot)
         if lanes is not None:
             total = vector_total(kb, "sum", lanes)
             dot = total if dot is None else kb.val(arith.AddfOp(total, dot))
         if dot is None:  # D = 0: q·k sums nothing
             dot = kb.const(0.0, et)
-        e = self.expr(1)
-        e.pin(self.qk.result, lambda _: dot)
-        s = e.at(self.score, [*bc, i, j])
+        s = self.score_at(bc, i, j, dot, 1)
         m_new = kb.val(arith.MaximumfOp(m, s))
-        # While every score so far is -inf, shift by 0 (exp(-inf - -inf) is NaN).
-        shift = kb.val(arith.SelectOp(cmp(kb, "eq", m_new, kb.const(-math.inf, et), False), kb.const(0.0, et), m_new))
-        corr = kb.val(mathd.ExpOp(kb.val(arith.SubfOp(m, shift))))
+        shift, corr = self.rescale(m, m_new)
         p = kb.val(mathd.ExpOp(kb.val(arith.SubfOp(s, shift))))
-        out = [m_new, self._fma(l, corr, p)]
+        out = [m_new, self.fma(l, corr, p)]
         for (d0, w), acc in zip(dv_chunks, accs, strict=True):
-            scaled = kb.val(arith.MulfOp(acc, self._splat(corr, w)))
-            out.append(self._fma(self._splat(p, w), v_at(d0, w), scaled))
+            scaled = kb.val(arith.MulfOp(acc, self.splat(corr, w)))
+            out.append(self.fma(self.splat(p, w), v_at(d0, w), scaled))
         return out
 
     def inverse(self, l: SSAValue) -> SSAValue:
@@ -261,10 +311,8 @@ class _Attention:
         kb = self.kb
         inv = self.inverse(carried[1])
         for (d0, w), acc in zip(dv_chunks, carried[2:], strict=True):
-            value = kb.val(arith.MulfOp(acc, self._splat(inv, w)))
-            epilogue = self.expr(w)
-            epilogue.pin(self.pv.result, lambda _, value=value: value)
-            epilogue.store(self.outputs, [*bc, i, kb.idx(d0)])
+            value = kb.val(arith.MulfOp(acc, self.splat(inv, w)))
+            self.finish([*bc, i, kb.idx(d0)], value, w)
 
     def key_end(self, i: SSAValue) -> SSAValue:
         """Keys j < key_end are visited: all, or j <= i when causal."""
@@ -273,25 +321,28 @@ class _Attention:
     # -- CPU: one work-item per query row ----------------------------------------------------
 
     def work_item_per_row(self) -> LoweredKernel:
-        kb = self.kb
+        """One work-item per (batch, query row) (module docstring)."""
         wd, wv = self.widths()
         d_chunks, dv_chunks = chunks(self.d, wd), chunks(self.dv, wv)
-        total = numel(self.rows)
-        def body(gid: SSAValue) -> None:
-            row = kb.delinearize(gid, self.rows)
-            bc, i = row[:-1], row[-1]
-            q = [((d0, w), self.q_at(bc, i, d0, w)) for d0, w in d_chunks]
+        return work_item_per(self.kb, numel(self.rows), partial(self._query_row, d_chunks, dv_chunks))
 
-            def key(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-                return self.update(
-                    bc, i, j, q, dv_chunks, carried,
-                    lambda d0, w: self.k_at(bc, j, d0, w), lambda d0, w: self.v_at(bc, j, d0, w),
-                )
+    def _query_row(self, d_chunks: list[Chunk], dv_chunks: list[Chunk], gid: SSAValue) -> None:
+        """Emits query row gid: its q chunks loaded, the online softmax over
+        the keys it sees, the row stored."""
+        kb = self.kb
+        row = kb.delinearize(gid, self.rows)
+        bc, i = row[:-1], row[-1]
+        q = [((d0, w), self.q_at(bc, i, d0, w)) for d0, w in d_chunks]
+        key = partial(self._key, bc, i, q, dv_chunks)
+        final = kb.for_(0, self.key_end(i), 1, self.init(dv_chunks), key)
+        self.store(bc, i, dv_chunks, final)
 
-            final = kb.for_(0, self.key_end(i), 1, self.init(dv_chunks), key)
-            self.store(bc, i, dv_chunks, final)
-
-        return work_item_per(kb, total, body)
+    def _key(
+        self, bc: list[SSAValue], i: SSAValue, q: list[tuple[Chunk, SSAValue]], dv_chunks: list[Chunk], j: SSAValue,
+        carried: list[SSAValue],
+    ) -> list[SSAValue]:
+        """Key j of query row i, k and v read straight from the operands."""
+        return self.update(bc, i, j, q, dv_chunks, carried, partial(self.k_at, bc, j), partial(self.v_at, bc, j))
 
     # -- CPU: a block of query rows per work-item over packed operands ------------------------
 
@@ -305,7 +356,7 @@ class _Attention:
             and self.sq * self.sk * (self.d + self.dv) >= BLOCK_MIN_WORK
         )
 
-    def _vector_scores(self, key_tile: int) -> bool:
+    def vector_scores(self, key_tile: int) -> bool:
         """Whether the score's elementwise work runs W keys at a time: every
         op of it computes W lanes, and it reads no tensor past Sk (it reads
         none, or the keys are whole tiles)."""
@@ -315,154 +366,7 @@ class _Attention:
         read, ok = walk_cone(self.kb, self.producer, self.aliases, [self.score], reads, {self.qk.result})
         return ok and (self.sk % key_tile == 0 or not read)
 
-    def blocks_of_queries(self, kernel: OutlinedKernel, plan: BufferPlan) -> LoweredKernel:
-        """The packed, register-tiled CPU kernel (module docstring)."""
-        kb, et, w = self.kb, self.et, self.kb.profile.vector_width
-        qb = max(1, min(kb.profile.query_rows, self.sq))
-        kt = w * max(1, kb.profile.key_tile // w)
-        nk, nv = kt // w, -(-self.dv // w)
-        dvp = nv * w
-        batches, q_blocks, k_tiles = max(numel(self.batch_shape), 1), -(-self.sq // qb), -(-self.sk // kt)
-        st = buffer_element_type(et)
-        vt = VectorType(st, [w])
-        pq = Scratch(et, batches * q_blocks * self.d * qb)
-        pk = Scratch(et, batches * k_tiles * (self.d + 1) * kt)
-        pv = Scratch(et, batches * k_tiles * kt * dvp)
-        profile = kb.profile
-
-        def packer(fill: Callable[[_Attention, KernelBuilder, SSAValue, SSAValue], None]) -> Callable[..., None]:
-            def body(sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
-                fill(_Attention(sk, self.ops, self.aliases, self.outputs, self.match), sk, out, gid)
-            return body
-
-        def fill_q(fa: _Attention, sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
-            b, qt, d = sk.delinearize(gid, [batches, q_blocks, self.d])
-            bc = sk.delinearize(b, self.batch_shape)
-            for r in range(qb):
-                i = sk.min(sk.add(sk.mul(qt, qb), r), self.sq - 1)
-                sk.op(memref.StoreOp.get(fa.q_at(bc, i, d, 1), out, [sk.add(sk.mul(gid, qb), r)]))
-
-        def fill_k(fa: _Attention, sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
-            b, t, d = sk.delinearize(gid, [batches, k_tiles, self.d + 1])
-            bc = sk.delinearize(b, self.batch_shape)
-
-            def keys() -> list[SSAValue]:
-                for lane in range(kt):
-                    j = sk.min(sk.add(sk.mul(t, kt), lane), self.sk - 1)
-                    sk.op(memref.StoreOp.get(fa.k_at(bc, j, d, 1), out, [sk.add(sk.mul(gid, kt), lane)]))
-                return []
-
-            def indices() -> list[SSAValue]:
-                first = sk.val(arith.IndexCastOp(sk.mul(t, kt), i32))
-                for lane in range(kt):
-                    j = sk.val(arith.AddiOp(first, sk.const(lane, i32)))
-                    sk.op(memref.StoreOp.get(sk.val(arith.SIToFPOp(j, st)), out, [sk.add(sk.mul(gid, kt), lane)]))
-                return []
-
-            sk.if_(sk.lt(d, self.d), keys, indices)
-
-        vec_v = w if self.dv % w == 0 and self._lanes([self.pv.rhs], [self.v_dims[2]], self.dv) == w else 1
-
-        def fill_v(fa: _Attention, sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
-            b, j = sk.delinearize(gid, [batches, k_tiles * kt])
-            bc = sk.delinearize(b, self.batch_shape)
-            j = sk.min(j, self.sk - 1)
-            for c in range(0, dvp, vec_v):
-                at = sk.add(sk.mul(gid, dvp), c)
-                if c >= self.dv:
-                    sk.op(memref.StoreOp.get(sk.const(0.0, st), out, [at]))
-                elif vec_v > 1:
-                    sk.op(vector.StoreOp(fa.v_at(bc, j, c, vec_v), out, [at]))
-                else:
-                    sk.op(memref.StoreOp.get(fa.v_at(bc, j, c, 1), out, [at]))
-
-        pack_q = stage_kernel(kernel, plan, profile, "pack_q", pq, batches * q_blocks * self.d, packer(fill_q))
-        pack_k = stage_kernel(kernel, plan, profile, "pack_k", pk, batches * k_tiles * (self.d + 1), packer(fill_k))
-        pack_v = stage_kernel(kernel, plan, profile, "pack_v", pv, batches * k_tiles * kt, packer(fill_v))
-        aq, ak, av = kb.scratch_argument(pq), kb.scratch_argument(pk), kb.scratch_argument(pv)
-        # The block's p (Qb x KT), and the spill of one output row (Dv padded)
-        # lane by lane in `_store_row`: whichever is longer.
-        probs = kb.local_array(max(qb * kt, dvp), st, workgroup=False)
-        vector_scores = self._vector_scores(kt)
-        masked = self.causal or self.sk % kt != 0
-        ninf, zero = kb.const(-math.inf, et), kb.const(0.0, et)
-
-        def load_vec(buf: SSAValue, at: SSAValue) -> SSAValue:
-            return kb.val(vector.LoadOp(buf, [at], vt))
-
-        def splat_load(buf: SSAValue, at: SSAValue) -> SSAValue:
-            return self._splat(kb.val(memref.LoadOp.get(buf, [at])), w)
-
-        def as_float(i: SSAValue) -> SSAValue:
-            return kb.val(arith.SIToFPOp(kb.val(arith.IndexCastOp(i, i32)), st))
-
-        def body(gid: SSAValue) -> None:
-            b, qt = kb.delinearize(gid, [batches, q_blocks])
-            bc = kb.delinearize(b, self.batch_shape)
-            q0 = kb.mul(qt, qb)
-            q_base = kb.mul(gid, self.d * qb)
-            rows = [kb.min(kb.add(q0, r), self.sq - 1) for r in range(qb)]
-            limits = [self._splat(as_float(self.key_end(i)), w) for i in rows] if masked else []
-            seen = kb.min(self.sk, kb.min(kb.add(q0, qb), self.sq)) if self.causal else kb.idx(self.sk)
-            tiles = kb.div(kb.add(seen, kt - 1), kt) if self.causal else kb.idx(k_tiles)
-
-            def tile(t: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-                k_base = kb.mul(kb.add(kb.mul(b, k_tiles), t), (self.d + 1) * kt)
-                v_base = kb.mul(kb.add(kb.mul(b, k_tiles), t), kt * dvp)
-                j0 = kb.mul(t, kt)
-
-                def qk_step(d: SSAValue, s: list[SSAValue]) -> list[SSAValue]:
-                    ks = [load_vec(ak, kb.add(k_base, kb.add(kb.mul(d, kt), v * w))) for v in range(nk)]
-                    qrow = kb.add(q_base, kb.mul(d, qb))
-                    qs = [splat_load(aq, kb.add(qrow, r)) for r in range(qb)]
-                    return [self._fma(qs[r], ks[v], s[r * nk + v]) for r in range(qb) for v in range(nk)]
-
-                scores = kb.for_(0, self.d, 1, [kb.const(0.0, vt)] * (qb * nk), qk_step)
-                index = [load_vec(ak, kb.add(k_base, self.d * kt + v * w)) for v in range(nk)] if masked else []
-                out: list[SSAValue] = []
-                accs: list[SSAValue] = []
-                for r, i in enumerate(rows):
-                    m, l = carried[2 * r], carried[2 * r + 1]
-                    s = self._scores(bc, i, j0, scores[r * nk:(r + 1) * nk], probs, r * kt, kt, vector_scores)
-                    if masked:
-                        s = [kb.select(cmp(kb, "ge", index[v], limits[r], False), self._splat(ninf, w), s[v])
-                             for v in range(nk)]
-                    top = s[0]
-                    for x in s[1:]:
-                        top = kb.val(arith.MaximumfOp(top, x))
-                    m_new = kb.val(arith.MaximumfOp(m, vector_total(kb, "max", top)))
-                    # While every score so far is -inf, shift by 0 (exp(-inf - -inf) is NaN).
-                    shift = kb.select(cmp(kb, "eq", m_new, ninf, False), zero, m_new)
-                    corr = kb.val(mathd.ExpOp(kb.val(arith.SubfOp(m, shift))))
-                    p = [kb.val(mathd.ExpOp(kb.val(arith.SubfOp(x, self._splat(shift, w))))) for x in s]
-                    total = p[0]
-                    for x in p[1:]:
-                        total = kb.val(arith.AddfOp(total, x))
-                    out += [m_new, self._fma(l, corr, vector_total(kb, "sum", total))]
-                    for v in range(nk):
-                        kb.op(vector.StoreOp(p[v], probs, [kb.idx(r * kt + v * w)]))
-                    scale = self._splat(corr, w)
-                    accs += [kb.val(arith.MulfOp(a, scale)) for a in carried[2 * qb + r * nv:2 * qb + (r + 1) * nv]]
-
-                def pv_step(jj: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-                    row = kb.add(v_base, kb.mul(jj, dvp))
-                    vs = [load_vec(av, kb.add(row, c * w)) for c in range(nv)]
-                    ps = [splat_load(probs, kb.add(jj, r * kt)) for r in range(qb)]
-                    return [self._fma(ps[r], vs[c], acc[r * nv + c]) for r in range(qb) for c in range(nv)]
-
-                return out + kb.for_(0, kt, 1, accs, pv_step)
-
-            init = [ninf, zero] * qb + [kb.const(0.0, vt)] * (qb * nv)
-            final = kb.for_(0, tiles, 1, init, tile)
-            for r in range(qb):
-                self._store_row(bc, kb.add(q0, r), final[2 * r + 1], final[2 * qb + r * nv:2 * qb + (r + 1) * nv],
-                                probs, guard=self.sq % qb != 0)
-
-        main = work_item_per(kb, batches * q_blocks, body)
-        pack_k.before, pack_v.before, main.before = pack_q, pack_k, pack_v
-        return main
-
-    def _scores(
+    def scores(
         self, bc: list[SSAValue], i: SSAValue, j0: SSAValue, dots: list[SSAValue], spill: SSAValue, at: int, kt: int,
         vectors: bool,
     ) -> list[SSAValue]:
@@ -471,28 +375,25 @@ class _Attention:
         array `spill` (from `at`), keys past Sk read at Sk-1 (masked later)."""
         kb, w = self.kb, self.kb.profile.vector_width
         if vectors:
-            out = []
-            for v, dot in enumerate(dots):
-                e = self.expr(w)
-                e.pin(self.qk.result, lambda _, dot=dot: dot)
-                out.append(e.at(self.score, [*bc, i, kb.add(j0, v * w)]))
-            return out
+            return [self.score_at(bc, i, kb.add(j0, v * w), dot, w) for v, dot in enumerate(dots)]
         for v, dot in enumerate(dots):
             kb.op(vector.StoreOp(dot, spill, [kb.idx(at + v * w)]))
-
-        def lane(jj: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-            slot = kb.add(jj, at)
-            dot = kb.val(memref.LoadOp.get(spill, [slot]))
-            e = self.expr(1)
-            e.pin(self.qk.result, lambda _: dot)
-            kb.op(memref.StoreOp.get(e.at(self.score, [*bc, i, kb.min(kb.add(j0, jj), self.sk - 1)]), spill, [slot]))
-            return []
-
-        kb.for_(0, kt, 1, [], lane)
+        kb.for_(0, kt, 1, [], partial(self._score_lane, bc, i, j0, spill, at))
         vt = VectorType(buffer_element_type(self.et), [w])
         return [kb.val(vector.LoadOp(spill, [kb.idx(at + v * w)], vt)) for v in range(len(dots))]
 
-    def _store_row(
+    def _score_lane(
+        self, bc: list[SSAValue], i: SSAValue, j0: SSAValue, spill: SSAValue, at: int, jj: SSAValue, _: list[SSAValue]
+    ) -> list[SSAValue]:
+        """The score of key j0 + jj, its dot read from and its score written to `spill`."""
+        kb = self.kb
+        slot = kb.add(jj, at)
+        dot = kb.val(memref.LoadOp.get(spill, [slot]))
+        j = kb.min(kb.add(j0, jj), self.sk - 1)
+        kb.op(memref.StoreOp.get(self.score_at(bc, i, j, dot, 1), spill, [slot]))
+        return []
+
+    def store_row(
         self, bc: list[SSAValue], i: SSAValue, l: SSAValue, accs: list[SSAValue], spill: SSAValue, guard: bool
     ) -> None:
         """acc / l of query row i (Dv padded to whole vectors) through the
@@ -501,37 +402,39 @@ class _Attention:
         kb, w = self.kb, self.kb.profile.vector_width
         out_dims = [len(accy.shape_of(o)) - 1 for o in self.outputs]
         lanes = w if self.dv % w == 0 and self._lanes(self.outputs, out_dims, self.dv) == w else 1
-
-        def store() -> list[SSAValue]:
-            inv = self._splat(self.inverse(l), w)
-            values = [kb.val(arith.MulfOp(a, inv)) for a in accs]
-            if lanes == w:
-                for c, value in enumerate(values):
-                    epilogue = self.expr(w)
-                    epilogue.pin(self.pv.result, lambda _, value=value: value)
-                    epilogue.store(self.outputs, [*bc, i, kb.idx(c * w)])
-                return []
-            for c, value in enumerate(values):
-                kb.op(vector.StoreOp(value, spill, [kb.idx(c * w)]))
-
-            def lane(d: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-                x = kb.val(memref.LoadOp.get(spill, [d]))
-                epilogue = self.expr(1)
-                epilogue.pin(self.pv.result, lambda _: x)
-                epilogue.store(self.outputs, [*bc, i, d])
-                return []
-
-            kb.for_(0, self.dv, 1, [], lane)
-            return []
-
+        store = partial(self._store_row_values, bc, i, l, accs, spill, lanes)
         if guard:
             kb.if_(kb.lt(i, self.sq), store)
         else:
             store()
 
-    # -- GPU: a work-group per block of query rows, register tiles over local tiles --------
+    def _store_row_values(
+        self, bc: list[SSAValue], i: SSAValue, l: SSAValue, accs: list[SSAValue], spill: SSAValue, lanes: int
+    ) -> list[SSAValue]:
+        """Emits `store_row`'s stores, `lanes` at a time."""
+        kb, w = self.kb, self.kb.profile.vector_width
+        inv = self.splat(self.inverse(l), w)
+        values = [kb.val(arith.MulfOp(a, inv)) for a in accs]
+        if lanes == w:
+            for c, value in enumerate(values):
+                self.finish([*bc, i, kb.idx(c * w)], value, w)
+            return []
+        for c, value in enumerate(values):
+            kb.op(vector.StoreOp(value, spill, [kb.idx(c * w)]))
+        kb.for_(0, self.dv, 1, [], partial(self._store_lane, bc, i, spill))
+        return []
 
-    def _gpu_tiles(self) -> tuple[int, int, int, int]:
+    def _store_lane(
+        self, bc: list[SSAValue], i: SSAValue, spill: SSAValue, d: SSAValue, _: list[SSAValue]
+    ) -> list[SSAValue]:
+        """Column d of query row i, read from `spill`, through the epilogue."""
+        x = self.kb.val(memref.LoadOp.get(spill, [d]))
+        self.finish([*bc, i, d], x, 1)
+        return []
+
+    # -- GPU: the sizes of the tiles ---------------------------------------------------------
+
+    def gpu_tiles(self) -> tuple[int, int, int, int]:
         """(TY, RQ, RK, Dv padded) of the GPU kernel: TY x 16 work-items, each
         RQ query rows by RK keys of a tile; query_rows and key_tile at most,
         fewer rows while the queries are few, tiles of at most
@@ -540,8 +443,8 @@ class _Attention:
         profile = self.kb.profile
         tx = min(GPU_KEY_THREADS, profile.max_work_group_size)
         rq = GPU_QUERY_ROWS
-        ty = max(1, min(_pow2_at_most(profile.query_rows) // rq, profile.max_work_group_size // tx))
-        rk = max(1, _pow2_at_most(profile.key_tile) // tx)
+        ty = max(1, min(pow2_at_most(profile.query_rows) // rq, profile.max_work_group_size // tx))
+        rk = max(1, pow2_at_most(profile.key_tile) // tx)
         while rq > 1 and ty * rq // 2 >= self.sq:
             rq //= 2
         while ty > 1 and ty * rq // 2 >= self.sq:
@@ -564,182 +467,12 @@ class _Attention:
         return ty, rq, rk, dvp
 
     def _gpu_local(self, tx: int, ty: int, rq: int, rk: int, dvp: int) -> int:
-        """Local memory bytes of the GPU kernel's tiles (`work_group_per_block`)."""
+        """Local memory bytes of the GPU kernel's tiles (`_GpuBlocks`)."""
         bq, bk = ty * rq, tx * rk
         q, kv, p = bq * (self.d + 1), max(bk * (self.d + 1), bk * dvp), max(bq * (bk + 1), bq * (tx + 1))
         return (q + kv + p) * element_bytes(buffer_element_type(self.et))
 
-    def work_group_per_block(self) -> LoweredKernel:
-        """A work-group of TY x TX work-items per block of Bq = TY·RQ query rows
-        of one batch. Work-item (tx, ty) owns query rows ty·RQ + i and, per
-        tile of Bk = TX·RK keys, keys tx + TX·j (and output columns tx +
-        TX·c): the Bq x D block of q is staged once, then each tile stages
-        the keys (`[key][D+1]`, padded so rows fall in distinct banks), runs
-        an RQ x RK register micro-kernel for the scores, the score's
-        elementwise work and the masks per score, shares each row's partial
-        maxima through local memory for the row's max, rescales, writes p
-        (`[row][Bk+1]`) and stages the values over the keys, and runs an RQ x
-        Dv/TX micro-kernel for p·v. Each work-item sums its share of a row's
-        exponentials; the shares are added once at the end. Rows past Sq
-        compute row Sq-1 and store nothing; keys past Sk read key Sk-1 and
-        are masked to -inf with those past the query (causal), whose tiles
-        past the block's last query are skipped."""
-        kb, et = self.kb, self.et
-        st = buffer_element_type(et)
-        tx_n = min(GPU_KEY_THREADS, kb.profile.max_work_group_size)
-        ty_n, rq, rk, dvp = self._gpu_tiles()
-        bq, bk, cv = ty_n * rq, tx_n * rk, dvp // tx_n
-        threads = tx_n * ty_n
-        groups = -(-self.sq // bq)
-        q_tile = kb.local_array(bq * (self.d + 1), st, workgroup=True)
-        kv_tile = kb.local_array(max(bk * (self.d + 1), bk * dvp), st, workgroup=True)
-        shared = kb.local_array(max(bq * (bk + 1), bq * (tx_n + 1)), st, workgroup=True)
-        tx, ty = kb.local_id("x"), kb.local_id("y")
-        flat = kb.add(kb.mul(ty, tx_n), tx)
-        q0 = kb.mul(kb.group_id("x"), bq)
-        bc = kb.delinearize(kb.group_id("y"), self.batch_shape)
-        mine = [kb.add(kb.mul(ty, rq), i) for i in range(rq)]  # rows of the block
-        rows = [kb.min(kb.add(q0, r), self.sq - 1) for r in mine]
-        ninf, zero = kb.const(-math.inf, et), kb.const(0.0, et)
-
-        def load(buf: SSAValue, at: SSAValue) -> SSAValue:
-            return kb.val(memref.LoadOp.get(buf, [at]))
-
-        def store(x: SSAValue, buf: SSAValue, at: SSAValue) -> None:
-            kb.op(memref.StoreOp.get(x, buf, [at]))
-
-        def stage(count: int, cols: int, put: Callable[[SSAValue, SSAValue], None]) -> None:
-            """`put(row, col)` for each of count x cols elements, consecutive
-            work-items on consecutive columns."""
-            total = count * cols
-
-            def one(e: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-                slot = kb.add(flat, kb.mul(e, threads))
-
-                def put_slot() -> list[SSAValue]:
-                    put(kb.div(slot, cols), kb.rem(slot, cols))
-                    return []
-
-                if total % threads == 0:
-                    put_slot()
-                else:
-                    kb.if_(kb.lt(slot, total), put_slot)
-                return []
-
-            kb.for_(0, -(-total // threads), 1, [], one)
-
-        def fold(base: SSAValue, combine: type[arith.MaximumfOp] | type[arith.AddfOp]) -> SSAValue:
-            """The TX shares of a row in `shared` from `base`, combined."""
-            def step(t: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-                return [kb.val(combine(acc[0], load(shared, kb.add(base, t))))]
-
-            return kb.for_(1, tx_n, 1, [load(shared, base)], step)[0]
-
-        stage(bq, self.d, lambda r, d: store(
-            self.q_at(bc, kb.min(kb.add(q0, r), self.sq - 1), d, 1), q_tile, kb.add(kb.mul(r, self.d + 1), d)))
-        keys_end = kb.min(self.sk, kb.min(kb.add(q0, bq), self.sq)) if self.causal else kb.idx(self.sk)
-        limits = [self.key_end(i) for i in rows]
-        masked = self.causal or self.sk % bk != 0
-
-        def tile(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-            kb.barrier()  # q staged; the last tile's p and values read
-            stage(bk, self.d, lambda key, d: store(
-                self.k_at(bc, kb.min(kb.add(k0, key), self.sk - 1), d, 1), kv_tile,
-                kb.add(kb.mul(key, self.d + 1), d)))
-            kb.barrier()
-
-            def qk_step(d: SSAValue, s: list[SSAValue]) -> list[SSAValue]:
-                qs = [load(q_tile, kb.add(kb.mul(r, self.d + 1), d)) for r in mine]
-                ks = [load(kv_tile, kb.add(kb.mul(kb.add(tx, tx_n * j), self.d + 1), d)) for j in range(rk)]
-                return [self._fma(qs[i], ks[j], s[i * rk + j]) for i in range(rq) for j in range(rk)]
-
-            dots = kb.for_(0, self.d, 1, [zero] * (rq * rk), qk_step)
-            keys = [kb.add(k0, kb.add(tx, tx_n * j)) for j in range(rk)]
-            scores = []
-            for i in range(rq):
-                for j in range(rk):
-                    e = self.expr(1)
-                    e.pin(self.qk.result, lambda _, x=dots[i * rk + j]: x)
-                    sc = e.at(self.score, [*bc, rows[i], kb.min(keys[j], self.sk - 1)])
-                    scores.append(kb.select(kb.lt(keys[j], limits[i]), sc, ninf) if masked else sc)
-            # Each row's max: the work-items' partial maxima, then one work-item per row.
-            for i in range(rq):
-                top = scores[i * rk]
-                for x in scores[i * rk + 1:(i + 1) * rk]:
-                    top = kb.val(arith.MaximumfOp(top, x))
-                store(top, shared, kb.add(kb.mul(mine[i], tx_n + 1), tx))
-            kb.barrier()
-            for e in range(-(-bq // threads)):
-                r = kb.add(flat, e * threads)
-
-                def row_max(r: SSAValue = r) -> list[SSAValue]:
-                    base = kb.mul(r, tx_n + 1)
-                    store(fold(base, arith.MaximumfOp), shared, kb.add(base, tx_n))
-                    return []
-
-                kb.if_(kb.lt(r, bq), row_max)
-            kb.barrier()
-            out, ps = [], []
-            for i in range(rq):
-                m, l = carried[2 * i], carried[2 * i + 1]
-                m_new = kb.val(arith.MaximumfOp(m, load(shared, kb.add(kb.mul(mine[i], tx_n + 1), tx_n))))
-                # While every score so far is -inf, shift by 0 (exp(-inf - -inf) is NaN).
-                shift = kb.select(cmp(kb, "eq", m_new, ninf, False), zero, m_new)
-                corr = kb.val(mathd.ExpOp(kb.val(arith.SubfOp(m, shift))))
-                p = [kb.val(mathd.ExpOp(kb.val(arith.SubfOp(x, shift)))) for x in scores[i * rk:(i + 1) * rk]]
-                total = p[0]
-                for x in p[1:]:
-                    total = kb.val(arith.AddfOp(total, x))
-                out += [m_new, self._fma(l, corr, total)]
-                ps.append((p, [kb.val(arith.MulfOp(o, corr)) for o in carried[2 * rq + i * cv:2 * rq + (i + 1) * cv]]))
-            kb.barrier()  # every row's max read, the keys used
-            for i, (p, _) in enumerate(ps):
-                for j in range(rk):
-                    store(p[j], shared, kb.add(kb.mul(mine[i], bk + 1), kb.add(tx, tx_n * j)))
-            stage(bk, dvp, lambda key, c: store(
-                self._value_or_zero(bc, kb.min(kb.add(k0, key), self.sk - 1), c, dvp), kv_tile,
-                kb.add(kb.mul(key, dvp), c)))
-            kb.barrier()
-
-            def pv_step(kk: SSAValue, o: list[SSAValue]) -> list[SSAValue]:
-                pk = [load(shared, kb.add(kb.mul(r, bk + 1), kk)) for r in mine]
-                vs = [load(kv_tile, kb.add(kb.mul(kk, dvp), kb.add(tx, tx_n * c))) for c in range(cv)]
-                return [self._fma(pk[i], vs[c], o[i * cv + c]) for i in range(rq) for c in range(cv)]
-
-            scaled = [x for _, o in ps for x in o]
-            return out + kb.for_(0, bk, 1, scaled, pv_step)
-
-        init = [ninf, zero] * rq + [zero] * (rq * cv)
-        final = kb.for_(0, keys_end, bk, init, tile)
-        # Each row's sum: the work-items' shares added once.
-        kb.barrier()
-        for i in range(rq):
-            store(final[2 * i + 1], shared, kb.add(kb.mul(mine[i], tx_n + 1), tx))
-        kb.barrier()
-        for i in range(rq):
-            total = fold(kb.mul(mine[i], tx_n + 1), arith.AddfOp)
-            inv = self.inverse(total)
-            row = kb.add(q0, mine[i])
-            for c in range(cv):
-                col = kb.add(tx, tx_n * c)
-                value = kb.val(arith.MulfOp(final[2 * rq + i * cv + c], inv))
-
-                def put(row: SSAValue = row, col: SSAValue = col, value: SSAValue = value) -> list[SSAValue]:
-                    epilogue = self.expr(1)
-                    epilogue.pin(self.pv.result, lambda _: value)
-                    epilogue.store(self.outputs, [*bc, row, col])
-                    return []
-
-                inside = [kb.lt(row, self.sq)] if self.sq % bq else []
-                inside += [kb.lt(col, self.dv)] if (c + 1) * tx_n > self.dv else []
-                if inside:
-                    kb.if_(inside[0] if len(inside) == 1 else kb.val(arith.AndIOp(*inside)), put)
-                else:
-                    put()
-        grid = (groups, max(numel(self.batch_shape), 1), 1)
-        return kb.lowered(grid, (tx_n, ty_n, 1), states_block=True)
-
-    def _value_or_zero(self, bc: list[SSAValue], j: SSAValue, c: SSAValue, dvp: int) -> SSAValue:
+    def value_or_zero(self, bc: list[SSAValue], j: SSAValue, c: SSAValue, dvp: int) -> SSAValue:
         """v at (key j, column c), 0 in the padding columns past Dv."""
         kb = self.kb
         if dvp == self.dv:
@@ -748,24 +481,443 @@ class _Attention:
         return kb.select(kb.lt(c, self.dv), x, kb.const(0.0, self.et))
 
 
-def _pow2_at_most(n: int) -> int:
-    """The largest power of two at most n (1 for n < 2)."""
-    return 1 << max(0, n.bit_length() - 1)
+class _Block(NamedTuple):
+    """What a work-item of `_QueryBlocks` knows of its block of query rows."""
+
+    b: SSAValue  # the flat batch
+    bc: list[SSAValue]  # the batch coordinates
+    q0: SSAValue  # the first query row
+    q_base: SSAValue  # the block's panel of packed q
+    rows: list[SSAValue]  # its query rows, those past Sq at Sq-1
+    limits: list[SSAValue]  # per row, the first masked key index as a float vector (when masked)
 
 
-#: Work-items of a GPU attention work-group along the keys of a tile (and
-#: the output columns), and query rows per work-item.
-#: (On the H200 at B4 H16 S4096 D64: 8 x 4 gave 23.6 TFLOP/s, 16 x 8 (the
-#: tiles then halved to fit) 20.9, 8 x 8 23.9 but half the speed at S1024;
-#: halving the rows of a block for more work-groups at S1024 lost 25%.)
-GPU_KEY_THREADS = 8
-GPU_QUERY_ROWS = 4
-#: Work-groups from which a GPU attention's key tiles are at most
-#: GPU_MANY_BLOCKS_KEY_TILE keys: many blocks fill the device, and short
-#: tiles keep more of them resident; fewer blocks leave it underfilled, and
-#: long tiles halve the barriers per key. H200, key tiles 64 against 32: B1
-#: H8 S1024 D64 (128 blocks) 0.148 ms against 0.155, causal 0.148 against
-#: 0.171; B4 H16 S4096 (4096 blocks) 13.95 ms against 11.64, causal 7.59
-#: against 6.30.
-GPU_MANY_BLOCKS = 256
-GPU_MANY_BLOCKS_KEY_TILE = 32
+class _QueryBlocks:
+    """The packed, register-tiled CPU kernel (module docstring): Qb query
+    rows a work-item, tiles of KT keys, over q, kᵀ (with a row of key
+    indices) and v packed by three launches before it. Building it builds
+    the packing launches and the main kernel's arguments and arrays;
+    `kernel` emits the work-items."""
+
+    def __init__(self, fa: _Attention, kernel: OutlinedKernel, plan: BufferPlan) -> None:
+        self.fa = fa
+        kb, et = fa.kb, fa.et
+        self.w = w = kb.profile.vector_width
+        self.qb = qb = max(1, min(kb.profile.query_rows, fa.sq))
+        self.kt = kt = w * max(1, kb.profile.key_tile // w)
+        self.nk, self.nv = kt // w, -(-fa.dv // w)
+        self.dvp = dvp = self.nv * w
+        self.batches, self.q_blocks, self.k_tiles = max(numel(fa.batch_shape), 1), -(-fa.sq // qb), -(-fa.sk // kt)
+        self.st = buffer_element_type(et)
+        self.vt = VectorType(self.st, [w])
+        pq = Scratch(et, self.batches * self.q_blocks * fa.d * qb)
+        pk = Scratch(et, self.batches * self.k_tiles * (fa.d + 1) * kt)
+        pv = Scratch(et, self.batches * self.k_tiles * kt * dvp)
+        self.vec_v = w if fa.dv % w == 0 and fa._lanes([fa.pv.rhs], [fa.v_dims[2]], fa.dv) == w else 1
+        pack = partial(stage_kernel, kernel, plan, kb.profile)
+        self.packs = (
+            pack("pack_q", pq, self.batches * self.q_blocks * fa.d, partial(self._pack, self._pack_q)),
+            pack("pack_k", pk, self.batches * self.k_tiles * (fa.d + 1), partial(self._pack, self._pack_k)),
+            pack("pack_v", pv, self.batches * self.k_tiles * kt, partial(self._pack, self._pack_v)),
+        )
+        self.aq, self.ak, self.av = kb.scratch_argument(pq), kb.scratch_argument(pk), kb.scratch_argument(pv)
+        # The block's p (Qb x KT), and the spill of one output row (Dv padded)
+        # lane by lane in `store_row`: whichever is longer.
+        self.probs = kb.local_array(max(qb * kt, dvp), self.st, workgroup=False)
+        self.vector_scores = fa.vector_scores(kt)
+        self.masked = fa.causal or fa.sk % kt != 0
+        self.ninf, self.zero = kb.const(-math.inf, et), kb.const(0.0, et)
+
+    def kernel(self) -> LoweredKernel:
+        """The main kernel, a work-item per (batch, block of query rows),
+        after the three packing launches."""
+        main = work_item_per(self.fa.kb, self.batches * self.q_blocks, self._work_item)
+        pack_q, pack_k, pack_v = self.packs
+        pack_k.before, pack_v.before, main.before = pack_q, pack_k, pack_v
+        return main
+
+    # -- the packing launches ----------------------------------------------------------------
+
+    def _pack(
+        self, fill: Callable[[_Attention, KernelBuilder, SSAValue, SSAValue], None], sk: KernelBuilder, out: SSAValue,
+        gid: SSAValue,
+    ) -> None:
+        """A packing work-item on the staged kernel's builder `sk`."""
+        fill(self.fa.on(sk), sk, out, gid)
+
+    def _pack_q(self, fa: _Attention, sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
+        """Emits q's element d of the Qb rows of one block (`pq[b][qt][d][r]`)."""
+        b, qt, d = sk.delinearize(gid, [self.batches, self.q_blocks, fa.d])
+        bc = sk.delinearize(b, fa.batch_shape)
+        for r in range(self.qb):
+            i = sk.min(sk.add(sk.mul(qt, self.qb), r), fa.sq - 1)
+            sk.op(memref.StoreOp.get(fa.q_at(bc, i, d, 1), out, [sk.add(sk.mul(gid, self.qb), r)]))
+
+    def _pack_k(self, fa: _Attention, sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
+        """Emits row d of kᵀ for the KT keys of one tile (`pk[b][t][d][j]`),
+        or for d = D the keys' indices as floats."""
+        b, t, d = sk.delinearize(gid, [self.batches, self.k_tiles, fa.d + 1])
+        bc = sk.delinearize(b, fa.batch_shape)
+        keys = partial(self._pack_keys, fa, sk, out, gid, bc, t, d)
+        sk.if_(sk.lt(d, fa.d), keys, partial(self._pack_indices, sk, out, gid, t))
+
+    def _pack_keys(
+        self, fa: _Attention, sk: KernelBuilder, out: SSAValue, gid: SSAValue, bc: list[SSAValue], t: SSAValue,
+        d: SSAValue,
+    ) -> list[SSAValue]:
+        """Emits element d of the tile's KT keys, keys past Sk repeating the last."""
+        for lane in range(self.kt):
+            j = sk.min(sk.add(sk.mul(t, self.kt), lane), fa.sk - 1)
+            sk.op(memref.StoreOp.get(fa.k_at(bc, j, d, 1), out, [sk.add(sk.mul(gid, self.kt), lane)]))
+        return []
+
+    def _pack_indices(self, sk: KernelBuilder, out: SSAValue, gid: SSAValue, t: SSAValue) -> list[SSAValue]:
+        """Emits the index row: each of the tile's KT keys' index, as a float."""
+        first = sk.val(arith.IndexCastOp(sk.mul(t, self.kt), i32))
+        for lane in range(self.kt):
+            j = sk.val(arith.AddiOp(first, sk.const(lane, i32)))
+            sk.op(memref.StoreOp.get(sk.val(arith.SIToFPOp(j, self.st)), out, [sk.add(sk.mul(gid, self.kt), lane)]))
+        return []
+
+    def _pack_v(self, fa: _Attention, sk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
+        """Emits v's row of key j, Dv padded with zeros to whole vectors
+        (`pv[b][j][c]`), `vec_v` lanes at a time."""
+        b, j = sk.delinearize(gid, [self.batches, self.k_tiles * self.kt])
+        bc = sk.delinearize(b, fa.batch_shape)
+        j = sk.min(j, fa.sk - 1)
+        for c in range(0, self.dvp, self.vec_v):
+            at = sk.add(sk.mul(gid, self.dvp), c)
+            if c >= fa.dv:
+                sk.op(memref.StoreOp.get(sk.const(0.0, self.st), out, [at]))
+            elif self.vec_v > 1:
+                sk.op(vector.StoreOp(fa.v_at(bc, j, c, self.vec_v), out, [at]))
+            else:
+                sk.op(memref.StoreOp.get(fa.v_at(bc, j, c, 1), out, [at]))
+
+    # -- the blocks --------------------------------------------------------------------------
+
+    def _load_vec(self, buf: SSAValue, at: SSAValue) -> SSAValue:
+        return self.fa.kb.val(vector.LoadOp(buf, [at], self.vt))
+
+    def _splat_load(self, buf: SSAValue, at: SSAValue) -> SSAValue:
+        return self.fa.splat(self.fa.kb.val(memref.LoadOp.get(buf, [at])), self.w)
+
+    def _as_float(self, i: SSAValue) -> SSAValue:
+        kb = self.fa.kb
+        return kb.val(arith.SIToFPOp(kb.val(arith.IndexCastOp(i, i32)), self.st))
+
+    def _work_item(self, gid: SSAValue) -> None:
+        """Emits one block: the loop over the key tiles it sees (those up to
+        its last query when causal), then each row stored."""
+        fa, kb, qb = self.fa, self.fa.kb, self.qb
+        b, qt = kb.delinearize(gid, [self.batches, self.q_blocks])
+        bc = kb.delinearize(b, fa.batch_shape)
+        q0 = kb.mul(qt, qb)
+        q_base = kb.mul(gid, fa.d * qb)
+        rows = [kb.min(kb.add(q0, r), fa.sq - 1) for r in range(qb)]
+        limits = [fa.splat(self._as_float(fa.key_end(i)), self.w) for i in rows] if self.masked else []
+        block = _Block(b, bc, q0, q_base, rows, limits)
+        seen = kb.min(fa.sk, kb.min(kb.add(q0, qb), fa.sq)) if fa.causal else kb.idx(fa.sk)
+        tiles = kb.div(kb.add(seen, self.kt - 1), self.kt) if fa.causal else kb.idx(self.k_tiles)
+        init = [self.ninf, self.zero] * qb + [kb.const(0.0, self.vt)] * (qb * self.nv)
+        final = kb.for_(0, tiles, 1, init, partial(self._tile, block))
+        for r in range(qb):
+            accs = final[2 * qb + r * self.nv:2 * qb + (r + 1) * self.nv]
+            fa.store_row(bc, kb.add(q0, r), final[2 * r + 1], accs, self.probs, guard=fa.sq % qb != 0)
+
+    def _tile(self, block: _Block, t: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        """Emits key tile t: the Qb x KT scores (`_qk_step`), each row's
+        online softmax step (`_softmax_row`), then p·v (`_pv_step`)."""
+        fa, kb, qb, nk, kt = self.fa, self.fa.kb, self.qb, self.nk, self.kt
+        k_base = kb.mul(kb.add(kb.mul(block.b, self.k_tiles), t), (fa.d + 1) * kt)
+        v_base = kb.mul(kb.add(kb.mul(block.b, self.k_tiles), t), kt * self.dvp)
+        j0 = kb.mul(t, kt)
+        scores = kb.for_(0, fa.d, 1, [kb.const(0.0, self.vt)] * (qb * nk), partial(self._qk_step, block.q_base, k_base))
+        index: list[SSAValue] = []  # the keys' indices as floats, to mask by
+        if self.masked:
+            index = [self._load_vec(self.ak, kb.add(k_base, fa.d * kt + v * self.w)) for v in range(nk)]
+        out: list[SSAValue] = []
+        accs: list[SSAValue] = []
+        for r, i in enumerate(block.rows):
+            row_out, row_accs = self._softmax_row(block, r, i, j0, scores[r * nk:(r + 1) * nk], index, carried)
+            out += row_out
+            accs += row_accs
+        return out + kb.for_(0, kt, 1, accs, partial(self._pv_step, v_base))
+
+    def _qk_step(self, q_base: SSAValue, k_base: SSAValue, d: SSAValue, s: list[SSAValue]) -> list[SSAValue]:
+        """One d of the scores: NK kᵀ vectors (W keys each) times Qb broadcast q scalars."""
+        fa, kb, w = self.fa, self.fa.kb, self.w
+        ks = [self._load_vec(self.ak, kb.add(k_base, kb.add(kb.mul(d, self.kt), v * w))) for v in range(self.nk)]
+        qrow = kb.add(q_base, kb.mul(d, self.qb))
+        qs = [self._splat_load(self.aq, kb.add(qrow, r)) for r in range(self.qb)]
+        return [fa.fma(qs[r], ks[v], s[r * self.nk + v]) for r in range(self.qb) for v in range(self.nk)]
+
+    def _softmax_row(
+        self, block: _Block, r: int, i: SSAValue, j0: SSAValue, dots: list[SSAValue], index: list[SSAValue],
+        carried: list[SSAValue],
+    ) -> tuple[list[SSAValue], list[SSAValue]]:
+        """Row r's step over the tile: its scores (keys past Sk and, causal,
+        past the query set to -inf by the index row), the new max and sum,
+        its p stored to `probs`; returns (m, l) and its accumulators
+        rescaled."""
+        fa, kb, w, qb, nv = self.fa, self.fa.kb, self.w, self.qb, self.nv
+        m, l = carried[2 * r], carried[2 * r + 1]
+        s = fa.scores(block.bc, i, j0, dots, self.probs, r * self.kt, self.kt, self.vector_scores)
+        if self.masked:
+            s = [kb.select(cmp(kb, "ge", index[v], block.limits[r], False), fa.splat(self.ninf, w), s[v])
+                 for v in range(self.nk)]
+        m_new = kb.val(arith.MaximumfOp(m, vector_total(kb, "max", _combined(kb, arith.MaximumfOp, s))))
+        shift, corr = fa.rescale(m, m_new)
+        p = [kb.val(mathd.ExpOp(kb.val(arith.SubfOp(x, fa.splat(shift, w))))) for x in s]
+        total = _combined(kb, arith.AddfOp, p)
+        out = [m_new, fa.fma(l, corr, vector_total(kb, "sum", total))]
+        for v in range(self.nk):
+            kb.op(vector.StoreOp(p[v], self.probs, [kb.idx(r * self.kt + v * w)]))
+        scale = fa.splat(corr, w)
+        return out, [kb.val(arith.MulfOp(a, scale)) for a in carried[2 * qb + r * nv:2 * qb + (r + 1) * nv]]
+
+    def _pv_step(self, v_base: SSAValue, jj: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+        """One key of p·v: a v row (NV vectors) times Qb broadcast p."""
+        fa, kb, nv = self.fa, self.fa.kb, self.nv
+        row = kb.add(v_base, kb.mul(jj, self.dvp))
+        vs = [self._load_vec(self.av, kb.add(row, c * self.w)) for c in range(nv)]
+        ps = [self._splat_load(self.probs, kb.add(jj, r * self.kt)) for r in range(self.qb)]
+        return [fa.fma(ps[r], vs[c], acc[r * nv + c]) for r in range(self.qb) for c in range(nv)]
+
+
+class _GpuBlocks:
+    """A work-group of TY x TX work-items per block of Bq = TY·RQ query rows
+    of one batch. Work-item (tx, ty) owns query rows ty·RQ + i and, per
+    tile of Bk = TX·RK keys, keys tx + TX·j (and output columns tx +
+    TX·c): the Bq x D block of q is staged once, then each tile stages
+    the keys (`[key][D+1]`, padded so rows fall in distinct banks), runs
+    an RQ x RK register micro-kernel for the scores, the score's
+    elementwise work and the masks per score, shares each row's partial
+    maxima through local memory for the row's max, rescales, writes p
+    (`[row][Bk+1]`) and stages the values over the keys, and runs an RQ x
+    Dv/TX micro-kernel for p·v. Each work-item sums its share of a row's
+    exponentials; the shares are added once at the end. Rows past Sq
+    compute row Sq-1 and store nothing; keys past Sk read key Sk-1 and
+    are masked to -inf with those past the query (causal), whose tiles
+    past the block's last query are skipped.
+
+    Building it emits the kernel's preamble (local arrays, ids, the
+    block's rows); `kernel` emits the rest."""
+
+    def __init__(self, fa: _Attention) -> None:
+        self.fa = fa
+        kb, et = fa.kb, fa.et
+        st = buffer_element_type(et)
+        self.tx_n = tx_n = min(GPU_KEY_THREADS, kb.profile.max_work_group_size)
+        self.ty_n, self.rq, self.rk, self.dvp = fa.gpu_tiles()
+        self.bq, self.bk, self.cv = self.ty_n * self.rq, tx_n * self.rk, self.dvp // tx_n
+        bq, bk = self.bq, self.bk
+        self.threads = tx_n * self.ty_n
+        self.groups = -(-fa.sq // bq)
+        self.q_tile = kb.local_array(bq * (fa.d + 1), st, workgroup=True)
+        self.kv_tile = kb.local_array(max(bk * (fa.d + 1), bk * self.dvp), st, workgroup=True)
+        self.shared = kb.local_array(max(bq * (bk + 1), bq * (tx_n + 1)), st, workgroup=True)
+        self.tx, self.ty = kb.local_id("x"), kb.local_id("y")
+        self.flat = kb.add(kb.mul(self.ty, tx_n), self.tx)
+        self.q0 = kb.mul(kb.group_id("x"), bq)
+        self.bc = kb.delinearize(kb.group_id("y"), fa.batch_shape)
+        self.mine = [kb.add(kb.mul(self.ty, self.rq), i) for i in range(self.rq)]  # rows of the block
+        self.rows = [kb.min(kb.add(self.q0, r), fa.sq - 1) for r in self.mine]
+        self.ninf, self.zero = kb.const(-math.inf, et), kb.const(0.0, et)
+        self.masked = fa.causal or fa.sk % bk != 0
+
+    def kernel(self) -> LoweredKernel:
+        """Emits q staged, the loop over the key tiles the block sees, and the
+        rows stored; the finished kernel."""
+        fa, kb, rq = self.fa, self.fa.kb, self.rq
+        self._stage(self.bq, fa.d, self._put_q)
+        keys_end = kb.min(fa.sk, kb.min(kb.add(self.q0, self.bq), fa.sq)) if fa.causal else kb.idx(fa.sk)
+        limits = [fa.key_end(i) for i in self.rows]
+        init = [self.ninf, self.zero] * rq + [self.zero] * (rq * self.cv)
+        final = kb.for_(0, keys_end, self.bk, init, partial(self._tile, limits))
+        self._store_rows(final)
+        grid = (self.groups, max(numel(fa.batch_shape), 1), 1)
+        return kb.lowered(grid, (self.tx_n, self.ty_n, 1), states_block=True)
+
+    # -- local memory ------------------------------------------------------------------------
+
+    def _load(self, buf: SSAValue, at: SSAValue) -> SSAValue:
+        return self.fa.kb.val(memref.LoadOp.get(buf, [at]))
+
+    def _store(self, x: SSAValue, buf: SSAValue, at: SSAValue) -> None:
+        self.fa.kb.op(memref.StoreOp.get(x, buf, [at]))
+
+    def _stage(self, count: int, cols: int, put: Callable[[SSAValue, SSAValue], None]) -> None:
+        """Emits `put(row, col)` for each of count x cols elements, consecutive
+        work-items on consecutive columns."""
+        total = count * cols
+        self.fa.kb.for_(0, -(-total // self.threads), 1, [], partial(self._stage_step, total, cols, put))
+
+    def _stage_step(
+        self, total: int, cols: int, put: Callable[[SSAValue, SSAValue], None], e: SSAValue, _: list[SSAValue]
+    ) -> list[SSAValue]:
+        """Emits this work-item's e-th element of `_stage` (guarded past the
+        last when the work-items do not divide them)."""
+        kb = self.fa.kb
+        slot = kb.add(self.flat, kb.mul(e, self.threads))
+        put_slot = partial(self._put_slot, cols, put, slot)
+        if total % self.threads == 0:
+            put_slot()
+        else:
+            kb.if_(kb.lt(slot, total), put_slot)
+        return []
+
+    def _put_slot(self, cols: int, put: Callable[[SSAValue, SSAValue], None], slot: SSAValue) -> list[SSAValue]:
+        """`put` of element `slot` as (row, column)."""
+        put(self.fa.kb.div(slot, cols), self.fa.kb.rem(slot, cols))
+        return []
+
+    def _put_q(self, r: SSAValue, d: SSAValue) -> None:
+        """q's element d of block row r into `[row][D+1]`."""
+        fa, kb = self.fa, self.fa.kb
+        self._store(fa.q_at(self.bc, kb.min(kb.add(self.q0, r), fa.sq - 1), d, 1), self.q_tile,
+                    kb.add(kb.mul(r, fa.d + 1), d))
+
+    def _put_key(self, k0: SSAValue, key: SSAValue, d: SSAValue) -> None:
+        """k's element d of tile key `key` into `[key][D+1]`."""
+        fa, kb = self.fa, self.fa.kb
+        self._store(fa.k_at(self.bc, kb.min(kb.add(k0, key), fa.sk - 1), d, 1), self.kv_tile,
+                    kb.add(kb.mul(key, fa.d + 1), d))
+
+    def _put_value(self, k0: SSAValue, key: SSAValue, c: SSAValue) -> None:
+        """v's column c of tile key `key` (0 past Dv) into `[key][Dv padded]`."""
+        fa, kb = self.fa, self.fa.kb
+        self._store(fa.value_or_zero(self.bc, kb.min(kb.add(k0, key), fa.sk - 1), c, self.dvp), self.kv_tile,
+                    kb.add(kb.mul(key, self.dvp), c))
+
+    def _fold(self, base: SSAValue, combine: Combine) -> SSAValue:
+        """The TX shares of a row in `shared` from `base`, combined."""
+        step = partial(self._fold_step, base, combine)
+        return self.fa.kb.for_(1, self.tx_n, 1, [self._load(self.shared, base)], step)[0]
+
+    def _fold_step(
+        self, base: SSAValue, combine: Combine, t: SSAValue, acc: list[SSAValue]
+    ) -> list[SSAValue]:
+        """Share t combined into the running `acc`."""
+        return [self.fa.kb.val(combine(acc[0], self._load(self.shared, self.fa.kb.add(base, t))))]
+
+    # -- a key tile --------------------------------------------------------------------------
+
+    def _tile(self, limits: list[SSAValue], k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        """Emits the key tile from k0: the keys staged, the scores, each row's
+        max, the rescaled sums, p and the values staged, then p·v."""
+        fa, kb = self.fa, self.fa.kb
+        kb.barrier()  # q staged; the last tile's p and values read
+        self._stage(self.bk, fa.d, partial(self._put_key, k0))
+        kb.barrier()
+        dots = kb.for_(0, fa.d, 1, [self.zero] * (self.rq * self.rk), self._qk_step)
+        scores = self._scores(k0, dots, limits)
+        self._row_maxima(scores)
+        out, ps, scaled = self._rescale(carried, scores)
+        kb.barrier()  # every row's max read, the keys used
+        self._stage_p_and_values(k0, ps)
+        return out + kb.for_(0, self.bk, 1, scaled, self._pv_step)
+
+    def _qk_step(self, d: SSAValue, s: list[SSAValue]) -> list[SSAValue]:
+        """One d of the RQ x RK scores, from local q and keys."""
+        fa, kb, rk = self.fa, self.fa.kb, self.rk
+        qs = [self._load(self.q_tile, kb.add(kb.mul(r, fa.d + 1), d)) for r in self.mine]
+        ks = [self._load(self.kv_tile, kb.add(kb.mul(kb.add(self.tx, self.tx_n * j), fa.d + 1), d)) for j in range(rk)]
+        return [fa.fma(qs[i], ks[j], s[i * rk + j]) for i in range(self.rq) for j in range(rk)]
+
+    def _scores(self, k0: SSAValue, dots: list[SSAValue], limits: list[SSAValue]) -> list[SSAValue]:
+        """The score's elementwise work on each dot, keys past Sk (read at
+        Sk-1) and past the query (causal) masked to -inf."""
+        fa, kb, rk = self.fa, self.fa.kb, self.rk
+        keys = [kb.add(k0, kb.add(self.tx, self.tx_n * j)) for j in range(rk)]
+        scores = []
+        for i in range(self.rq):
+            for j in range(rk):
+                sc = fa.score_at(self.bc, self.rows[i], kb.min(keys[j], fa.sk - 1), dots[i * rk + j], 1)
+                scores.append(kb.select(kb.lt(keys[j], limits[i]), sc, self.ninf) if self.masked else sc)
+        return scores
+
+    def _row_maxima(self, scores: list[SSAValue]) -> None:
+        """Each row's max of the tile into `shared` (column TX of the row):
+        the work-items' partial maxima, then one work-item per row."""
+        kb, rk = self.fa.kb, self.rk
+        for i in range(self.rq):
+            top = _combined(kb, arith.MaximumfOp, scores[i * rk:(i + 1) * rk])
+            self._store(top, self.shared, kb.add(kb.mul(self.mine[i], self.tx_n + 1), self.tx))
+        kb.barrier()
+        for e in range(-(-self.bq // self.threads)):
+            r = kb.add(self.flat, e * self.threads)
+            kb.if_(kb.lt(r, self.bq), partial(self._row_max, r))
+        kb.barrier()
+
+    def _row_max(self, r: SSAValue) -> list[SSAValue]:
+        """Block row r's partial maxima folded, into its column TX."""
+        base = self.fa.kb.mul(r, self.tx_n + 1)
+        self._store(self._fold(base, arith.MaximumfOp), self.shared, self.fa.kb.add(base, self.tx_n))
+        return []
+
+    def _rescale(
+        self, carried: list[SSAValue], scores: list[SSAValue]
+    ) -> tuple[list[SSAValue], list[list[SSAValue]], list[SSAValue]]:
+        """Each row's online softmax step: (m, l) of every row, every row's p,
+        and the output accumulators rescaled."""
+        fa, kb, rq, rk, cv = self.fa, self.fa.kb, self.rq, self.rk, self.cv
+        out, ps, scaled = [], [], []
+        for i in range(rq):
+            m, l = carried[2 * i], carried[2 * i + 1]
+            top = self._load(self.shared, kb.add(kb.mul(self.mine[i], self.tx_n + 1), self.tx_n))
+            m_new = kb.val(arith.MaximumfOp(m, top))
+            shift, corr = fa.rescale(m, m_new)
+            p = [kb.val(mathd.ExpOp(kb.val(arith.SubfOp(x, shift)))) for x in scores[i * rk:(i + 1) * rk]]
+            out += [m_new, fa.fma(l, corr, _combined(kb, arith.AddfOp, p))]
+            ps.append(p)
+            scaled += [kb.val(arith.MulfOp(o, corr)) for o in carried[2 * rq + i * cv:2 * rq + (i + 1) * cv]]
+        return out, ps, scaled
+
+    def _stage_p_and_values(self, k0: SSAValue, ps: list[list[SSAValue]]) -> None:
+        """Each work-item's p into `[row][Bk+1]`, the tile's values into
+        `[key][Dv padded]`, then a barrier."""
+        kb = self.fa.kb
+        for i, p in enumerate(ps):
+            for j in range(self.rk):
+                at = kb.add(kb.mul(self.mine[i], self.bk + 1), kb.add(self.tx, self.tx_n * j))
+                self._store(p[j], self.shared, at)
+        self._stage(self.bk, self.dvp, partial(self._put_value, k0))
+        kb.barrier()
+
+    def _pv_step(self, kk: SSAValue, o: list[SSAValue]) -> list[SSAValue]:
+        """One key of p·v: RQ local p times Dv/TX local values."""
+        fa, kb, cv = self.fa, self.fa.kb, self.cv
+        pk = [self._load(self.shared, kb.add(kb.mul(r, self.bk + 1), kk)) for r in self.mine]
+        vs = [self._load(self.kv_tile, kb.add(kb.mul(kk, self.dvp), kb.add(self.tx, self.tx_n * c))) for c in range(cv)]
+        return [fa.fma(pk[i], vs[c], o[i * cv + c]) for i in range(self.rq) for c in range(cv)]
+
+    # -- the rows stored -----------------------------------------------------------------------
+
+    def _store_rows(self, final: list[SSAValue]) -> None:
+        """Each row's sum (the work-items' shares added once), then acc / l of
+        each of the work-item's columns through the epilogue, nothing past
+        Sq and Dv."""
+        fa, kb, rq, cv, tx_n = self.fa, self.fa.kb, self.rq, self.cv, self.tx_n
+        kb.barrier()
+        for i in range(rq):
+            self._store(final[2 * i + 1], self.shared, kb.add(kb.mul(self.mine[i], tx_n + 1), self.tx))
+        kb.barrier()
+        for i in range(rq):
+            inv = fa.inverse(self._fold(kb.mul(self.mine[i], tx_n + 1), arith.AddfOp))
+            row = kb.add(self.q0, self.mine[i])
+            for c in range(cv):
+                col = kb.add(self.tx, tx_n * c)
+                value = kb.val(arith.MulfOp(final[2 * rq + i * cv + c], inv))
+                put = partial(self._store_output, row, col, value)
+                inside = [kb.lt(row, fa.sq)] if fa.sq % self.bq else []
+                inside += [kb.lt(col, fa.dv)] if (c + 1) * tx_n > fa.dv else []
+                if inside:
+                    kb.if_(inside[0] if len(inside) == 1 else kb.val(arith.AndIOp(*inside)), put)
+                else:
+                    put()
+
+    def _store_output(self, row: SSAValue, col: SSAValue, value: SSAValue) -> list[SSAValue]:
+        """`value` of output (row, col) through the epilogue."""
+        self.fa.finish([*self.bc, row, col], value, 1)
+        return []

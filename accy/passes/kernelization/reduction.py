@@ -47,6 +47,7 @@ from accy.passes.kernelization.combining import (
     combine,
     identity,
     place,
+    pow2_at_most,
     segment_start,
     vector_total,
     work_group_size,
@@ -234,10 +235,9 @@ class _Reduction:
 
     def work_group_per_output(self) -> LoweredKernel:
         kb = self.kb
-        # Outputs shared by fewer work-items than GPU_REDUCE_GROUP are several to a work-group.
-        per_group = max(1, min(GPU_REDUCE_GROUP // self.threads, self.n_out))
-        while per_group & (per_group - 1):
-            per_group -= 1  # a power of two: the work-group's size is one
+        # Outputs shared by fewer work-items than GPU_REDUCE_GROUP are several
+        # to a work-group, a power of two of them: the work-group's size is one.
+        per_group = pow2_at_most(min(GPU_REDUCE_GROUP // self.threads, self.n_out))
 
         def work(group: SSAValue, tid: SSAValue) -> tuple[SSAValue, Callable[[SSAValue], None]]:
             kept = kb.delinearize(group, self.out_shape)
