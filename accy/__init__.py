@@ -10,6 +10,7 @@ The Python API:
     (h,) = exe(a, to_host=False)                      # device arrays in and out, no copy
     accy.reference.run(module, "main", x)             # the numpy oracle
     accy.PassManager([...]).run(module)               # pipelines with cached analyses
+    accy.register_pass(MyPass)                        # a pass of one's own, for pipeline text
 
 Importing `accy` loads none of this: each name is imported on first use
 (module `__getattr__`), so `import accy.dialects` or `accy-opt` never pays for
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from accy.cli.version import __version__ as __version__
     from accy.dialects.parse import SourceDiagnostic, parse_module
     from accy.passes.pass_manager import PassManager
+    from accy.passes.registry import register_pass
     from accy.runtime.array import Array, device_put
     from accy.runtime.devices import get_device
     from accy.runtime.executable import Executable, compile
@@ -44,6 +46,7 @@ _LAZY: dict[str, str] = {
     "device_put": "accy.runtime.array",
     "get_device": "accy.runtime.devices",
     "parse_module": "accy.dialects.parse",
+    "register_pass": "accy.passes.registry",
 }
 
 __all__ = [
@@ -57,6 +60,7 @@ __all__ = [
     "get_device",
     "parse_module",
     "reference",
+    "register_pass",
 ]
 
 

@@ -177,6 +177,7 @@ class DecomposePass(AccyPass):
     version: ClassVar[int] = 2
 
     ops: tuple[str, ...] = ()
+    """The ops to decompose, of softmax, log_softmax, layer_norm, attention (empty: all of them)."""
 
     def __post_init__(self) -> None:
         unknown = [o for o in self.ops if o not in DECOMPOSABLE]

@@ -29,6 +29,7 @@ class PrintAnalysisPass(AccyPass):
     version: ClassVar[int] = 1
 
     analysis: str = "schedule"
+    """The analysis to print, by name (`accy-opt --list-analyses` lists them)."""
 
     def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         if self.analysis not in ANALYSES:

@@ -59,6 +59,7 @@ PASSES: dict[str, str] = {
     "print-analysis": "accy.passes.print_analysis:PrintAnalysisPass",
     "test-analysis-cache": "accy.passes.testing:TestAnalysisCachePass",
     "test-rewrite-claiming-preserved": "accy.passes.testing:TestRewriteClaimingPreservedPass",
+    "test-diagnostics": "accy.passes.testing:TestDiagnosticsPass",
     "test-fail": "accy.passes.testing:TestFailPass",
     "set-target": "accy.passes.target:SetTargetPass",
     "kernelize": "accy.passes.kernelization.kernelize:KernelizePass",
@@ -351,7 +352,7 @@ def pipeline_specs(text: str) -> list[ArgSpec]:
             try:
                 specs += expand(spec)
             except ValueError as e:
-                raise PipelineError(f"invalid options for pipeline '{spec.name}': {_unprefixed(spec.name, e)}") from None
+                raise PipelineError(f"invalid options for pipeline '{spec.name}': {_text(e)}") from None
     return specs
 
 
@@ -379,7 +380,7 @@ def make_pass(spec: ArgSpec) -> ModulePass:
     try:
         return from_spec(cls, spec)
     except Exception as e:  # a pass validates its options its own way (its __post_init__)
-        raise PipelineError(f"invalid options for pass '{spec.name}': {_unprefixed(spec.name, e)}") from None
+        raise PipelineError(f"invalid options for pass '{spec.name}': {_text(e)}") from None
 
 
 def passes_from_text(text: str) -> list[ModulePass]:
@@ -388,10 +389,8 @@ def passes_from_text(text: str) -> list[ModulePass]:
     return [make_pass(spec) for spec in pipeline_specs(text)]
 
 
-def _unprefixed(name: str, error: Exception) -> str:
-    """The error's text without a leading `name: ` (a pass naming itself)."""
-    text = str(error).strip() or type(error).__name__
-    return text[len(name) + 2 :] if text.startswith(f"{name}: ") else text
+def _text(error: Exception) -> str:
+    return str(error).strip() or type(error).__name__
 
 
 def _flatten(text: str) -> list[str]:

@@ -39,24 +39,43 @@ class SetTargetPass(AccyPass):
     version: ClassVar[int] = 5  # 5: stream_bytes
 
     profile: str | None = None
+    """Start over from this profile, cpu or gpu (the fields the module set are dropped); unset: keep them."""
     format: str | None = None
+    """The artifact a backend prints: opencl-c or llvm-ir (llvm-ir needs the cpu profile)."""
     math: str | None = None
+    """The math tier: exact (correctly rounded or library-grade) or fast (documented approximations)."""
     max_work_group_size: int | None = None
+    """The device's limit on work-items per work-group."""
     local_mem_bytes: int | None = None
+    """The device's local memory per work-group, in bytes."""
     vector_width: int | None = None
+    """Elements per vector load and store: 1, 2, 4, 8 or 16."""
     fp16: bool | None = None
+    """Whether kernels may compute in half precision (OpenCL's cl_khr_fp16)."""
     fp64: bool | None = None
+    """Whether kernels may compute in double precision (OpenCL's cl_khr_fp64)."""
     group_size: int | None = None
+    """Work-items per work-group of one-work-item-per-element kernels."""
     reduce_threads: int | None = None
+    """Work-items of a GPU work-group that shares one reduction output."""
     reduce_chunk: int | None = None
+    """Elements one accumulator lane takes before a long reduction is split into partials."""
     row_threads: int | None = None
+    """Work-items of a GPU work-group that shares one row of a row pipeline, or a scan's lines."""
     scan_vectors: int | None = None
+    """Vectors each work-item of a GPU scan takes per tile of a line."""
     query_rows: int | None = None
+    """Query rows of a flash attention's block (CPU: register tiles of a work-item; GPU: a work-group)."""
     key_tile: int | None = None
+    """Keys of a flash attention's tile."""
     dot_rows: int | None = None
+    """Rows of a dot register tile (GPU: each work-item's tile is dot_rows x dot_rows)."""
     dot_vectors: int | None = None
+    """Vectors per row of a CPU dot register tile."""
     dot_tile: int | None = None
+    """Edge of a GPU dot's square work-group."""
     stream_bytes: int | None = None
+    """A CPU kernel stores an output of at least this many bytes with streaming (non-temporal) stores."""
 
     def __post_init__(self) -> None:
         # Validate at construction, so a bad pipeline string fails before any pass runs.

@@ -8,6 +8,8 @@
   the module and claims to preserve all analyses: `--check-preserved`,
   recomputing the op count, must catch it.
 - `test-fail` raises, to test failure reporting and reproducers.
+- `test-diagnostics` emits the diagnostics the input asks for, to test how
+  they are located, printed and checked (`--verify-diagnostics`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation
 
+from accy.passes.diagnostics import Diagnostic, DiagnosticError, emit, note
 from accy.passes.pass_manager import AccyPass, Analysis, AnalysisManager, PreservedAnalyses
 
 
@@ -66,7 +69,9 @@ class TestAnalysisCachePass(AccyPass):
     name: ClassVar[str] = "test-analysis-cache"
     version: ClassVar[int] = 1
     preserve: str = "all"
+    """What to report preserved: all, none or test-analysis."""
     touch: bool = False
+    """Add a unit attribute to the module, so that the IR changes."""
 
     def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         dep = am.get(TestDependentAnalysis, module)
@@ -109,6 +114,42 @@ class TestFailPass(AccyPass):
     name: ClassVar[str] = "test-fail"
     version: ClassVar[int] = 1
     message: str = "deliberate failure"
+    """The text of the error it raises."""
 
     def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         raise RuntimeError(self.message)
+
+
+#: The attributes `test-diagnostics` reads, and the severity each asks for.
+DIAGNOSE = {"test.error": "error", "test.warning": "warning", "test.remark": "remark", "test.note": "note"}
+
+
+@dataclass(frozen=True)
+class TestDiagnosticsPass(AccyPass):
+    """Emits the diagnostics its input asks for: at each op with a string
+    attribute `test.warning` or `test.remark`, that diagnostic; `test.note`
+    attaches a note at its op to the diagnostic of the op before it; the
+    first `test.error` fails the pass as the user's error (DiagnosticError),
+    after the warnings and remarks before it. Changes nothing."""
+
+    name: ClassVar[str] = "test-diagnostics"
+    version: ClassVar[int] = 1
+
+    def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+        made: list[Diagnostic] = []
+        for op in module.walk():
+            for key, severity in DIAGNOSE.items():
+                attr = op.attributes.get(key)
+                text = getattr(attr, "data", None)
+                if not isinstance(text, str):
+                    continue
+                if severity == "note" and made:
+                    last = made[-1]
+                    made[-1] = Diagnostic(last.severity, last.message, last.op, (*last.notes, note(text, op)))
+                elif severity != "note":
+                    made.append(Diagnostic(severity, text, op))  # type: ignore[arg-type]
+        for d in made:
+            if d.severity == "error":
+                raise DiagnosticError(d.message, d.op, d.notes)
+            emit(d)
+        return PreservedAnalyses.all()

@@ -37,10 +37,13 @@ def test_accy_opt_kernelize_names_the_type(case, tmp_path: Path, capsys: pytest.
     rc = accy_opt([str(path), "-p", "kernelize", "--reproducer-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 1
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    # One diagnostic, at the op or function (issue 21: located, as the user's error).
+    errors = [line for line in err.splitlines() if "error:" in line]
     assert len(errors) == 1, err
     assert where in errors[0] and f"accy runs no element type {bad}" in errors[0], err
+    assert errors[0].startswith(f"{path}:"), err
     assert "VerifyException" not in err and "Traceback" not in err
+    assert "failed" not in err and not list(tmp_path.glob("accy-repro-*")), "reported as if kernelize had crashed"
 
 
 def test_compile_refuses_the_same_type() -> None:

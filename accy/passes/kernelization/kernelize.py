@@ -122,7 +122,9 @@ class KernelizePass(AccyPass):
     version: ClassVar[int] = 7  # 4: GPU scans tiled; 5: accy.kernel_call is launched, not a host fallback; 6: CPU streaming stores, softmax exp kept in the output row; 7: accy.iterate is a loop of kernels, GPU dots split k
 
     strict: bool = False
+    """Fail where a work item would run on the host reference path (a lowering declines it)."""
     verify_bounds: bool = False
+    """Prove every load and store of every kernel in bounds under its launch (also `$ACCY_VERIFY_BOUNDS`)."""
 
     def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         profile = TargetProfile.of_module(module)
@@ -147,22 +149,29 @@ class KernelizePass(AccyPass):
 
 class ElementTypeError(ValueError):
     """A function computes in an element type accy does not run (`i7`): the
-    user's program, refused before any lowering builds a vector of it."""
+    user's program, refused before any lowering builds a vector of it. `op`
+    is the function or op whose type it is (for a located diagnostic)."""
+
+    def __init__(self, message: str, op: Operation) -> None:
+        super().__init__(message)
+        self.op = op
 
 
 def _check_runnable_elements(f: func.FuncOp) -> None:
     """Raises ElementTypeError at the first argument or op result of `f` whose
     element type accy does not run (`accy.compile` refuses it the same way)."""
     name = f.sym_name.data
-    typed = [(f"argument #{i} of @{name}", t) for i, t in enumerate(f.function_type.inputs.data)]
+    typed: list[tuple[str, Attribute, Operation]] = [
+        (f"argument #{i} of @{name}", t, f) for i, t in enumerate(f.function_type.inputs.data)
+    ]
     typed += [
-        (f"'{op.name}' (result #{i}) in @{name}", r.type)
+        (f"'{op.name}' (result #{i}) in @{name}", r.type, op)
         for op in f.walk() if op is not f for i, r in enumerate(op.results)
     ]
-    for where, t in typed:
+    for where, t, op in typed:
         if isinstance(t, TensorType) and not is_runnable_element(t.element_type):
             raise ElementTypeError(
-                f"{where} has type {t}: accy runs no element type {t.element_type} (only {RUNNABLE_ELEMENTS})"
+                f"{where} has type {t}: accy runs no element type {t.element_type} (only {RUNNABLE_ELEMENTS})", op
             )
 
 

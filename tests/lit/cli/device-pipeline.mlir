@@ -39,4 +39,4 @@ func.func @main(%h0: tensor<4x8xf32>, %w: tensor<8x8xf32>, %x: tensor<4x8xf16>) 
 // LIST:        Pipelines:
 // LIST-NEXT:     accy-device-pipeline {{ +}}What `accy.compile` runs on a kernel device{{.+}}
 
-// BAD: accy-opt: error: invalid options for pipeline 'accy-device-pipeline': Provided arguments ["bogus"] not found
+// BAD: accy-opt: error: invalid options for pipeline 'accy-device-pipeline': there is no option 'bogus' (options: strict, verify-bounds)
