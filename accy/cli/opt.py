@@ -161,6 +161,20 @@ class AccyOptMain(xDSLOptMain):
         for entry in self.args.load_pass:
             registry.load_pass(entry)
         self.passes = tuple(registry.passes_from_text(self.args.passes))
+        known = {"all", *registry.PASSES, *(p.name for p in self.passes)}
+        for flag in ("print_ir_before", "print_ir_after"):
+            unknown = [n for n in _names(getattr(self.args, flag)) if n not in known]
+            if unknown:
+                option = "--" + flag.replace("_", "-")
+                raise ToolError(f"{option}: no pass is named '{unknown[0]}' (`accy-opt --list-passes` lists them)")
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        try:
+            return open(self.args.output_file, "w")
+        except OSError as e:
+            raise ToolError(f"cannot write '{self.args.output_file}': {e.strerror or e}") from None
 
     # -- running -------------------------------------------------------
 

@@ -41,6 +41,7 @@ from typing import ClassVar
 
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec, ArgSpecConvertible, parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from accy.passes.options import from_spec
 from accy.passes.pass_manager import Analysis, summary
@@ -344,11 +345,15 @@ def pipeline_specs(text: str) -> list[ArgSpec]:
     """The passes `text` stands for, in order: xDSL's form (`a,b{opt=1}`),
     MLIR's nesting flattened (`builtin.module(func.func(a),b)` is `a,b`:
     accy's passes are module passes), named pipelines expanded into their
-    passes. `PipelineError` for an anchor other than `ANCHORS` or a pipeline
-    option it lacks; xDSL's `ArgSpecParseError` for text that does not parse."""
+    passes. `PipelineError` for text that does not parse, an anchor other
+    than `ANCHORS` or a pipeline option it lacks."""
     specs: list[ArgSpec] = []
-    for element in _flatten(text):
-        for spec in parse_pipeline(element):
+    for start, element in _flatten(text):
+        try:
+            parsed = list(parse_pipeline(element))
+        except ArgSpecParseError as e:
+            raise PipelineError(_syntax_error(text, start, e)) from None
+        for spec in parsed:
             try:
                 specs += expand(spec)
             except ValueError as e:
@@ -393,17 +398,28 @@ def _text(error: Exception) -> str:
     return str(error).strip() or type(error).__name__
 
 
-def _flatten(text: str) -> list[str]:
-    """The elements of pipeline `text` with MLIR's anchors removed: each an
-    xDSL pipeline element (`name` or `name{...}`)."""
-    elements: list[str] = []
+def _syntax_error(text: str, start: int, error: ArgSpecParseError) -> str:
+    """xDSL's parse error of the element at `start` of pipeline `text` (its
+    location line, the element, a caret, the message) as one line."""
+    lines = [line for line in str(error).split("\n") if line.strip()]
+    where = re.search(r":\d+:(\d+)$", lines[1]) if len(lines) > 1 else None
+    message = lines[-1].strip()
+    message = message[:1].lower() + message[1:]
+    column = f"column {start + int(where[1])} of " if where else ""
+    return f"invalid pass pipeline: {message} ({column}'{text}')"
+
+
+def _flatten(text: str) -> list[tuple[int, str]]:
+    """The elements of pipeline `text` with MLIR's anchors removed, each an
+    xDSL pipeline element (`name` or `name{...}`) with where it starts."""
+    elements: list[tuple[int, str]] = []
     depth: list[str] = []
     i, start = 0, 0
 
     def flush(end: int) -> None:
-        piece = text[start:end].strip()
-        if piece:
-            elements.append(piece)
+        piece = text[start:end]
+        if piece.strip():
+            elements.append((start + len(piece) - len(piece.lstrip()), piece.strip()))
 
     while i < len(text):
         c = text[i]
@@ -414,7 +430,7 @@ def _flatten(text: str) -> list[str]:
             if anchor not in ANCHORS:
                 shown = f"'{anchor}'" if anchor else "nothing"
                 raise PipelineError(
-                    f"'(' after {shown} at column {i + 1} of the pipeline: accy reads the anchors "
+                    f"invalid pass pipeline: '(' after {shown} at column {i + 1}: accy reads the anchors "
                     f"{', '.join(ANCHORS)} (its passes run on the whole module)"
                 )
             depth.append(anchor)
@@ -423,19 +439,19 @@ def _flatten(text: str) -> list[str]:
             flush(i)
             if c == ")":
                 if not depth:
-                    raise PipelineError(f"')' at column {i + 1} of the pipeline closes no '('")
+                    raise PipelineError(f"invalid pass pipeline: ')' at column {i + 1} closes no '('")
                 depth.pop()
             start = i + 1
         i += 1
     if depth:
-        raise PipelineError(f"the pipeline's '{depth[-1]}(' is never closed with ')'")
+        raise PipelineError(f"invalid pass pipeline: the '{depth[-1]}(' is never closed with ')' ('{text}')")
     flush(len(text))
     return elements
 
 
 def _closing(text: str, i: int) -> int:
     """The index of the `}` (`]`) closing the `{` (`[`) at `i`, strings
-    skipped, or the end of `text` (xDSL's parser then reports it unclosed)."""
+    skipped; `PipelineError` when none does."""
     close = "}" if text[i] == "{" else "]"
     j = i + 1
     while j < len(text) and text[j] != close:
@@ -444,6 +460,8 @@ def _closing(text: str, i: int) -> int:
             while j < len(text) and text[j] != '"':
                 j += 2 if text[j] == "\\" else 1
         j += 1
+    if j >= len(text):
+        raise PipelineError(f"invalid pass pipeline: the '{text[i]}' at column {i + 1} is never closed with '{close}' ('{text}')")
     return j
 
 

@@ -278,9 +278,11 @@ def test_mlir_nested_pipelines_are_flattened(prog: Path, capsys: pytest.CaptureF
 @pytest.mark.parametrize(
     ("pipeline", "message"),
     [
-        ("gpu.module(cse)", "accy-opt: error: '(' after 'gpu.module' at column 11 of the pipeline: accy reads the anchors builtin.module, func.func, any"),
-        ("builtin.module(cse", "accy-opt: error: the pipeline's 'builtin.module(' is never closed with ')'"),
-        ("cse)", "accy-opt: error: ')' at column 4 of the pipeline closes no '('"),
+        ("gpu.module(cse)", "accy-opt: error: invalid pass pipeline: '(' after 'gpu.module' at column 11: accy reads the anchors builtin.module, func.func, any"),
+        ("builtin.module(cse", "accy-opt: error: invalid pass pipeline: the 'builtin.module(' is never closed with ')' ('builtin.module(cse')"),
+        ("cse)", "accy-opt: error: invalid pass pipeline: ')' at column 4 closes no '('"),
+        ("cse dce", "accy-opt: error: invalid pass pipeline: expected a comma or pass arguments here (column 4 of 'cse dce')"),
+        ("builtin.module(cse,dce{x)", "accy-opt: error: invalid pass pipeline: the '{' at column 23 is never closed with '}'"),
         ("canonicalise", "accy-opt: error: unknown pass 'canonicalise' (`accy-opt --list-passes` lists them; did you mean 'canonicalize'?)"),
     ],
 )
@@ -384,3 +386,25 @@ def test_a_closed_pipe_exits_quietly(prog: Path) -> None:
     shell = f"set -o pipefail; {exe} {big} | head -1"
     done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout == "builtin.module {\n" and done.stderr == "", done.stderr
+
+
+def test_output_and_print_flags_name_what_is_wrong(prog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_opt(capsys, str(prog), "-o", str(tmp_path / "no-such-dir" / "out.mlir"))
+    assert code == 1 and err.strip() == f"accy-opt: error: cannot write '{tmp_path / 'no-such-dir' / 'out.mlir'}': No such file or directory"
+    code, _, err = run_opt(capsys, str(prog), "-p", "cse", "--print-ir-after=csee")
+    assert code == 1 and err.strip() == "accy-opt: error: --print-ir-after: no pass is named 'csee' (`accy-opt --list-passes` lists them)"
+    code, _, err = run_opt(capsys, str(tmp_path))
+    assert code == 1 and err.strip() == f"accy-opt: error: '{tmp_path}' is a directory, not an .mlir file"
+
+
+def test_docs_cli_md_lists_the_exit_statuses() -> None:
+    """docs/cli.md's table has a row per status of either tool, and says
+    which tool does not use one."""
+    from accy.cli import opt
+    from accy.cli import run as accy_run
+
+    text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+    rows = {int(m[1]): m[2] for m in re.finditer(r"^\| (\d+) \| (.*) \|$", text, re.M)}
+    assert set(rows) == set(opt.EXIT_STATUSES) | set(accy_run.EXIT_STATUSES)
+    for status, row in rows.items():
+        assert ("(not used)" in row) == (status not in opt.EXIT_STATUSES), status

@@ -310,3 +310,27 @@ def test_register_pass_from_python(clean_registry: None) -> None:
 
     with pytest.raises(PluginError, match="not a pass"):
         accy.register_pass(int)  # type: ignore[arg-type]
+
+
+DOCS = Path(__file__).parents[2] / "docs" / "cli.md"
+
+
+def test_the_pass_of_docs_cli_md_runs_as_written(tmp_path: Path, prog: Path) -> None:
+    """docs/cli.md's Python blocks run: its pass, loaded by --load-pass, tags,
+    remarks and refuses as the page says; its pipeline-text example runs."""
+    import re
+
+    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), re.S)
+    the_pass = next(b for b in blocks if "class TagFunctionsPass" in b)
+    (tmp_path / "doc_passes.py").write_text(the_pass)
+    done = run(tmp_path, str(prog), "-p", "tag-functions", "--load-pass", "doc_passes:TagFunctionsPass")
+    assert done.returncode == 0, done.stderr
+    assert "tag.items = 1 : i64" in done.stdout and "remark: 'func.func' op 1 work items" in done.stderr
+    refused = run(tmp_path, str(prog), "-p", "tag-functions{limit=0}", "--load-pass", "doc_passes:TagFunctionsPass")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(f"{prog}:1:1: error: 'func.func' op 1 work items, more than limit=0")
+    usage = next(b for b in blocks if "passes_from_text(" in b)
+    (tmp_path / "prog.mlir").write_text(PROGRAM)
+    code = f"import os; os.chdir({str(tmp_path)!r})\n" + usage
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert ran.returncode == 0, ran.stderr
