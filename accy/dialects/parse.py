@@ -307,7 +307,7 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
         if e.msg == "Could not parse entire input!":
             raise _no_operation_error(parser) from None
         undefined = parser.undefined_value_error() if "used but not defined" in e.msg else None
-        raise (undefined or parser.error_before_new_line(e)) from None
+        raise (undefined or parser.error_before_new_line(_named_token(e))) from None
     except RecursionError:
         # xDSL's parser recurses on nesting (regions, attributes, types).
         raise ParseError(parser._current_token.span, "input is nested too deeply to parse") from None
@@ -317,6 +317,16 @@ def parse_text(ctx: Context, text: str, name: str = "<input>", line_offset: int 
         # `array<f80>`): report it where the parser stopped, as a parse error.
         raise ParseError(parser._current_token.span, str(e) or _unsupported(e)) from e
     return module, source_map
+
+
+def _named_token(e: ParseError) -> ParseError:
+    """`e`, or where xDSL names the token it got by the lexer's kind
+    ("Expected 'x' in shape delimiter, got L_SQUARE"), with the token as written."""
+    m = re.search(r"got ([A-Z_]+)!?$", e.msg)
+    if m is None or m[1] not in MLIRTokenKind.__members__:
+        return e
+    got = "the end of the input" if m[1] == "EOF" else f"'{e.span.text}'"
+    return ParseError(e.span, f"{e.msg[: m.start()]}got {got}")
 
 
 def _no_operation_error(parser: _RecordingParser) -> ParseError:

@@ -42,6 +42,21 @@ CASES = [
         "2:41",
         "accy reads no dense literal of element type f80 (use f16, f32 or f64)",
     ),
+    # Issue 21: a token named as written, not by the lexer's kind (L_SQUARE).
+    (HEAD.replace("(%x: tensor<4xf32>)", "(%x: tensor<4[f32>)") + EXP + TAIL, "1:29", "Expected 'x' in shape delimiter, got '['"),
+    # Issue 21: nothing to read, or a stray token, said so ("Could not parse entire input!").
+    ("", "1:1", "the input holds no operation (it is empty or only comments)"),
+    ("// a comment\n", "1:1", "the input holds no operation (it is empty or only comments)"),
+    (HEAD + EXP + TAIL + "}\n", "5:1", "expected an operation here, got '}'"),
+    # Issue 21: an implicit broadcast, in the user's words (not "expected from variable 'T'").
+    (
+        HEAD.replace("(%x: tensor<4xf32>)", "(%x: tensor<4xf32>, %y: tensor<1xf32>)")
+        + '  %e = "accy.mul"(%x, %y) : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xf32>\n'
+        + TAIL,
+        "2:3",
+        "'accy.mul' op operand 'rhs' has type tensor<1xf32>, but operand 'lhs' has type tensor<4xf32>: 'lhs', 'rhs' "
+        "and 'result' of 'accy.mul' must have one type (accy does not broadcast implicitly",
+    ),
 ]
 
 
