@@ -464,9 +464,20 @@ def _help_epilog(load: Sequence[str]) -> str:
         registry.load_pass(entry)
     width = 100
     lines = ["passes (-p name{option=value ...}, an option written with - or _; each: type = default, what it does):"]
-    for name in registry.pass_names():
-        cls = registry.get_pass(name)
+    # A plugin that does not load is said where it would be listed: --help still helps.
+    try:
+        names = registry.pass_names()
+    except registry.PluginError as e:
+        lines.append(f"  (a pass from elsewhere is not registered: {e})")
+        names = registry.pass_names()
+    for name in names:
         origin = registry.pass_origin(name)
+        try:
+            cls = registry.get_pass(name)
+        except registry.PluginError as e:
+            lines.append(f"  {name}  [{origin}]")
+            lines += _wrapped(f"(cannot be loaded: {e})", width, "      ")
+            continue
         lines.append(f"  {name} v{getattr(cls, 'version', 0)}" + (f"  [{origin}]" if origin else ""))
         lines += _wrapped(registry.pass_summary(name), width, "      ")
         lines += _option_lines(cls, width)

@@ -248,12 +248,17 @@ def test_an_entry_point_that_clashes_or_lies_is_one_clear_error(tmp_path: Path, 
     assert listed.stderr.strip() == (
         "accy-opt: error: entry point 'cse' of package 'demo-accy-plugin' (accy.passes): pass name 'cse' is taken by accy's own pass"
     )
-    # accy's own passes do not read the entry points: a broken one does not stop them.
+    # accy's own passes do not read the entry points: a broken one does not stop them, nor --help.
     assert run(site, str(prog), "-p", "cse").returncode == 0
+    helped = run(site, "--help")
+    assert helped.returncode == 0 and "(a pass from elsewhere is not registered: entry point 'cse'" in helped.stdout
     site = _install(tmp_path / "other", entry_points="[accy.passes]\nwrong-name = demo_accy_plugin:PlainXdslPass\n")
     done = run(site, str(prog), "-p", "wrong-name")
     assert done.returncode == 1
     assert "names pass 'wrong-name', but demo_accy_plugin:PlainXdslPass's name is 'demo-plain'" in done.stderr
+    helped = run(site, "--help")
+    assert helped.returncode == 0 and "  wrong-name  [entry point 'wrong-name'" in helped.stdout
+    assert "(cannot be loaded: entry point 'wrong-name'" in helped.stdout
 
 
 def test_an_entry_point_pass_from_python(site: Path) -> None:
