@@ -62,6 +62,20 @@ def _guarded_load(cond: str, index: str = "%j") -> str:
     }}"""
 
 
+def _rem_load(scale: str, offset: str) -> str:
+    """Under 0 <= j < 100: a 4-wide load at (j * scale + offset) % 16, stored at 0."""
+    return f"""
+    %small = arith.cmpi slt, %j, %c100 : index
+    %g = arith.andi %nonneg, %small : i1
+    scf.if %g {{
+      %p = arith.muli %j, {scale} : index
+      %q = arith.addi %p, {offset} : index
+      %r = arith.remsi %q, %c16 : index
+      %v = vector.load %a[%r] : memref<16xf32>, vector<4xf32>
+      vector.store %v, %a[%c0] : memref<16xf32>, vector<4xf32>
+    }}"""
+
+
 LOADED_I32 = """
     %z = arith.constant 0 : i32
     %one = arith.constant 1 : i32
@@ -292,6 +306,14 @@ CASES: dict[str, Case] = {
     %j = arith.index_cast %m : i32 to index
     %f = memref.load %a[%j] : memref<16xf32>
     memref.store %f, %a[%c0] : memref<16xf32>"""),
+    # (4j) % 16 is a multiple of 4 in [0, 12]: a 4-wide load there is in
+    # bounds (the dot's bias read at vector width 4 and 8, an AVX2 machine's).
+    "4-wide load at (4j) % 16": Case(I64_IN, LOADED_INDEX + _rem_load("%c4", "%c0")),
+    # (4j + 1) % 16 reaches 13, and 13 + 3 is past the end (j = 3).
+    "4-wide load at (4j + 1) % 16": Case(I64_IN, LOADED_INDEX + _rem_load("%c4", "%c1"), _i64(3)),
+    # (6j) % 16 is only even: it reaches 14 (j = 5), which a multiple of 6 rounded down would hide.
+    "4-wide load at (6j) % 16": Case(I64_IN, LOADED_INDEX + "\n    %c6 = arith.constant 6 : index" + _rem_load("%c6", "%c0"),
+                                     _i64(5)),
 }
 
 

@@ -339,11 +339,17 @@ class _Ranges:
                 isinstance(op, arith.RemSIOp) or a.lo >= 0 or _power_of_two(int(b.lo))
             ):
                 return Interval(0, 0)
+            # The remainder is a multiple of what a and b share (r = a - q*b,
+            # exactly): its ends round inward to it (`col % 16` with col a
+            # multiple of 4 is at most 12).
+            g = self.multiple(op.results[0], env)
             if a.lo >= 0:
-                return Interval(0, min(a.hi, b.hi - 1)) if a.hi >= b.lo else a
-            if isinstance(op, arith.RemUIOp):
+                r = Interval(0, min(a.hi, b.hi - 1)) if a.hi >= b.lo else a
+            elif isinstance(op, arith.RemUIOp):
                 return type_range(t)
-            return Interval(max(a.lo, -(b.hi - 1)), min(max(a.hi, 0), b.hi - 1))
+            else:
+                r = Interval(max(a.lo, -(b.hi - 1)), min(max(a.hi, 0), b.hi - 1))
+            return Interval(-((-r.lo) // g) * g, (r.hi // g) * g) if g > 1 else r
         if isinstance(op, arith.MaxSIOp) or isinstance(op, arith.MaxUIOp | arith.MinUIOp) and a.lo >= 0 and b.lo >= 0:
             # Unsigned max and min are the signed ones where both are >= 0.
             if isinstance(op, arith.MinUIOp):
@@ -505,6 +511,15 @@ class _Ranges:
             m = a * b if isinstance(op, arith.MuliOp) else math.gcd(a, b)
             if self.exact(op, env) is None:
                 m = _wrapped_multiple(m, t)
+        elif depth < 12 and isinstance(op, arith.RemSIOp | arith.RemUIOp):
+            # a % b = a - q*b exactly, so it is a multiple of whatever divides
+            # both; unsigned, a negative a is a + 2^width, of which only the
+            # power of two in a's multiple survives.
+            a_v, b_v = op.operands
+            a = self.multiple(a_v, env, depth + 1)
+            if isinstance(op, arith.RemUIOp) and self.of(a_v, env).lo < 0:
+                a = _wrapped_multiple(a, t)
+            m = math.gcd(a, self.multiple(b_v, env, depth + 1))
         elif depth < 12 and isinstance(op, arith.IndexCastOp | arith.ExtSIOp | arith.TruncIOp):
             x = op.operands[0]
             m = self.multiple(x, env, depth + 1)
