@@ -17,6 +17,8 @@ os.environ["ACCY_VERIFY_BOUNDS"] = "1"
 # suite fits CI's few minutes on two cores; `make conformance` runs them all.
 # The sample is the same on every run and machine: a case is in it when
 # crc32 of its node id is 0 mod K, or it is its function's case of least crc.
+# `--conformance-shard=I` takes the cases of residue I instead, so K runs
+# (shards 0 to K-1) cover the suite once, e.g. on a machine with a time limit.
 # --------------------------------------------------------------------------
 
 import zlib  # noqa: E402
@@ -30,12 +32,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--conformance-sample", type=int, default=1, metavar="K",
         help="run 1/K of tests/conformance's cases, the same ones every run (default 1: all)",
     )
+    parser.addoption(
+        "--conformance-shard", type=int, default=0, metavar="I",
+        help="with --conformance-sample=K, run shard I (0 <= I < K) of K: the K shards together are the whole suite",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    k = config.getoption("--conformance-sample")
+    k, shard = config.getoption("--conformance-sample"), config.getoption("--conformance-shard")
     if k <= 1:
         return
+    if not 0 <= shard < k:
+        raise pytest.UsageError(f"--conformance-shard={shard}: expected 0 <= shard < {k}")
     groups: dict[tuple[str, str], list[tuple[int, pytest.Item]]] = defaultdict(list)
     for item in items:
         if "tests/conformance/" in item.nodeid.replace("\\", "/"):
@@ -44,7 +52,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     dropped = set()
     for cases in groups.values():
         least = min(cases, key=lambda c: c[0])[1]
-        dropped |= {id(item) for crc, item in cases if crc % k and item is not least}
+        # Shard 0 also takes each function's least case, so it runs every
+        # function; the other shards leave it to shard 0.
+        dropped |= {id(item) for crc, item in cases if (crc % k != shard or (shard and item is least))
+                    and not (shard == 0 and item is least)}
     if dropped:
         config.hook.pytest_deselected(items=[i for i in items if id(i) in dropped])
         items[:] = [i for i in items if id(i) not in dropped]
