@@ -11,7 +11,7 @@
   the test needs no network, no build backend and no change to the venv.
 - docs/custom-kernels.md, its Python blocks on the LLVM device (what
   `DeviceId.AUTO` picks here is made the LLVM device); a block that names
-  OpenCL also on the OpenCL device, where there is one.
+  OpenCL on the OpenCL device instead, where there is one.
 - docs/op-builders.md, its example.
 
 A failure names the page and the line of the block (Python tracebacks
@@ -103,6 +103,9 @@ def reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir()
     monkeypatch.chdir(folder)
     monkeypatch.syspath_prepend(str(folder))
+    # The installed entry points are read (once) into the registry itself,
+    # not into the copy that is thrown away after the test.
+    registry.pass_names()
     monkeypatch.setattr(registry, "_REGISTERED", dict(registry._REGISTERED))
     before = set(sys.modules)
     yield folder
