@@ -1,0 +1,2287 @@
+"""The ONNX importer: an ONNX model as one `func.func @main` of the accy dialect.
+
+    from accy.frontends.onnx import import_model
+    module = import_model("model.onnx")          # or a ModelProto, or its bytes
+    exe = accy.compile(module, device="llvm")    # (at the face: this module never compiles)
+
+The function takes the graph's inputs that are not initializers, in the
+graph's order, and returns the graph's outputs. Every shape is static: a
+graph input with a symbolic dim needs its shape given (`input_shapes`).
+
+What happens to each node:
+
+- **Folded.** A node whose inputs are all known at import (initializers,
+  `Constant`s, the results of other folded nodes, `static_inputs`) is
+  evaluated once with onnx's own reference implementation
+  (`onnx.reference`), so it has ONNX's semantics by definition, and its
+  results are literals. `Shape`, `Size` and `EyeLike` of any tensor are
+  known from its static shape, so shape computations (Shape, Gather of a
+  shape, Concat of shapes, Reshape with -1 and 0, ConstantOfShape, Range of
+  constants) fold away. Literals are dense attributes built from the
+  array's bytes (a splat as its one element), never Python lists.
+- **Imported.** Otherwise a handler below writes it with the dialect's ops
+  (docs/op-contract.md), making numpy's broadcasting explicit with
+  `accy.broadcast`. A handler reads exactly the attributes and inputs it
+  understands: one it did not read, an element type the dialect does not
+  have (bfloat16, unsigned and 8-bit float types, strings), an operand that
+  must be known at import but is not (a Reshape's shape computed from a
+  graph input), or an op the dialect cannot express yet is an
+  `OnnxImportError` naming the node, the op and what is missing, never a
+  wrong answer. Each op built is verified as it is built.
+- **Expanded.** An op with no handler whose schema defines it as an ONNX
+  function (HardSwish, Mish, MeanVarianceNormalization, Attention, ...) is
+  replaced by that function's body, whose nodes are then imported.
+
+Handlers cover every opset onnx defines for their ops (where an attribute
+became an input, both). Decompositions into the dialect's ops that are
+exact: ArgMax/ArgMin (a max, then the first index where it is reached),
+Gather with indices known at import (slices), Pad (concatenated blocks),
+Trilu (a select with a literal mask), Hardmax and OneHot (compares with a
+literal index vector). Conv, the pools but the global ones, Resize, and a
+Gather or GatherElements whose indices are only known at run time need ops
+the dialect does not have yet (`accy.conv`, `accy.pool`, `accy.gather`).
+
+This module imports only `accy.dialects`, numpy, onnx and xDSL
+(tests/unit/test_layering.py): running the imported function happens at the
+face (`accy/onnx_backend.py`, `accy-run model.onnx`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import string
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any, ClassVar
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.frontend import Frontend
+
+from accy.dialects import accy as A
+from accy.dialects.dense import splat_literal
+from accy.dialects.types import elem_of, is_bool, is_float, is_int, shape_of, tensor
+
+# --------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------
+
+
+class OnnxImportError(ValueError):
+    """What the importer cannot import, with `kind`: "op" (an operator it
+    does not import), "attribute" (an attribute or input of it, or a value
+    of one), "dtype" (an element type the dialect lacks), "constant" (an
+    operand that must be known at import), "shape" (a dim that is not
+    static) or "model" (the model itself is malformed)."""
+
+    def __init__(self, kind: str, message: str, node: str | None = None, op_type: str | None = None) -> None:
+        where = f"node '{node}' ({op_type}): " if node is not None else ""
+        super().__init__(where + message)
+        self.kind = kind
+        self.node = node
+        self.op_type = op_type
+
+
+class NeedsConstant(OnnxImportError):
+    """An operand that must be known at import (a shape, axes, pads) is
+    computed from graph inputs: `inputs` names them. Importing again with
+    those inputs in `static_inputs` specialises the function on their
+    values (what the ONNX backend does, recompiling when they change)."""
+
+    def __init__(self, message: str, inputs: frozenset[str], node: str, op_type: str) -> None:
+        super().__init__("constant", message, node, op_type)
+        self.inputs = inputs
+
+
+# --------------------------------------------------------------------------
+# Element types
+# --------------------------------------------------------------------------
+
+#: ONNX element types the dialect has, with their accy types.
+ELEMENT_TYPES: dict[int, Attribute] = {
+    TensorProto.FLOAT: Float32Type(),
+    TensorProto.DOUBLE: Float64Type(),
+    TensorProto.FLOAT16: Float16Type(),
+    TensorProto.BOOL: IntegerType(1),
+    TensorProto.INT8: IntegerType(8),
+    TensorProto.INT16: IntegerType(16),
+    TensorProto.INT32: IntegerType(32),
+    TensorProto.INT64: IntegerType(64),
+}
+#: Unsigned ONNX types: held in the signed type twice as wide, whose values
+#: stay in 0 .. 2**bits - 1 (every result that could leave that range is
+#: masked back into it, so arithmetic wraps as the unsigned type's does).
+UNSIGNED: dict[int, tuple[Attribute, int]] = {
+    TensorProto.UINT8: (IntegerType(16), 8),
+    TensorProto.UINT16: (IntegerType(32), 16),
+    TensorProto.UINT32: (IntegerType(64), 32),
+}
+SUPPORTED_DTYPES = "float32, float64, float16, bool, int8, int16, int32, int64, uint8, uint16, uint32"
+
+
+def _dtype_name(elem_type: int) -> str:
+    try:
+        return TensorProto.DataType.Name(elem_type).lower()
+    except ValueError:
+        return f"element type {elem_type}"
+
+
+def element_type(elem_type: int) -> Attribute:
+    """The accy element type that holds ONNX element type `elem_type`; KeyError if none."""
+    return ELEMENT_TYPES[elem_type] if elem_type in ELEMENT_TYPES else UNSIGNED[elem_type][0]
+
+
+def held_dtype(elem_type: int) -> np.dtype:
+    """The numpy dtype of the arrays the imported function takes or returns
+    for ONNX element type `elem_type` (int16 for uint8, ...)."""
+    return numpy_dtype_of(element_type(elem_type))
+
+
+def _onnx_type_of(et: Attribute) -> int:
+    for k, v in ELEMENT_TYPES.items():
+        if v == et:
+            return k
+    raise KeyError(et)
+
+
+def numpy_dtype_of(et: Attribute) -> np.dtype:
+    """The numpy dtype of an accy element type this importer writes."""
+    return np.dtype(helper.tensor_dtype_to_np_dtype(_onnx_type_of(et)))
+
+
+def _element_of_dtype(dtype: np.dtype) -> Attribute | None:
+    """The accy type that holds numpy `dtype` (an unsigned one widened), or None."""
+    try:
+        t = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return element_type(t) if t in ELEMENT_TYPES or t in UNSIGNED else None
+
+
+def dense_literal(array: np.ndarray, et: Attribute) -> DenseIntOrFPElementsAttr:
+    """`array` as a dense attribute of `tensor<shape x et>`, built from its
+    bytes (i1 stored as a byte, true as -1, as xDSL stores it); a splat is
+    stored as its one element whatever its size."""
+    t = tensor(array.shape, et)
+    dtype = numpy_dtype_of(et)
+    data = np.ascontiguousarray(array.astype(dtype, copy=False))
+    if dtype == np.bool_:
+        data = np.where(data, -1, 0).astype("<i1")
+    else:
+        data = data.astype(dtype.newbyteorder("<"), copy=False)
+    flat = data.reshape(-1)
+    if flat.size > 1:
+        bits = flat.view(f"<u{flat.itemsize}") if flat.itemsize in (1, 2, 4, 8) else flat
+        if bool((bits == bits[0]).all()):
+            return splat_literal(t, flat[:1].tobytes())
+    return DenseIntOrFPElementsAttr(t, BytesAttr(flat.tobytes()))
+
+
+# --------------------------------------------------------------------------
+# The import
+# --------------------------------------------------------------------------
+
+#: Ops whose results are random: never folded, never imported.
+NONDETERMINISTIC = frozenset(
+    {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+)
+#: Inputs of a folded node beyond this many elements in all are imported
+#: as literals instead (folding evaluates on the host, at import).
+FOLD_LIMIT = 1 << 22
+#: The most slices one decomposition (a Gather of known indices, a reflect
+#: Pad, a Slice with a negative step) writes before it is refused.
+SLICE_LIMIT = 1024
+
+Value = SSAValue | np.ndarray
+
+
+@dataclass
+class ImportedModel:
+    """An imported model: the module, and which graph inputs the function
+    takes (in order) and which graph outputs it returns."""
+
+    module: ModuleOp
+    inputs: list[str]
+    outputs: list[str]
+    #: The ONNX element type of each input and output (an unsigned one is
+    #: held in a wider signed type: `held_dtype`).
+    input_types: list[int] = field(default_factory=list)
+    output_types: list[int] = field(default_factory=list)
+
+
+def load(model_or_path: onnx.ModelProto | str | os.PathLike[str] | bytes) -> onnx.ModelProto:
+    """The model: a ModelProto as it is, bytes parsed, a path loaded (with
+    its external data)."""
+    if isinstance(model_or_path, onnx.ModelProto):
+        return model_or_path
+    if isinstance(model_or_path, bytes):
+        return onnx.load_model_from_string(model_or_path)
+    return onnx.load(os.fspath(model_or_path))
+
+
+def import_model(
+    model_or_path: onnx.ModelProto | str | os.PathLike[str] | bytes,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    static_inputs: Mapping[str, np.ndarray] | None = None,
+) -> ModuleOp:
+    """The model as a module holding one `func.func @main` of the accy
+    dialect (see the module docstring). `input_shapes` gives the shapes of
+    graph inputs (needed where the graph declares a symbolic dim);
+    `static_inputs` gives graph inputs known at import, which the function
+    then does not take. Raises `OnnxImportError`."""
+    return import_onnx(model_or_path, input_shapes=input_shapes, static_inputs=static_inputs).module
+
+
+def import_onnx(
+    model_or_path: onnx.ModelProto | str | os.PathLike[str] | bytes,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    static_inputs: Mapping[str, np.ndarray] | None = None,
+) -> ImportedModel:
+    """`import_model`, also saying which graph inputs the function takes and
+    which outputs it returns."""
+    model = load(model_or_path)
+    return _Importer(model, dict(input_shapes or {}), dict(static_inputs or {})).run()
+
+
+class _Importer:
+    def __init__(self, model: onnx.ModelProto, input_shapes: dict[str, Sequence[int]], static: dict[str, np.ndarray]):
+        self.model = model
+        self.input_shapes = input_shapes
+        self.static = static
+        self.values: dict[str, Value] = {}
+        #: SSA value -> the graph inputs it is computed from.
+        self.sources: dict[SSAValue, frozenset[str]] = {}
+        #: SSA value -> the width of the unsigned type it holds (see UNSIGNED).
+        self.unsigned: dict[SSAValue, int] = {}
+        self.literals: dict[str, SSAValue] = {}
+        self.ops: list[Operation] = []
+        self.functions = {(f.domain, f.name): f for f in model.functions}
+        self.counter = 0
+        self.opsets = {(o.domain or ""): o.version for o in model.opset_import}
+        if "ai.onnx" in self.opsets:
+            self.opsets.setdefault("", self.opsets["ai.onnx"])
+
+    def run(self) -> ImportedModel:
+        graph = self.model.graph
+        inits = {t.name for t in graph.initializer}
+        for t in graph.initializer:
+            self.values[t.name] = _tensor_value(t)
+        for s in graph.sparse_initializer:
+            raise OnnxImportError("model", f"sparse initializer '{s.values.name}' is not supported")
+        block = Block()
+        names: list[str] = []
+        in_types: list[int] = []
+        for vi in graph.input:
+            if vi.name in inits:
+                continue  # an input with a default (IR < 4): the initializer is its value
+            if vi.name in self.static:
+                self.values[vi.name] = np.asarray(self.static[vi.name])
+                continue
+            t = self._input_type(vi)
+            arg = block.insert_arg(t, len(block.args))
+            self.values[vi.name] = arg
+            self.sources[arg] = frozenset({vi.name})
+            elem_type = vi.type.tensor_type.elem_type
+            if elem_type in UNSIGNED:
+                self.unsigned[arg] = UNSIGNED[elem_type][1]
+            names.append(vi.name)
+            in_types.append(elem_type)
+        self.run_nodes(graph.node, self.opsets)
+        results: list[SSAValue] = []
+        out_types: list[int] = []
+        for vo in graph.output:
+            if vo.name not in self.values:
+                raise OnnxImportError("model", f"graph output '{vo.name}' is computed by no node")
+            v = self.ssa(vo.name)
+            computed = self.onnx_type(v)
+            declared = vo.type.tensor_type.elem_type if vo.type.HasField("tensor_type") else 0
+            if declared and computed != declared:
+                raise OnnxImportError(
+                    "model", f"graph output '{vo.name}' is declared {_dtype_name(declared)}, computed as {_dtype_name(computed)}"
+                )
+            results.append(v)
+            out_types.append(computed)
+        block.add_ops([*self.ops, func.ReturnOp(*results)])
+        fn = func.FuncOp("main", ([a.type for a in block.args], [r.type for r in results]), Region(block))
+        return ImportedModel(ModuleOp([fn]), names, [vo.name for vo in graph.output], in_types, out_types)
+
+    def onnx_type(self, v: Value) -> int:
+        """The ONNX element type of a value."""
+        if isinstance(v, SSAValue):
+            bits = self.unsigned.get(v)
+            if bits is not None:
+                return next(k for k, (_, b) in UNSIGNED.items() if b == bits)
+            return _onnx_type_of(elem_of(v))
+        return helper.np_dtype_to_tensor_dtype(v.dtype)
+
+    def _input_type(self, vi: onnx.ValueInfoProto) -> TensorType:
+        if not vi.type.HasField("tensor_type"):
+            kind = vi.type.WhichOneof("value")
+            raise OnnxImportError("dtype", f"graph input '{vi.name}' is a {kind}, not a tensor: only tensors are supported")
+        tt = vi.type.tensor_type
+        if tt.elem_type not in ELEMENT_TYPES and tt.elem_type not in UNSIGNED:
+            raise OnnxImportError(
+                "dtype", f"graph input '{vi.name}' is {_dtype_name(tt.elem_type)}: accy has {SUPPORTED_DTYPES}"
+            )
+        given = self.input_shapes.get(vi.name)
+        if given is not None:
+            shape = [int(d) for d in given]
+            declared = list(tt.shape.dim) if tt.HasField("shape") else None
+            if declared is not None and (
+                len(declared) != len(shape)
+                or any(d.HasField("dim_value") and d.dim_value != s for d, s in zip(declared, shape, strict=True))
+            ):
+                raise OnnxImportError("shape", f"graph input '{vi.name}': shape {shape} does not match the declared one")
+        else:
+            if not tt.HasField("shape"):
+                raise OnnxImportError("shape", f"graph input '{vi.name}' has no declared shape: give it in input_shapes")
+            shape = []
+            for d in tt.shape.dim:
+                if not d.HasField("dim_value"):
+                    what = f"'{d.dim_param}'" if d.dim_param else "of unknown size"
+                    raise OnnxImportError(
+                        "shape", f"graph input '{vi.name}' has a dim {what}: give its shape in input_shapes (accy's shapes are static)"
+                    )
+                shape.append(d.dim_value)
+        return tensor(shape, element_type(tt.elem_type))
+
+    # -- values ----------------------------------------------------------
+
+    def ssa(self, name: str) -> SSAValue:
+        """The SSA value of `name`, a literal for a known value."""
+        v = self.values[name]
+        if isinstance(v, SSAValue):
+            return v
+        if name not in self.literals:
+            self.literals[name] = self.literal(v)
+        return self.literals[name]
+
+    def literal(self, array: np.ndarray, et: Attribute | None = None) -> SSAValue:
+        if et is None:
+            et = _element_of_dtype(array.dtype)
+            if et is None:
+                raise OnnxImportError("dtype", f"a literal of {array.dtype} is not supported: accy has {SUPPORTED_DTYPES}")
+        v = self.emit(A.ConstantOp(dense_literal(np.asarray(array), et)))
+        if array.dtype.kind == "u":
+            self.unsigned[v] = array.dtype.itemsize * 8
+        return v
+
+    def emit(self, op: Operation) -> SSAValue:
+        op.verify()
+        self.ops.append(op)
+        result = op.results[0]
+        self.sources[result] = frozenset().union(*(self.sources.get(o, frozenset()) for o in op.operands))
+        return result
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"{base}__accy{self.counter}"
+
+    # -- nodes -----------------------------------------------------------
+
+    def run_nodes(self, nodes: Iterable[onnx.NodeProto], opsets: Mapping[str, int]) -> None:
+        for index, node in enumerate(nodes):
+            self.run_node(node, opsets, index)
+
+    def run_node(self, node: onnx.NodeProto, opsets: Mapping[str, int], index: int = 0) -> None:
+        label = node.name or (f"{node.op_type}->{node.output[0]}" if node.output else f"{node.op_type}#{index}")
+        domain = node.domain if node.domain != "ai.onnx" else ""
+        for name in node.input:
+            if name and name not in self.values:
+                raise OnnxImportError("model", f"input '{name}' is not computed before it is used", label, node.op_type)
+        local = self.functions.get((node.domain, node.op_type))
+        if local is not None:
+            self.expand(node, local, label, _function_opsets(local, opsets))
+            return
+        if domain != "":
+            raise OnnxImportError("op", f"operator domain '{node.domain}' is not supported (only the default ONNX domain)", label, node.op_type)
+        if "" not in opsets:
+            raise OnnxImportError("model", "the model imports no version of the default ONNX domain", label, node.op_type)
+        opset = opsets[""]
+        if self.try_fold(node, opset, label):
+            return
+        handler = HANDLERS.get(node.op_type)
+        if handler is None:
+            found = _schema_function(node, opset, self)
+            if found is not None:
+                body, defaults = found
+                self.expand(node, body, label, _function_opsets(body, opsets), defaults)
+                return
+            raise OnnxImportError("op", f"operator {node.op_type} is not supported{_missing_op(node.op_type)}", label, node.op_type)
+        ctx = _Node(self, node, opset, label, opsets)
+        outputs = handler(ctx)
+        ctx.finish(outputs)
+
+    def try_fold(self, node: onnx.NodeProto, opset: int, label: str) -> bool:
+        if node.op_type in NONDETERMINISTIC or node.op_type in NO_FOLD:
+            return False
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+            return False
+        if node.op_type in SHAPE_ONLY and node.input and node.input[0]:
+            v = self.values[node.input[0]]
+            if isinstance(v, SSAValue):
+                # What these read of their input is its shape and type: a zero-strided stand-in holds them.
+                dtype = helper.tensor_dtype_to_np_dtype(self.onnx_type(v))
+                v = np.broadcast_to(np.zeros((), dtype), shape_of(v))
+            feeds = {node.input[0]: v}
+        else:
+            feeds = {}
+            for name in node.input:
+                if not name:
+                    continue
+                v = self.values[name]
+                if isinstance(v, SSAValue):
+                    return False
+                feeds[name] = v
+            if sum(np.size(v) for v in feeds.values()) > FOLD_LIMIT:
+                return False
+        try:
+            results = _evaluate(node, feeds, opset)
+        except Exception:  # noqa: BLE001 - onnx's reference could not: the handler decides
+            return False
+        if len(results) < len([o for o in node.output if o]) or not all(isinstance(r, np.ndarray | np.generic) for r in results):
+            return False
+        for name, r in zip(node.output, results, strict=False):
+            if name:
+                self.values[name] = np.asarray(r)
+        return True
+
+    def expand(
+        self,
+        node: onnx.NodeProto,
+        fn: onnx.FunctionProto,
+        label: str,
+        opsets: Mapping[str, int],
+        defaults: Mapping[str, onnx.AttributeProto] | None = None,
+    ) -> None:
+        """Imports `fn`'s body in place of `node`: its formal inputs and
+        outputs are the node's, its other names fresh, its attribute
+        references the node's attributes (else the function's defaults, else
+        the schema's `defaults`)."""
+        renamed: dict[str, str] = {}
+        for formal, actual in zip(fn.input, node.input, strict=False):
+            renamed[formal] = actual
+        for formal in fn.input[len(node.input):]:
+            renamed[formal] = ""
+        for formal, actual in zip(fn.output, node.output, strict=False):
+            renamed[formal] = actual or self.fresh(formal)
+        for formal in fn.output[len(node.output):]:
+            renamed[formal] = self.fresh(formal)
+        attrs = dict(defaults or {})
+        attrs.update({a.name: a for a in fn.attribute_proto})
+        attrs.update({a.name: a for a in node.attribute})
+        for inner in fn.node:
+            if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in inner.attribute):
+                raise OnnxImportError(
+                    "op", f"its function body holds a {inner.op_type} with a subgraph, which is not supported", label, node.op_type
+                )
+            for name in inner.output:
+                if name and name not in renamed:
+                    renamed[name] = self.fresh(name)
+            copy = onnx.NodeProto()
+            copy.CopyFrom(inner)
+            del copy.input[:]
+            copy.input.extend(renamed.get(n, n) if n else "" for n in inner.input)
+            del copy.output[:]
+            copy.output.extend(renamed[n] if n else "" for n in inner.output)
+            del copy.attribute[:]
+            for a in inner.attribute:
+                if a.ref_attr_name:
+                    if a.ref_attr_name in attrs:
+                        given = onnx.AttributeProto()
+                        given.CopyFrom(attrs[a.ref_attr_name])
+                        given.name = a.name
+                        copy.attribute.append(given)
+                else:
+                    copy.attribute.append(a)
+            copy.name = f"{label}/{inner.name or inner.op_type}"
+            self.run_node(copy, opsets)
+
+
+def _function_opsets(fn: onnx.FunctionProto, outer: Mapping[str, int]) -> dict[str, int]:
+    opsets = dict(outer)
+    for o in fn.opset_import:
+        opsets[o.domain if o.domain != "ai.onnx" else ""] = o.version
+    return opsets
+
+
+def _schema_function(
+    node: onnx.NodeProto, opset: int, importer: _Importer
+) -> tuple[onnx.FunctionProto, dict[str, onnx.AttributeProto]] | None:
+    """The function body the schema of `node`'s op gives for `opset`, and
+    the schema's attribute defaults; None when it gives none."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return None
+    defaults = {
+        name: a.default_value
+        for name, a in schema.attributes.items()
+        if a.default_value.type != onnx.AttributeProto.UNDEFINED
+    }
+    body = _schema_body(schema, node, opset, importer)
+    return None if body is None else (body, defaults)
+
+
+def _schema_body(schema: Any, node: onnx.NodeProto, opset: int, importer: _Importer) -> onnx.FunctionProto | None:
+    if schema.has_function:
+        versions = [v for v in schema.function_opset_versions if v <= opset] or list(schema.function_opset_versions)
+        fn = schema.get_function_with_opset_version(max(versions))
+        if isinstance(fn, bytes):
+            parsed = onnx.FunctionProto()
+            parsed.ParseFromString(fn)
+            return parsed
+        return fn
+    if schema.has_context_dependent_function:
+        types = []
+        for name in node.input:
+            if not name:
+                types.append(onnx.TypeProto().SerializeToString())
+                continue
+            v = importer.values[name]
+            shape = shape_of(v) if isinstance(v, SSAValue) else v.shape
+            types.append(helper.make_tensor_type_proto(importer.onnx_type(v), list(shape)).SerializeToString())
+        versions = [v for v in schema.context_dependent_function_opset_versions if v <= opset] or list(
+            schema.context_dependent_function_opset_versions
+        )
+        try:
+            data = schema.get_context_dependent_function_with_opset_version(max(versions), node.SerializeToString(), types)
+        except Exception:  # noqa: BLE001 - the schema could not build one for these inputs
+            return None
+        if not data:
+            return None
+        parsed = onnx.FunctionProto()
+        parsed.ParseFromString(data)
+        return parsed if parsed.node else None
+    return None
+
+
+def _evaluate(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray]:
+    from onnx.reference import ReferenceEvaluator  # loaded only when a node folds
+
+    evaluator = ReferenceEvaluator(node, opsets={"": opset})
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return list(evaluator.run(None, feeds))
+
+
+def _tensor_value(t: TensorProto) -> np.ndarray:
+    """A tensor's value (of any type numpy holds: only a literal the
+    function keeps must be of a type accy has)."""
+    if t.data_type in (TensorProto.STRING, TensorProto.UNDEFINED):
+        raise OnnxImportError("dtype", f"tensor '{t.name}' is {_dtype_name(t.data_type)}: accy has {SUPPORTED_DTYPES}")
+    return numpy_helper.to_array(t)
+
+
+#: Ops the folding never evaluates (their handler knows better, or they read only shapes).
+NO_FOLD = frozenset({"Constant", "Identity"})
+#: Ops that read only their first input's shape (and type): folded whatever its value.
+SHAPE_ONLY = frozenset({"Shape", "Size", "EyeLike"})
+
+#: What a missing op needs, for its error.
+_NEEDS = {
+    "Conv": "accy.conv",
+    "ConvTranspose": "accy.conv",
+    "ConvInteger": "accy.conv",
+    "QLinearConv": "accy.conv",
+    "DeformConv": "accy.conv",
+    "MaxPool": "accy.pool",
+    "AveragePool": "accy.pool",
+    "LpPool": "accy.pool",
+    "MaxRoiPool": "accy.pool",
+    "MaxUnpool": "a scatter op",
+    "GatherElements": "accy.gather (indices known only at run time)",
+    "GatherND": "accy.gather_nd",
+    "ScatterElements": "a scatter op",
+    "ScatterND": "a scatter op",
+    "Scatter": "a scatter op",
+    "Resize": "accy.gather (an interpolating resize)",
+    "TopK": "a sort",
+    "Unique": "data-dependent shapes",
+    "NonZero": "data-dependent shapes",
+    "Compress": "data-dependent shapes",
+    "NonMaxSuppression": "data-dependent shapes",
+    "Loop": "control flow over tensors",
+    "Scan": "control flow over tensors",
+}
+
+
+def _missing_op(op_type: str) -> str:
+    need = _NEEDS.get(op_type)
+    return f" (it needs {need}, which the dialect does not have)" if need else ""
+
+
+# --------------------------------------------------------------------------
+# A node being imported
+# --------------------------------------------------------------------------
+
+
+class _Node:
+    """The node a handler imports: its inputs and attributes, each marked as
+    read, so that `finish` can refuse what no handler understood."""
+
+    def __init__(self, importer: _Importer, node: onnx.NodeProto, opset: int, label: str, opsets: Mapping[str, int]) -> None:
+        self.im = importer
+        self.opsets = opsets
+        self.node = node
+        self.op = node.op_type
+        self.opset = opset
+        self.label = label
+        self.attrs = {a.name: a for a in node.attribute}
+        self.read_attrs: set[str] = set()
+        self.read_inputs: set[int] = set()
+
+    # -- errors --
+
+    def error(self, kind: str, message: str) -> OnnxImportError:
+        return OnnxImportError(kind, message, self.label, self.op)
+
+    def unsupported(self, message: str) -> OnnxImportError:
+        return self.error("attribute", message)
+
+    # -- inputs --
+
+    def n_inputs(self) -> int:
+        return len(self.node.input)
+
+    def has(self, i: int) -> bool:
+        return i < len(self.node.input) and bool(self.node.input[i])
+
+    def name(self, i: int) -> str:
+        if not self.has(i):
+            raise self.error("model", f"input #{i} is required")
+        self.read_inputs.add(i)
+        return self.node.input[i]
+
+    def raw(self, i: int) -> Value:
+        return self.im.values[self.name(i)]
+
+    def value(self, i: int) -> SSAValue:
+        try:
+            v = self.im.ssa(self.name(i))
+        except OnnxImportError as e:
+            raise self.error(e.kind, f"input #{i}: {e}") from None
+        self.check_dtype(v, f"input #{i}")
+        return v
+
+    def values(self, start: int = 0) -> list[SSAValue]:
+        return [self.value(i) for i in range(start, self.n_inputs()) if self.has(i)]
+
+    def const(self, i: int, what: str) -> np.ndarray | None:
+        """Input `i` as an array known at import (None when absent)."""
+        if not self.has(i):
+            return None
+        v = self.raw(i)
+        if isinstance(v, SSAValue):
+            name = self.node.input[i]
+            sources = self.im.sources.get(v, frozenset())
+            raise NeedsConstant(
+                f"{what} (input '{name}') must be known at import, but it is computed from graph input(s) "
+                f"{', '.join(sorted(sources)) or '(none)'}",
+                sources,
+                self.label,
+                self.op,
+            )
+        return v
+
+    def const_ints(self, i: int, what: str) -> list[int] | None:
+        v = self.const(i, what)
+        return None if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        v = self.raw(i)
+        return shape_of(v) if isinstance(v, SSAValue) else tuple(v.shape)
+
+    def elem(self, i: int) -> Attribute:
+        v = self.raw(i)
+        if isinstance(v, SSAValue):
+            return elem_of(v)
+        et = _element_of_dtype(v.dtype)
+        if et is None:
+            raise self.error("dtype", f"input #{i} is {v.dtype}: accy has {SUPPORTED_DTYPES}")
+        return et
+
+    def check_dtype(self, v: SSAValue, what: str) -> None:
+        if _onnx_type_or_none(elem_of(v)) is None:
+            raise self.error("dtype", f"{what} is {elem_of(v)}: accy has {SUPPORTED_DTYPES}")
+
+    # -- attributes --
+
+    def has_attr(self, name: str) -> bool:
+        return name in self.attrs
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        self.read_attrs.add(name)
+        a = self.attrs.get(name)
+        if a is None:
+            return default
+        value = helper.get_attribute_value(a)
+        if isinstance(value, bytes):
+            return value.decode()
+        return value
+
+    def int_attr(self, name: str, default: int) -> int:
+        return int(self.attr(name, default))
+
+    def float_attr(self, name: str, default: float) -> float:
+        return float(self.attr(name, default))
+
+    def ints_attr(self, name: str, default: Sequence[int] | None = None) -> list[int] | None:
+        v = self.attr(name, None)
+        return [int(x) for x in v] if v is not None else (list(default) if default is not None else None)
+
+    def ignore(self, *names: str) -> None:
+        """Attributes that do not change the result (a seed, a hint)."""
+        self.read_attrs.update(names)
+
+    def axis_or_input(self, attr: str, index: int, since: int, what: str) -> list[int] | None:
+        """A list of ints that opset `since` moved from attribute `attr` to input `index`."""
+        if self.opset >= since:
+            return self.const_ints(index, what)
+        return self.ints_attr(attr)
+
+    # -- building --
+
+    def emit(self, op: Operation) -> SSAValue:
+        try:
+            return self.im.emit(op)
+        except VerifyException as e:
+            raise self.error("dtype" if "element type" in str(e) else "attribute", f"cannot be written as {op.name}: {e}") from None
+
+    def finish(self, outputs: Sequence[Value | None]) -> None:
+        extra = sorted(set(self.attrs) - self.read_attrs)
+        if extra:
+            raise self.unsupported(f"attribute {', '.join(extra)} is not supported")
+        unread = [i for i in range(self.n_inputs()) if self.has(i) and i not in self.read_inputs]
+        if unread:
+            raise self.unsupported(f"input #{', #'.join(map(str, unread))} is not supported")
+        for i, name in enumerate(self.node.output):
+            if not name:
+                continue
+            if i >= len(outputs) or outputs[i] is None:
+                raise self.unsupported(f"output #{i} ('{name}') is not supported")
+            out = outputs[i]
+            if isinstance(out, SSAValue):
+                self.check_dtype(out, f"output #{i}")
+                out = self.keep_unsigned(out)
+            self.im.values[name] = out
+
+    def unsigned_bits(self, i: int) -> int | None:
+        """The width of the unsigned type input `i` holds, or None."""
+        if not self.has(i):
+            return None
+        v = self.im.values[self.node.input[i]]
+        if isinstance(v, SSAValue):
+            return self.im.unsigned.get(v)
+        return v.dtype.itemsize * 8 if v.dtype.kind == "u" else None
+
+    def keep_unsigned(self, out: SSAValue) -> SSAValue:
+        """An integer result of an op on an unsigned operand is of that
+        unsigned type (ONNX's ops keep their operands' type): masked back to
+        its width, unless the op cannot leave the operands' range."""
+        if out in self.im.unsigned or self.op in OWN_RESULT_TYPE or not is_int(elem_of(out)):
+            return out
+        bits = self.unsigned_bits(1 if self.op == "Where" else 0)
+        if bits is None or UNSIGNED_HOLDER[bits] != elem_of(out):
+            return out
+        if self.op not in RANGE_KEEPING:
+            out = self.emit(A.AndOp(out, self.scalar((1 << bits) - 1, out)))
+        self.im.unsigned[out] = bits
+        return out
+
+    # -- helpers writing ops --
+
+    def lit(self, array: np.ndarray | float | int | bool, et: Attribute) -> SSAValue:
+        return self.emit(A.ConstantOp(dense_literal(np.asarray(array), et)))
+
+    def full(self, value: float | int | bool, like: SSAValue | tuple[int, ...], et: Attribute | None = None) -> SSAValue:
+        """A splat literal of `like`'s shape (and element type, unless `et`)."""
+        shape = shape_of(like) if isinstance(like, SSAValue) else like
+        et = et if et is not None else elem_of(like)  # type: ignore[arg-type]
+        return self.lit(np.full(shape, value, dtype=numpy_dtype_of(et)), et)
+
+    def reshape(self, v: SSAValue, shape: Sequence[int]) -> SSAValue:
+        if tuple(shape) == shape_of(v):
+            return v
+        return self.emit(A.ReshapeOp(v, list(shape)))
+
+    def transpose(self, v: SSAValue, perm: Sequence[int]) -> SSAValue:
+        if list(perm) == list(range(len(perm))):
+            return v
+        return self.emit(A.TransposeOp(v, list(perm)))
+
+    def cast(self, v: SSAValue, et: Attribute) -> SSAValue:
+        if elem_of(v) == et:
+            return v
+        return self.emit(A.CastOp(v, et))
+
+    def broadcast_to(self, v: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """numpy's broadcast of `v` to `shape` (right-aligned)."""
+        shape = tuple(shape)
+        have = shape_of(v)
+        if have == shape:
+            return v
+        if len(have) > len(shape) or any(h not in (1, s) for h, s in zip(have, shape[len(shape) - len(have):], strict=True)):
+            raise self.error("attribute", f"shape {list(have)} does not broadcast to {list(shape)}")
+        dims = list(range(len(shape) - len(have), len(shape)))
+        return self.emit(A.BroadcastOp(v, dims, shape))
+
+    def broadcast_all(self, vs: Sequence[SSAValue]) -> list[SSAValue]:
+        try:
+            shape = np.broadcast_shapes(*(shape_of(v) for v in vs))
+        except ValueError:
+            raise self.error("attribute", f"shapes {', '.join(str(list(shape_of(v))) for v in vs)} do not broadcast") from None
+        return [self.broadcast_to(v, shape) for v in vs]
+
+    def reduce(self, v: SSAValue, kind: str, axes: Sequence[int], keepdims: bool) -> SSAValue:
+        rank = len(shape_of(v))
+        axes = sorted({a % rank for a in axes}) if rank else []
+        r = self.emit(A.ReduceOp(v, kind, axes))
+        if keepdims:
+            r = self.reshape(r, [1 if d in axes else n for d, n in enumerate(shape_of(v))])
+        return r
+
+    def binary(self, cls: type[A.BinaryOp], a: SSAValue, b: SSAValue) -> SSAValue:
+        a, b = self.broadcast_all([a, b])
+        return self.emit(cls(a, b))
+
+    def cmp(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        a, b = self.broadcast_all([a, b])
+        return self.emit(A.CmpOp(predicate, a, b))
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        cond, a, b = self.broadcast_all([cond, a, b])
+        return self.emit(A.SelectOp(cond, a, b))
+
+    def scalar(self, value: float | int, like: SSAValue) -> SSAValue:
+        """`value` in `like`'s element type, broadcast to its shape."""
+        return self.full(value, like)
+
+    def axis(self, axis: int, rank: int, what: str = "axis") -> int:
+        if not -max(rank, 1) <= axis < max(rank, 1):
+            raise self.unsupported(f"{what} {axis} is out of range for rank {rank}")
+        return axis % rank if rank else 0
+
+    def slice(self, v: SSAValue, axis: int, start: int, limit: int, stride: int = 1) -> SSAValue:
+        shape = shape_of(v)
+        lo = [0] * len(shape)
+        hi = list(shape)
+        st = [1] * len(shape)
+        lo[axis], hi[axis], st[axis] = start, limit, stride
+        if lo == [0] * len(shape) and hi == list(shape) and st == [1] * len(shape):
+            return v
+        return self.emit(A.SliceOp(v, lo, hi, st))
+
+    def concat(self, vs: Sequence[SSAValue], axis: int) -> SSAValue:
+        vs = [v for v in vs if shape_of(v)[axis] > 0] or list(vs[:1])
+        return vs[0] if len(vs) == 1 else self.emit(A.ConcatOp(list(vs), axis))
+
+    def pick(self, v: SSAValue, axis: int, indices: Sequence[int]) -> SSAValue:
+        """The elements at `indices` along `axis` (each in range), as runs of
+        strided slices joined by a concat: a gather by indices known at import."""
+        pieces: list[SSAValue] = []
+        i = 0
+        while i < len(indices):
+            j = i + 1
+            step = indices[j] - indices[i] if j < len(indices) else 1
+            if step >= 1:
+                while j < len(indices) and indices[j] - indices[j - 1] == step:
+                    j += 1
+            else:
+                step = 1
+            pieces.append(self.slice(v, axis, indices[i], indices[j - 1] + 1, step))
+            i = j
+            if len(pieces) > SLICE_LIMIT:
+                raise self.error(
+                    "attribute", f"taking {len(indices)} scattered indices needs accy.gather (past {SLICE_LIMIT} slices)"
+                )
+        if not pieces:
+            return self.slice(v, axis, 0, 0)
+        return self.concat(pieces, axis)
+
+
+#: unsigned width -> the accy type that holds it.
+UNSIGNED_HOLDER = {bits: held for held, bits in UNSIGNED.values()}
+#: Ops whose result type is their own (an attribute's, or fixed), not their operands'.
+OWN_RESULT_TYPE = frozenset({"Cast", "CastLike", "ArgMax", "ArgMin", "Shape", "Size", "OneHot", "EyeLike", "ConstantOfShape"})
+#: Ops whose integer results lie in the range of their operands: nothing to mask.
+RANGE_KEEPING = frozenset(
+    """Identity Reshape Transpose Flatten Squeeze Unsqueeze Expand Concat Slice Split Tile Gather GatherElements Pad
+    Where Max Min Div Mod ReduceMax ReduceMin Clip Relu Abs Trilu DepthToSpace SpaceToDepth Dropout BitShift
+    BitwiseAnd BitwiseOr BitwiseXor If""".split()
+)
+
+
+def _onnx_type_or_none(et: Attribute) -> int | None:
+    try:
+        return _onnx_type_of(et)
+    except KeyError:
+        return None
+
+
+# --------------------------------------------------------------------------
+# Handlers
+# --------------------------------------------------------------------------
+
+Handler = Callable[[_Node], Sequence[Value | None]]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(*names: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+def _float_only(n: _Node, v: SSAValue) -> None:
+    if not is_float(elem_of(v)):
+        raise n.error("dtype", f"{elem_of(v)} is not supported (it takes a float)")
+
+
+# -- elementwise -----------------------------------------------------------
+
+UNARY: dict[str, type[A.UnaryOp] | type[A.NotOp]] = {
+    "Abs": A.AbsOp,
+    "Neg": A.NegOp,
+    "Exp": A.ExpOp,
+    "Log": A.LogOp,
+    "Sqrt": A.SqrtOp,
+    "Tanh": A.TanhOp,
+    "Sigmoid": A.SigmoidOp,
+    "Relu": A.ReluOp,
+    "Sin": A.SinOp,
+    "Cos": A.CosOp,
+    "Erf": A.ErfOp,
+    "Reciprocal": A.ReciprocalOp,
+    "Floor": A.FloorOp,
+    "Ceil": A.CeilOp,
+    "Not": A.NotOp,
+}
+
+
+@handles(*UNARY)
+def _unary(n: _Node) -> list[Value]:
+    n.ignore("consumed_inputs")  # opset 1's in-place hint
+    return [n.emit(UNARY[n.op](n.value(0)))]
+
+
+BINARY: dict[str, type[A.BinaryOp]] = {
+    "Add": A.AddOp,
+    "Sub": A.SubOp,
+    "Mul": A.MulOp,
+    "Div": A.DivOp,
+    "And": A.AndOp,
+    "Or": A.OrOp,
+    "Xor": A.XorOp,
+    "BitwiseAnd": A.AndOp,
+    "BitwiseOr": A.OrOp,
+    "BitwiseXor": A.XorOp,
+}
+
+
+def _legacy_broadcast(n: _Node, a: SSAValue, b: SSAValue) -> SSAValue:
+    """Opsets before 7 broadcast `b` only when `broadcast=1`, aligned at `axis`."""
+    n.ignore("consumed_inputs")
+    if n.opset >= 7:
+        return b
+    if not n.int_attr("broadcast", 0):
+        if shape_of(a) != shape_of(b):
+            raise n.unsupported("operands of different shapes without broadcast=1")
+        return b
+    ra, rb = len(shape_of(a)), len(shape_of(b))
+    axis = n.int_attr("axis", ra - rb) % max(ra, 1)
+    shape = [1] * ra
+    shape[axis : axis + rb] = shape_of(b)
+    return n.reshape(b, shape)
+
+
+@handles(*BINARY)
+def _binary(n: _Node) -> list[Value]:
+    a, b = n.value(0), n.value(1)
+    b = _legacy_broadcast(n, a, b)
+    # Integer Div: ONNX and accy both truncate toward zero.
+    return [n.binary(BINARY[n.op], a, b)]
+
+
+@handles("BitwiseNot")
+def _bitwise_not(n: _Node) -> list[Value]:
+    x = n.value(0)
+    return [n.emit(A.XorOp(x, n.scalar(-1, x)))]
+
+
+CMP = {"Equal": "eq", "Greater": "gt", "Less": "lt", "GreaterOrEqual": "ge", "LessOrEqual": "le"}
+
+
+@handles(*CMP)
+def _compare(n: _Node) -> list[Value]:
+    a, b = n.value(0), n.value(1)
+    b = _legacy_broadcast(n, a, b)
+    return [n.cmp(CMP[n.op], a, b)]
+
+
+@handles("Pow")
+def _pow(n: _Node) -> list[Value]:
+    x, y = n.value(0), n.value(1)
+    y = _legacy_broadcast(n, x, y)
+    ex, ey = elem_of(x), elem_of(y)
+    if is_float(ex):
+        return [n.binary(A.PowOp, x, n.cast(y, ex))]
+    if is_float(ey):
+        # numpy's power of an integer by a float computes in float64, then ONNX casts back.
+        f64 = Float64Type()
+        return [n.cast(n.binary(A.PowOp, n.cast(x, f64), n.cast(y, f64)), ex)]
+    return [n.binary(A.PowOp, x, n.cast(y, ex))]
+
+
+@handles("Mod")
+def _mod(n: _Node) -> list[Value]:
+    a, b = n.broadcast_all([n.value(0), n.value(1)])
+    fmod = n.int_attr("fmod", 0)
+    et = elem_of(a)
+    if is_float(et):
+        # fmod: x - trunc(x / y)·y, in f64 (f16 and f32 operands are exact there).
+        wide = Float64Type()
+        x, y = n.cast(a, wide), n.cast(b, wide)
+        q = n.emit(A.DivOp(x, y))
+        t = n.select(n.cmp("lt", q, n.scalar(0, q)), n.emit(A.CeilOp(q)), n.emit(A.FloorOp(q)))
+        r = n.emit(A.SubOp(x, n.emit(A.MulOp(t, y))))
+        # fmod keeps the sign of x, and is NaN for y = 0 or x infinite, x for y infinite.
+        inf = n.cmp("eq", n.emit(A.AbsOp(y)), n.scalar(math.inf, y))
+        r = n.select(inf, x, r)
+        if not fmod:
+            r = _floored(n, r, y)
+        return [n.cast(r, et)]
+    if not is_int(et):
+        raise n.error("dtype", f"{et} is not supported")
+    zero = n.scalar(0, a)
+    r = n.emit(A.SubOp(a, n.emit(A.MulOp(n.emit(A.DivOp(a, b)), b))))  # truncated remainder
+    if not fmod:
+        r = _floored(n, r, b)
+    return [n.select(n.cmp("eq", b, zero), zero, r)]
+
+
+def _floored(n: _Node, r: SSAValue, y: SSAValue) -> SSAValue:
+    """numpy's mod from C's fmod `r` of x by `y`: the divisor's sign, so y is
+    added where r is nonzero and of the other sign (for floats: an infinite
+    y gives y there, as numpy's)."""
+    zero = n.scalar(0, r)
+    differ = n.emit(A.XorOp(n.cmp("lt", r, zero), n.cmp("lt", y, zero)))
+    fix = n.emit(A.AndOp(differ, n.cmp("ne", r, zero)))
+    return n.select(fix, n.emit(A.AddOp(r, y)), r)
+
+
+@handles("Max", "Min", "Sum", "Mean")
+def _variadic(n: _Node) -> list[Value]:
+    n.ignore("consumed_inputs")
+    vs = n.broadcast_all(n.values())
+    cls = {"Max": A.MaxOp, "Min": A.MinOp, "Sum": A.AddOp, "Mean": A.AddOp}[n.op]
+    acc = vs[0]
+    for v in vs[1:]:
+        acc = n.emit(cls(acc, v))
+    if n.op == "Mean":
+        _float_only(n, acc)
+        if len(vs) > 1:
+            acc = n.emit(A.DivOp(acc, n.scalar(len(vs), acc)))
+    return [acc]
+
+
+@handles("Where")
+def _where(n: _Node) -> list[Value]:
+    return [n.select(n.value(0), n.value(1), n.value(2))]
+
+
+@handles("Sign")
+def _sign(n: _Node) -> list[Value]:
+    x = n.value(0)
+    zero = n.scalar(0, x)
+    # select(x < 0, -1, select(x > 0, 1, x)): 0 stays 0 and NaN stays NaN.
+    pos = n.select(n.cmp("gt", x, zero), n.scalar(1, x), x if is_float(elem_of(x)) else zero)
+    return [n.select(n.cmp("lt", x, zero), n.scalar(-1, x), pos)]
+
+
+def _activation(n: _Node, x: SSAValue) -> SSAValue:
+    """The activation `n.op` of x, by its attributes (defaults as ONNX's)."""
+    _float_only(n, x)
+    op = n.op
+    zero = n.scalar(0, x)
+
+    def s(v: float) -> SSAValue:
+        return n.scalar(v, x)
+
+    def mul(a: SSAValue, b: SSAValue) -> SSAValue:
+        return n.emit(A.MulOp(a, b))
+
+    def add(a: SSAValue, b: SSAValue) -> SSAValue:
+        return n.emit(A.AddOp(a, b))
+
+    def expm1(v: SSAValue) -> SSAValue:
+        return n.emit(A.SubOp(n.emit(A.ExpOp(v)), s(1)))
+
+    def softplus(v: SSAValue) -> SSAValue:
+        # log(1 + e^v) = max(v, 0) + log(1 + e^-|v|): no overflow.
+        t = n.emit(A.LogOp(add(s(1), n.emit(A.ExpOp(n.emit(A.NegOp(n.emit(A.AbsOp(v)))))))))
+        return add(n.emit(A.MaxOp(v, zero)), t)
+
+    if op == "LeakyRelu":
+        alpha = n.float_attr("alpha", 0.01)
+        return n.select(n.cmp("lt", x, zero), mul(x, s(alpha)), x)
+    if op == "Elu":
+        alpha = n.float_attr("alpha", 1.0)
+        return n.select(n.cmp("lt", x, zero), mul(s(alpha), expm1(x)), x)
+    if op == "Selu":
+        alpha = n.float_attr("alpha", 1.67326319217681884765625)
+        gamma = n.float_attr("gamma", 1.05070102214813232421875)
+        neg = mul(s(alpha), expm1(x))
+        return mul(s(gamma), n.select(n.cmp("le", x, zero), neg, x))
+    if op == "Celu":
+        alpha = n.float_attr("alpha", 1.0)
+        neg = mul(s(alpha), expm1(n.emit(A.DivOp(x, s(alpha)))))
+        return add(n.emit(A.MaxOp(x, zero)), n.emit(A.MinOp(zero, neg)))
+    if op == "HardSigmoid":
+        alpha, beta = n.float_attr("alpha", 0.2), n.float_attr("beta", 0.5)
+        return n.emit(A.MaxOp(zero, n.emit(A.MinOp(s(1), add(mul(x, s(alpha)), s(beta))))))
+    if op == "HardSwish":
+        hs = n.emit(A.MaxOp(zero, n.emit(A.MinOp(s(1), add(mul(x, s(1 / 6)), s(0.5))))))
+        return mul(x, hs)
+    if op == "Softplus":
+        return softplus(x)
+    if op == "Softsign":
+        return n.emit(A.DivOp(x, add(s(1), n.emit(A.AbsOp(x)))))
+    if op == "ThresholdedRelu":
+        alpha = n.float_attr("alpha", 1.0)
+        return n.select(n.cmp("gt", x, s(alpha)), x, zero)
+    if op == "Shrink":
+        lambd, bias = n.float_attr("lambd", 0.5), n.float_attr("bias", 0.0)
+        hi = n.select(n.cmp("gt", x, s(lambd)), n.emit(A.SubOp(x, s(bias))), zero)
+        return n.select(n.cmp("lt", x, s(-lambd)), add(x, s(bias)), hi)
+    if op == "Mish":
+        return mul(x, n.emit(A.TanhOp(softplus(x))))
+    if op == "Swish":
+        alpha = n.float_attr("alpha", 1.0)
+        return mul(x, n.emit(A.SigmoidOp(mul(x, s(alpha)))))
+    if op == "Gelu":
+        approximate = n.attr("approximate", "none")
+        if approximate == "none":
+            return n.emit(A.GeluOp(x))
+        if approximate != "tanh":
+            raise n.unsupported(f"approximate='{approximate}' is not supported")
+        inner = mul(s(math.sqrt(2 / math.pi)), add(x, mul(s(0.044715), mul(x, mul(x, x)))))
+        return mul(mul(s(0.5), x), add(s(1), n.emit(A.TanhOp(inner))))
+    if op == "Tan":
+        return n.emit(A.DivOp(n.emit(A.SinOp(x)), n.emit(A.CosOp(x))))
+    raise AssertionError(op)
+
+
+ACTIVATIONS = (
+    "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "ThresholdedRelu",
+    "Shrink", "Mish", "Swish", "Gelu", "Tan",
+)  # fmt: skip
+
+
+@handles(*ACTIVATIONS)
+def _activation_node(n: _Node) -> list[Value]:
+    n.ignore("consumed_inputs")
+    return [_activation(n, n.value(0))]
+
+
+@handles("PRelu")
+def _prelu(n: _Node) -> list[Value]:
+    n.ignore("consumed_inputs")
+    x, slope = n.value(0), n.value(1)
+    slope = _legacy_broadcast(n, x, slope)
+    zero = n.scalar(0, x)
+    return [n.select(n.cmp("lt", x, zero), n.binary(A.MulOp, x, slope), x)]
+
+
+@handles("IsNaN")
+def _isnan(n: _Node) -> list[Value]:
+    x = n.value(0)
+    _float_only(n, x)
+    return [n.emit(A.CmpOp("ne", x, x))]
+
+
+@handles("IsInf")
+def _isinf(n: _Node) -> list[Value]:
+    x = n.value(0)
+    _float_only(n, x)
+    pos, neg = n.int_attr("detect_positive", 1), n.int_attr("detect_negative", 1)
+    found = n.full(False, x, IntegerType(1))
+    if pos:
+        found = n.emit(A.OrOp(found, n.emit(A.CmpOp("eq", x, n.scalar(math.inf, x)))))
+    if neg:
+        found = n.emit(A.OrOp(found, n.emit(A.CmpOp("eq", x, n.scalar(-math.inf, x)))))
+    return [found]
+
+
+@handles("Round")
+def _round(n: _Node) -> list[Value]:
+    x = n.value(0)
+    _float_only(n, x)
+    # Half to even: floor(x) + (1 where the fraction is above 1/2, or exactly
+    # 1/2 and floor(x) is odd). x - floor(x) is exact.
+    f = n.emit(A.FloorOp(x))
+    d = n.emit(A.SubOp(x, f))
+    half = n.scalar(0.5, x)
+    two = n.scalar(2, x)
+    odd = n.emit(A.CmpOp("ne", n.emit(A.MulOp(n.emit(A.FloorOp(n.emit(A.DivOp(f, two)))), two)), f))
+    up = n.emit(A.OrOp(n.emit(A.CmpOp("gt", d, half)), n.emit(A.AndOp(n.emit(A.CmpOp("eq", d, half)), odd))))
+    r = n.select(up, n.emit(A.AddOp(f, n.scalar(1, x))), f)
+    # Infinities and NaN are their own rounding (x - floor(x) is NaN for them).
+    finite = n.emit(A.CmpOp("eq", d, d))
+    return [n.select(finite, r, x)]
+
+
+@handles("Cast", "CastLike")
+def _cast(n: _Node) -> list[Value]:
+    x = n.value(0)
+    if n.op == "CastLike":
+        to = n.im.onnx_type(n.raw(1))
+    else:
+        to = n.attr("to")
+        if isinstance(to, str):  # opset 1 names the type
+            to = getattr(TensorProto, to.upper())
+    if to not in ELEMENT_TYPES and to not in UNSIGNED:
+        raise n.error("dtype", f"cast to {_dtype_name(to)} is not supported: accy has {SUPPORTED_DTYPES}")
+    if n.int_attr("saturate", 1) != 1:
+        raise n.unsupported("saturate=0 (it applies to float8 types only)")
+    n.ignore("round_mode")  # float8/float4 rounding only
+    r = n.cast(x, element_type(to))
+    if to in UNSIGNED:
+        held, bits = UNSIGNED[to]
+        if n.unsigned_bits(0) != bits:
+            r = n.emit(A.AndOp(r, n.scalar((1 << bits) - 1, r)))  # wraps as numpy's astype does
+            n.im.unsigned[r] = bits
+    return [r]
+
+
+@handles("BitShift")
+def _bit_shift(n: _Node) -> list[Value]:
+    x, y = n.broadcast_all([n.value(0), n.value(1)])
+    if n.unsigned_bits(0) is None:
+        raise n.error("dtype", f"{elem_of(x)} is not supported (it takes an unsigned type)")
+    direction = n.attr("direction")
+    # x << y = x·2^y (masked to the width); x >> y = x / 2^y (x >= 0). A shift
+    # past the holding type's width gives 2^y = 0, and x / 0 = 0 in accy.
+    p = n.emit(A.PowOp(n.scalar(2, y), y))
+    if direction == "LEFT":
+        r = n.emit(A.MulOp(x, p))
+        bits = n.unsigned_bits(0)
+        assert bits is not None
+        return [n.emit(A.AndOp(r, n.scalar((1 << bits) - 1, r)))]
+    if direction == "RIGHT":
+        return [n.emit(A.DivOp(x, p))]
+    raise n.unsupported(f"direction '{direction}'")
+
+
+@handles("Clip")
+def _clip(n: _Node) -> list[Value]:
+    n.ignore("consumed_inputs")
+    x = n.value(0)
+    et = elem_of(x)
+    if n.opset < 11:
+        lo = n.float_attr("min", -3.4028234663852886e38)
+        hi = n.float_attr("max", 3.4028234663852886e38)
+        x = n.emit(A.MaxOp(x, n.scalar(lo, x)))
+        return [n.emit(A.MinOp(x, n.scalar(hi, x)))]
+    for i, cls in ((1, A.MaxOp), (2, A.MinOp)):
+        if n.has(i):
+            bound = n.value(i)
+            if elem_of(bound) != et:
+                raise n.error("dtype", f"bound #{i} is {elem_of(bound)}, x is {et}")
+            x = n.emit(cls(x, n.broadcast_to(n.reshape(bound, ()) if shape_of(bound) == (1,) else bound, shape_of(x))))
+    return [x]
+
+
+@handles("Identity")
+def _identity(n: _Node) -> list[Value]:
+    return [n.raw(0)]
+
+
+@handles("Dropout")
+def _dropout(n: _Node) -> list[Value]:
+    n.ignore("seed", "consumed_inputs", "is_test")
+    x = n.raw(0)
+    ratio = n.float_attr("ratio", 0.5) if n.opset < 12 else None
+    if n.opset >= 12:
+        r = n.const(1, "ratio")
+        ratio = 0.5 if r is None else float(np.asarray(r).reshape(-1)[0])
+        t = n.const(2, "training_mode")
+        training = False if t is None else bool(np.asarray(t).reshape(-1)[0])
+        if training and ratio != 0:
+            raise n.unsupported("training_mode with a nonzero ratio drops at random")
+    shape = shape_of(x) if isinstance(x, SSAValue) else x.shape
+    mask = np.ones(shape, dtype=np.bool_)
+    return [x, mask]
+
+
+# -- contraction -----------------------------------------------------------
+
+
+@handles("MatMul")
+def _matmul(n: _Node) -> list[Value]:
+    return [_matmul_values(n, n.value(0), n.value(1))]
+
+
+def _matmul_values(n: _Node, a: SSAValue, b: SSAValue) -> SSAValue:
+    """numpy's matmul: 1-d operands promoted and their dim dropped, batch dims broadcast."""
+    sa, sb = shape_of(a), shape_of(b)
+    if not sa or not sb:
+        raise n.unsupported("a rank-0 operand")
+    a2 = n.reshape(a, (1, *sa)) if len(sa) == 1 else a
+    b2 = n.reshape(b, (*sb, 1)) if len(sb) == 1 else b
+    sa2, sb2 = shape_of(a2), shape_of(b2)
+    if sa2[-1] != sb2[-2]:
+        raise n.unsupported(f"shapes {list(sa)} and {list(sb)} do not multiply")
+    ba, bb = sa2[:-2], sb2[:-2]
+    if not bb:
+        r = n.emit(A.DotGeneralOp(a2, b2, (), (), (len(sa2) - 1,), (0,)))
+    else:
+        try:
+            batch = tuple(np.broadcast_shapes(ba, bb))
+        except ValueError:
+            raise n.unsupported(f"batch dims {list(ba)} and {list(bb)} do not broadcast") from None
+        a3 = n.broadcast_to(a2, (*batch, *sa2[-2:]))
+        b3 = n.broadcast_to(b2, (*batch, *sb2[-2:]))
+        k = len(batch)
+        r = n.emit(A.DotGeneralOp(a3, b3, tuple(range(k)), tuple(range(k)), (k + 1,), (k,)))
+    out = list(shape_of(r))
+    if len(sa) == 1:
+        del out[-2]
+    if len(sb) == 1:
+        del out[-1]
+    return n.reshape(r, out)
+
+
+@handles("Gemm")
+def _gemm(n: _Node) -> list[Value]:
+    a, b = n.value(0), n.value(1)
+    alpha, beta = n.float_attr("alpha", 1.0), n.float_attr("beta", 1.0)
+    ta, tb = n.int_attr("transA", 0), n.int_attr("transB", 0)
+    n.ignore("broadcast")  # opsets < 7 asked for C's broadcast; it is always done here
+    if len(shape_of(a)) != 2 or len(shape_of(b)) != 2:
+        raise n.unsupported("operands must be matrices")
+    r = n.emit(A.DotGeneralOp(a, b, (), (), (0 if ta else 1,), (1 if tb else 0,)))
+    et = elem_of(r)
+    if not is_float(et) and (alpha != 1 or (n.has(2) and beta != 1)):
+        raise n.unsupported(f"alpha/beta other than 1 with {et} operands")
+    if alpha != 1:
+        r = n.emit(A.MulOp(r, n.scalar(alpha, r)))
+    if n.has(2):
+        c = n.value(2)
+        if beta != 1:
+            c = n.emit(A.MulOp(c, n.scalar(beta, c)))
+        r = n.emit(A.AddOp(r, n.broadcast_to(c, shape_of(r))))
+    return [r]
+
+
+def _einsum_terms(equation: str, ranks: Sequence[int], n: _Node) -> tuple[list[str], str]:
+    """The letters of each operand and of the output, with `...` spelled as
+    upper-case letters the equation does not use (aligned from the right)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise n.unsupported(f"equation '{equation}' has {len(terms)} operands, the node {len(ranks)}")
+    spare = [c for c in string.ascii_uppercase if c not in eq]
+    ell_rank = 0
+    for t, r in zip(terms, ranks, strict=True):
+        if "..." in t:
+            ell_rank = max(ell_rank, r - (len(t) - 3))
+    ell = "".join(spare[:ell_rank])
+    spelled = []
+    for t, r in zip(terms, ranks, strict=True):
+        if "..." in t:
+            k = r - (len(t) - 3)
+            t = t.replace("...", ell[ell_rank - k :])
+        if len(t) != r or not (t.isalpha() or t == ""):
+            raise n.unsupported(f"operand term '{t}' of '{equation}' does not match its rank {r}")
+        spelled.append(t)
+    if arrow:
+        out = out.replace("...", ell)
+    else:
+        letters = "".join(spelled)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    return spelled, out
+
+
+@handles("Einsum")
+def _einsum(n: _Node) -> list[Value]:
+    vs = n.values()
+    terms, out = _einsum_terms(n.attr("equation"), [len(shape_of(v)) for v in vs], n)
+    sizes: dict[str, int] = {}
+    for t, v in zip(terms, vs, strict=True):
+        if len(set(t)) != len(t):
+            raise n.unsupported(f"a repeated index in one operand ('{t}': a diagonal) is not a contraction")
+        for c, d in zip(t, shape_of(v), strict=True):
+            if c in sizes and sizes[c] != d and 1 not in (sizes[c], d):
+                raise n.unsupported(f"index '{c}' has sizes {sizes[c]} and {d}")
+            sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
+    if any(c not in sizes for c in out) or len(set(out)) != len(out):
+        raise n.unsupported(f"output term '{out}' repeats an index or names one no operand has")
+    # Size-1 dims broadcast (numpy's einsum does so for ... dims).
+    operands = []
+    for t, v in zip(terms, vs, strict=True):
+        want = tuple(sizes[c] for c in t)
+        operands.append((t, n.emit(A.BroadcastOp(v, list(range(len(t))), want)) if want != shape_of(v) else v))
+
+    def needed_later(k: int) -> set[str]:
+        """The indices the output or operands k, k+1, ... still need."""
+        return set(out).union(*(set(t) for t, _ in operands[k:]))
+
+    def sum_out(t: str, v: SSAValue, keep: set[str]) -> tuple[str, SSAValue]:
+        drop = [i for i, c in enumerate(t) if c not in keep]
+        if not drop:
+            return t, v
+        return "".join(c for c in t if c in keep), n.emit(A.ReduceOp(v, "sum", drop))
+
+    t0, acc = operands[0]
+    t0, acc = sum_out(t0, acc, needed_later(1))
+    for k in range(1, len(operands)):
+        t1, v1 = operands[k]
+        keep = needed_later(k + 1)
+        t1, v1 = sum_out(t1, v1, keep | set(t0))
+        t0, acc = sum_out(t0, acc, keep | set(t1))
+        batch = [c for c in t0 if c in t1 and c in keep]
+        contract = [c for c in t0 if c in t1 and c not in keep]
+        acc = n.emit(
+            A.DotGeneralOp(
+                acc,
+                v1,
+                [t0.index(c) for c in batch],
+                [t1.index(c) for c in batch],
+                [t0.index(c) for c in contract],
+                [t1.index(c) for c in contract],
+            )
+        )
+        t0 = "".join(batch) + "".join(c for c in t0 if c not in t1) + "".join(c for c in t1 if c not in t0)
+    t0, acc = sum_out(t0, acc, set(out))
+    return [n.transpose(acc, [t0.index(c) for c in out])]
+
+
+# -- reductions ------------------------------------------------------------
+
+#: ONNX reduction -> (the accy kind, what is applied before, what after).
+REDUCTIONS = {
+    "ReduceSum": "sum",
+    "ReduceMax": "max",
+    "ReduceMin": "min",
+    "ReduceMean": "mean",
+    "ReduceProd": "prod",
+    "ReduceL1": "sum",
+    "ReduceL2": "sum",
+    "ReduceSumSquare": "sum",
+    "ReduceLogSum": "sum",
+    "ReduceLogSumExp": "sum",
+}
+
+
+def _reduce_axes(n: _Node) -> list[int] | None:
+    """The axes (None: all), from the attribute or (opset 13 for ReduceSum,
+    18 for the others) the second input; empty axes with
+    noop_with_empty_axes reduce nothing."""
+    since = 13 if n.op == "ReduceSum" else 18
+    axes = n.axis_or_input("axes", 1, since, "axes")
+    if n.opset >= since:
+        noop = n.int_attr("noop_with_empty_axes", 0)
+        if not axes:
+            return [] if noop else None
+    return axes
+
+
+@handles(*REDUCTIONS)
+def _reduction(n: _Node) -> list[Value]:
+    x = n.value(0)
+    rank = len(shape_of(x))
+    axes = _reduce_axes(n)
+    axes = list(range(rank)) if axes is None else [n.axis(a, rank, "axis") for a in axes]
+    keep = bool(n.int_attr("keepdims", 1))
+    return [_reduce_value(n, x, axes, keep)]
+
+
+def _reduce_value(n: _Node, x: SSAValue, axes: list[int], keep: bool) -> SSAValue:
+    op = n.op
+    kind = REDUCTIONS[op]
+    et = elem_of(x)
+    if op in ("ReduceL2", "ReduceLogSum", "ReduceLogSumExp") and not is_float(et):
+        raise n.error("dtype", f"{et} is not supported (it takes a float)")
+    if is_bool(et):
+        if op not in ("ReduceMax", "ReduceMin"):
+            raise n.error("dtype", "i1 is not supported")
+        wide = n.cast(x, IntegerType(8))
+        r = n.reduce(wide, kind, axes, keep)
+        # > 0, not a cast: the i8 identity of an empty max (-128) is false.
+        return n.cmp("gt", r, n.scalar(0, r))
+    if op == "ReduceMean" and not is_float(et):
+        # ONNX's integer mean truncates the sum's quotient (numpy's mean with an integer dtype).
+        s = n.reduce(x, "sum", axes, keep)
+        count = math.prod(shape_of(x)[a] for a in axes)
+        return n.emit(A.DivOp(s, n.scalar(count, s)))
+    if op == "ReduceL1":
+        return n.reduce(n.emit(A.AbsOp(x)), kind, axes, keep)
+    if op in ("ReduceL2", "ReduceSumSquare"):
+        s = n.reduce(n.emit(A.MulOp(x, x)), kind, axes, keep)
+        return n.emit(A.SqrtOp(s)) if op == "ReduceL2" else s
+    if op == "ReduceLogSum":
+        return n.emit(A.LogOp(n.reduce(x, kind, axes, keep)))
+    if op == "ReduceLogSumExp":
+        # log(sum(exp(x - m))) + m with m the max (a finite one): no overflow.
+        m = n.reduce(x, "max", axes, True)
+        m = n.select(n.cmp("eq", n.emit(A.AbsOp(m)), n.scalar(math.inf, m)), n.scalar(0, m), m)
+        e = n.emit(A.ExpOp(n.emit(A.SubOp(x, n.broadcast_to(m, shape_of(x))))))
+        s = n.emit(A.LogOp(n.reduce(e, "sum", axes, True)))
+        r = n.emit(A.AddOp(s, m))
+        if not keep:
+            r = n.reshape(r, [d for i, d in enumerate(shape_of(x)) if i not in axes])
+        return r
+    return n.reduce(x, kind, axes, keep)
+
+
+def _arg_index(n: _Node, x: SSAValue, axis: int, last: bool, kind: str) -> SSAValue:
+    """The index along `axis` of the first (or last) max/min of x, i64, keeping the dim."""
+    shape = shape_of(x)
+    m = n.broadcast_to(n.reduce(x, kind, [axis], True), shape)
+    hit = n.emit(A.CmpOp("eq", x, m))
+    if is_float(elem_of(x)):
+        # A NaN is the max and the min (they propagate it): its first index, as numpy's.
+        hit = n.emit(A.OrOp(hit, n.emit(A.CmpOp("ne", x, x))))
+    i64 = IntegerType(64)
+    iota = n.lit(np.arange(shape[axis], dtype=np.int64), i64)
+    idx = n.emit(A.BroadcastOp(iota, [axis], shape))
+    miss = n.full(-1 if last else shape[axis], shape, i64)
+    return n.reduce(n.emit(A.SelectOp(hit, idx, miss)), "max" if last else "min", [axis], True)
+
+
+@handles("ArgMax", "ArgMin")
+def _argmax(n: _Node) -> list[Value]:
+    x = n.value(0)
+    if is_bool(elem_of(x)):
+        x = n.cast(x, IntegerType(8))
+    rank = len(shape_of(x))
+    axis = n.axis(n.int_attr("axis", 0), rank)
+    if shape_of(x)[axis] == 0:
+        raise n.unsupported("an empty axis has no arg max")
+    keep = n.int_attr("keepdims", 1)
+    last = n.int_attr("select_last_index", 0)
+    r = _arg_index(n, x, axis, bool(last), "max" if n.op == "ArgMax" else "min")
+    if not keep:
+        r = n.reshape(r, [d for i, d in enumerate(shape_of(x)) if i != axis])
+    return [r]
+
+
+@handles("Hardmax")
+def _hardmax(n: _Node) -> list[Value]:
+    x = n.value(0)
+    _float_only(n, x)
+    shape = shape_of(x)
+    rank = len(shape)
+    if n.opset < 13:
+        axis = n.axis(n.int_attr("axis", 1), rank)
+        flat = n.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
+        return [n.reshape(_hardmax_along(n, flat, 1), shape)]
+    return [_hardmax_along(n, x, n.axis(n.int_attr("axis", -1), rank))]
+
+
+def _hardmax_along(n: _Node, x: SSAValue, axis: int) -> SSAValue:
+    shape = shape_of(x)
+    if shape[axis] == 0:
+        return x
+    first = n.broadcast_to(_arg_index(n, x, axis, False, "max"), shape)
+    iota = n.emit(A.BroadcastOp(n.lit(np.arange(shape[axis], dtype=np.int64), IntegerType(64)), [axis], shape))
+    return n.cast(n.emit(A.CmpOp("eq", iota, first)), elem_of(x))
+
+
+def _softmax_like(n: _Node, cls: type[A.SoftmaxOp] | type[A.LogSoftmaxOp]) -> list[Value]:
+    x = n.value(0)
+    _float_only(n, x)
+    shape = shape_of(x)
+    rank = len(shape)
+    if rank == 0:
+        raise n.unsupported("a rank-0 operand")
+    if n.opset < 13:
+        # Opsets before 13 normalise over every dim from `axis` on, as one.
+        axis = n.axis(n.int_attr("axis", 1), rank)
+        flat = n.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
+        return [n.reshape(n.emit(cls(flat, 1)), shape)]
+    return [n.emit(cls(x, n.axis(n.int_attr("axis", -1), rank)))]
+
+
+@handles("Softmax")
+def _softmax(n: _Node) -> list[Value]:
+    return _softmax_like(n, A.SoftmaxOp)
+
+
+@handles("LogSoftmax")
+def _log_softmax(n: _Node) -> list[Value]:
+    return _softmax_like(n, A.LogSoftmaxOp)
+
+
+@handles("LayerNormalization")
+def _layer_norm(n: _Node) -> list[Value]:
+    x = n.value(0)
+    _float_only(n, x)
+    shape = shape_of(x)
+    rank = len(shape)
+    axis = n.axis(n.int_attr("axis", -1), rank)
+    eps = n.float_attr("epsilon", 1e-5)
+    stash = n.int_attr("stash_type", 1)
+    if stash not in (1, _onnx_type_of(elem_of(x))):
+        raise n.error("dtype", f"stash_type {_dtype_name(stash)} is not supported")
+    inner = shape[axis:]
+    rows, cols = math.prod(shape[:axis]), math.prod(inner)
+    et = elem_of(x)
+    ct = Float32Type() if stash == 1 and not isinstance(et, Float64Type) else et
+    xc = n.cast(n.reshape(x, (rows, cols)), ct)
+
+    def per_row(i: int) -> SSAValue | None:
+        if not n.has(i):
+            return None
+        v = n.value(i)
+        return n.cast(n.reshape(n.broadcast_to(v, inner), (cols,)), ct)
+
+    scale, bias = per_row(1), per_row(2)
+    want_stats = any(name for name in n.node.output[1:])
+    if want_stats or eps < 0:
+        mean = n.reduce(xc, "mean", [1], True)
+        c = n.emit(A.SubOp(xc, n.broadcast_to(mean, (rows, cols))))
+        var = n.reduce(n.emit(A.MulOp(c, c)), "mean", [1], True)
+        inv = n.emit(A.RsqrtOp(n.emit(A.AddOp(var, n.scalar(eps, var)))))
+        y = n.emit(A.MulOp(c, n.broadcast_to(inv, (rows, cols))))
+        if scale is not None:
+            y = n.emit(A.MulOp(y, n.broadcast_to(scale, (rows, cols))))
+        if bias is not None:
+            y = n.emit(A.AddOp(y, n.broadcast_to(bias, (rows, cols))))
+    else:
+        gamma = scale if scale is not None else n.full(1, (cols,), ct)
+        beta = bias if bias is not None else n.full(0, (cols,), ct)
+        y = n.emit(A.LayerNormOp(xc, gamma, beta, eps))
+        mean = inv = None
+    y = n.reshape(n.cast(y, et), shape)
+    stats_shape = [*shape[:axis], *[1] * (rank - axis)]
+    outs: list[Value | None] = [y]
+    if mean is not None and inv is not None:
+        outs += [n.reshape(mean, stats_shape), n.reshape(inv, stats_shape)]
+    return outs
+
+
+def _per_channel(n: _Node, v: SSAValue, shape: tuple[int, ...]) -> SSAValue:
+    """A (C,) vector broadcast along dim 1 of `shape`."""
+    if shape_of(v) == shape[1:] and n.opset < 9:
+        return n.emit(A.BroadcastOp(v, list(range(1, len(shape))), shape))
+    if len(shape_of(v)) != 1:
+        raise n.unsupported(f"a per-channel operand of shape {list(shape_of(v))}")
+    return n.emit(A.BroadcastOp(v, [1], shape))
+
+
+@handles("BatchNormalization")
+def _batch_norm(n: _Node) -> list[Value]:
+    n.ignore("consumed_inputs", "is_test")
+    x = n.value(0)
+    _float_only(n, x)
+    shape = shape_of(x)
+    if len(shape) < 2:
+        raise n.unsupported("an input of rank < 2")
+    if n.opset < 9 and not n.int_attr("spatial", 1):
+        n.read_attrs.add("spatial")
+    else:
+        n.ignore("spatial")
+    eps = n.float_attr("epsilon", 1e-5)
+    momentum = n.float_attr("momentum", 0.9)
+    training = n.int_attr("training_mode", 0) if n.opset >= 14 else 0
+    scale, bias, mean, var = (n.value(i) for i in (1, 2, 3, 4))
+    et = elem_of(x)
+
+    def wide(v: SSAValue) -> SSAValue:
+        return n.cast(v, et)
+
+    outs: list[Value | None] = []
+    if training:
+        axes = [0, *range(2, len(shape))]
+        bm = n.reduce(x, "mean", axes, False)
+        c = n.emit(A.SubOp(x, _per_channel(n, bm, shape)))
+        bv = n.reduce(n.emit(A.MulOp(c, c)), "mean", axes, False)
+        use_mean, use_var = bm, bv
+    else:
+        use_mean, use_var = wide(mean), wide(var)
+    inv = n.emit(A.RsqrtOp(n.emit(A.AddOp(use_var, n.scalar(eps, use_var)))))
+    y = n.emit(A.SubOp(x, _per_channel(n, use_mean, shape)))
+    y = n.emit(A.MulOp(y, _per_channel(n, n.emit(A.MulOp(inv, wide(scale))), shape)))
+    y = n.emit(A.AddOp(y, _per_channel(n, wide(bias), shape)))
+    outs.append(y)
+    if training:
+        mt = elem_of(mean)
+
+        def running(old: SSAValue, new: SSAValue) -> SSAValue:
+            new = n.cast(new, mt)
+            a = n.emit(A.MulOp(old, n.scalar(momentum, old)))
+            return n.emit(A.AddOp(a, n.emit(A.MulOp(new, n.scalar(1 - momentum, new)))))
+
+        outs += [running(mean, use_mean), running(var, use_var)]
+    elif any(name for name in n.node.output[1:]):
+        raise n.unsupported("outputs beyond Y outside training mode")
+    return outs
+
+
+@handles("InstanceNormalization")
+def _instance_norm(n: _Node) -> list[Value]:
+    x = n.value(0)
+    _float_only(n, x)
+    shape = shape_of(x)
+    eps = n.float_attr("epsilon", 1e-5)
+    axes = list(range(2, len(shape)))
+    mean = n.reduce(x, "mean", axes, True)
+    c = n.emit(A.SubOp(x, n.broadcast_to(mean, shape)))
+    var = n.reduce(n.emit(A.MulOp(c, c)), "mean", axes, True)
+    inv = n.emit(A.RsqrtOp(n.emit(A.AddOp(var, n.scalar(eps, var)))))
+    y = n.emit(A.MulOp(c, n.broadcast_to(inv, shape)))
+    y = n.emit(A.MulOp(y, _per_channel(n, n.value(1), shape)))
+    return [n.emit(A.AddOp(y, _per_channel(n, n.value(2), shape)))]
+
+
+@handles("LpNormalization")
+def _lp_norm(n: _Node) -> list[Value]:
+    x = n.value(0)
+    _float_only(n, x)
+    shape = shape_of(x)
+    axis = n.axis(n.int_attr("axis", -1), len(shape))
+    p = n.int_attr("p", 2)
+    if p == 1:
+        norm = n.reduce(n.emit(A.AbsOp(x)), "sum", [axis], True)
+    elif p == 2:
+        norm = n.emit(A.SqrtOp(n.reduce(n.emit(A.MulOp(x, x)), "sum", [axis], True)))
+    else:
+        raise n.unsupported(f"p={p} (ONNX defines 1 and 2)")
+    norm = n.broadcast_to(norm, shape)
+    # A zero norm gives 0, not 0/0 (as onnx's reference).
+    return [n.select(n.cmp("eq", norm, n.scalar(0, norm)), n.scalar(0, x), n.emit(A.DivOp(x, norm)))]
+
+
+@handles("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(n: _Node) -> list[Value]:
+    x = n.value(0)
+    _float_only(n, x)
+    axes = list(range(2, len(shape_of(x))))
+    return [n.reduce(x, "mean" if n.op == "GlobalAveragePool" else "max", axes, True)]
+
+
+# -- shapes ----------------------------------------------------------------
+
+
+@handles("Reshape")
+def _reshape(n: _Node) -> list[Value]:
+    x = n.value(0)
+    if n.opset < 5:
+        n.ignore("consumed_inputs")
+        target = n.ints_attr("shape", [])
+    else:
+        target = n.const_ints(1, "shape")
+    allowzero = n.int_attr("allowzero", 0) if n.opset >= 14 else 0
+    return [n.reshape(x, _reshaped(n, shape_of(x), list(target or []), bool(allowzero)))]
+
+
+def _reshaped(n: _Node, shape: tuple[int, ...], target: list[int], allowzero: bool) -> list[int]:
+    """ONNX's Reshape target: 0 copies the input's dim (unless allowzero), -1 is inferred."""
+    out = [shape[i] if d == 0 and not allowzero and i < len(shape) else d for i, d in enumerate(target)]
+    if out.count(-1) > 1 or any(d < -1 for d in out):
+        raise n.unsupported(f"shape {target}")
+    if -1 in out:
+        known = math.prod(d for d in out if d != -1)
+        total = math.prod(shape)
+        if known == 0 or total % known:
+            raise n.unsupported(f"shape {target} does not fit {list(shape)}")
+        out[out.index(-1)] = total // known
+    if math.prod(out) != math.prod(shape):
+        raise n.unsupported(f"shape {target} does not fit {list(shape)}")
+    return out
+
+
+@handles("Transpose")
+def _transpose(n: _Node) -> list[Value]:
+    x = n.value(0)
+    rank = len(shape_of(x))
+    perm = n.ints_attr("perm", list(reversed(range(rank))))
+    if sorted(perm or []) != list(range(rank)):
+        raise n.unsupported(f"perm {perm} is not a permutation of 0..{rank - 1}")
+    return [n.transpose(x, perm or [])]
+
+
+@handles("Flatten")
+def _flatten(n: _Node) -> list[Value]:
+    x = n.value(0)
+    shape = shape_of(x)
+    axis = n.int_attr("axis", 1)
+    if not -len(shape) <= axis <= len(shape):
+        raise n.unsupported(f"axis {axis} is out of range for rank {len(shape)}")
+    if axis < 0:
+        axis += len(shape)
+    return [n.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))]
+
+
+@handles("Squeeze")
+def _squeeze(n: _Node) -> list[Value]:
+    x = n.value(0)
+    shape = shape_of(x)
+    axes = n.axis_or_input("axes", 1, 13, "axes")
+    if axes is None:
+        drop = {i for i, d in enumerate(shape) if d == 1}
+    else:
+        drop = {n.axis(a, len(shape)) for a in axes}
+        if any(shape[a] != 1 for a in drop):
+            raise n.unsupported(f"axes {axes} name dims of {list(shape)} that are not 1")
+    return [n.reshape(x, [d for i, d in enumerate(shape) if i not in drop])]
+
+
+@handles("Unsqueeze")
+def _unsqueeze(n: _Node) -> list[Value]:
+    x = n.value(0)
+    shape = list(shape_of(x))
+    axes = n.axis_or_input("axes", 1, 13, "axes")
+    if axes is None:
+        raise n.error("model", "axes are required")
+    rank = len(shape) + len(axes)
+    norm = sorted(n.axis(a, rank) for a in axes)
+    if len(set(norm)) != len(norm):
+        raise n.unsupported(f"axes {axes} repeat")
+    for a in norm:
+        shape.insert(a, 1)
+    return [n.reshape(x, shape)]
+
+
+@handles("Expand")
+def _expand(n: _Node) -> list[Value]:
+    x = n.value(0)
+    target = n.const_ints(1, "shape") or []
+    try:
+        shape = np.broadcast_shapes(shape_of(x), tuple(target))
+    except ValueError:
+        raise n.unsupported(f"shape {list(shape_of(x))} does not expand to {target}") from None
+    return [n.broadcast_to(x, shape)]
+
+
+@handles("Concat")
+def _concat(n: _Node) -> list[Value]:
+    vs = n.values()
+    rank = len(shape_of(vs[0]))
+    axis = n.axis(n.int_attr("axis", 1 if n.opset < 4 else 0), rank)
+    return [n.concat(vs, axis) if len(vs) > 1 else vs[0]]
+
+
+def _slice_params(n: _Node) -> tuple[list[int], list[int], list[int] | None, list[int] | None]:
+    if n.opset < 10:
+        starts, ends = n.ints_attr("starts"), n.ints_attr("ends")
+        return starts or [], ends or [], n.ints_attr("axes"), None
+    return (
+        n.const_ints(1, "starts") or [],
+        n.const_ints(2, "ends") or [],
+        n.const_ints(3, "axes"),
+        n.const_ints(4, "steps"),
+    )
+
+
+@handles("Slice")
+def _slice(n: _Node) -> list[Value]:
+    x = n.value(0)
+    shape = shape_of(x)
+    rank = len(shape)
+    starts, ends, axes, steps = _slice_params(n)
+    axes = list(range(len(starts))) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise n.unsupported("starts, ends, axes and steps of different lengths")
+    lo, hi, st = [0] * rank, list(shape), [1] * rank
+    flips: list[int] = []
+    for s, e, a, k in zip(starts, ends, axes, steps, strict=True):
+        a = n.axis(a, rank)
+        size = shape[a]
+        if k == 0:
+            raise n.unsupported("a step of 0")
+        indices = range(*slice(s, e, k).indices(size))
+        if k > 0:
+            lo[a], hi[a], st[a] = (indices.start, max(indices.start, indices.stop), k) if indices else (0, 0, 1)
+        else:
+            # A negative step: the elements in increasing order, then reversed.
+            picked = list(indices)
+            if picked:
+                lo[a], hi[a], st[a] = picked[-1], picked[0] + 1, -k
+            else:
+                lo[a], hi[a], st[a] = 0, 0, 1
+            flips.append(a)
+    r = n.emit(A.SliceOp(x, lo, hi, st)) if (lo, hi, st) != ([0] * rank, list(shape), [1] * rank) else x
+    for a in flips:
+        r = _reverse(n, r, a)
+    return [r]
+
+
+def _reverse(n: _Node, v: SSAValue, axis: int) -> SSAValue:
+    size = shape_of(v)[axis]
+    if size <= 1:
+        return v
+    if size > SLICE_LIMIT:
+        raise n.unsupported(f"reversing a dim of {size} (past {SLICE_LIMIT} slices; it needs accy.gather)")
+    return n.concat([n.slice(v, axis, i, i + 1) for i in reversed(range(size))], axis)
+
+
+@handles("Split")
+def _split(n: _Node) -> list[Value]:
+    x = n.value(0)
+    shape = shape_of(x)
+    axis = n.axis(n.int_attr("axis", 0), len(shape))
+    count = len(n.node.output)
+    if n.opset < 13:
+        sizes = n.ints_attr("split")
+        if n.opset < 2 and n.has(1):
+            sizes = n.const_ints(1, "split")
+    else:
+        sizes = n.const_ints(1, "split")
+    if n.opset >= 18:
+        num = n.attr("num_outputs")
+        if sizes is None and num is not None:
+            chunk = -(-shape[axis] // int(num))
+            sizes = [min(chunk, shape[axis] - i * chunk) for i in range(int(num))]
+    if sizes is None:
+        if shape[axis] % count:
+            raise n.unsupported(f"dim {shape[axis]} does not split evenly into {count}")
+        sizes = [shape[axis] // count] * count
+    if sum(sizes) != shape[axis] or len(sizes) != count:
+        raise n.unsupported(f"split {sizes} does not fit dim {shape[axis]} into {count} outputs")
+    outs: list[Value | None] = []
+    start = 0
+    for s in sizes:
+        outs.append(n.slice(x, axis, start, start + s))
+        start += s
+    return outs
+
+
+@handles("Tile")
+def _tile(n: _Node) -> list[Value]:
+    x = n.value(0)
+    shape = shape_of(x)
+    reps = n.const_ints(1, "repeats") or []
+    if len(reps) != len(shape) or any(r < 0 for r in reps):
+        raise n.unsupported(f"repeats {reps} for rank {len(shape)}")
+    # (r0, n0, r1, n1, ...) with each n_i broadcast along its r_i, read row-major.
+    wide = [d for pair in zip(reps, shape, strict=True) for d in pair]
+    b = n.emit(A.BroadcastOp(x, [2 * i + 1 for i in range(len(shape))], wide))
+    return [n.reshape(b, [r * d for r, d in zip(reps, shape, strict=True)])]
+
+
+@handles("Gather")
+def _gather(n: _Node) -> list[Value]:
+    x = n.value(0)
+    shape = shape_of(x)
+    axis = n.axis(n.int_attr("axis", 0), len(shape))
+    if n.has(1) and isinstance(n.raw(1), SSAValue):
+        ind = n.value(1)
+        ishape = shape_of(ind)
+        r = len(ishape)
+        out_k = (*shape[:axis], *ishape, shape[axis], *shape[axis + 1 :])
+        data = n.emit(A.BroadcastOp(x, [*range(axis), axis + r, *range(axis + r + 1, len(out_k))], out_k))
+        idx = n.emit(A.BroadcastOp(_index_of(n, ind, shape[axis]), list(range(axis, axis + r)), out_k))
+        return [_take(n, data, idx, axis + r)]
+    idx = n.const(1, "indices")
+    assert idx is not None
+    flat = [int(i) for i in np.asarray(idx).reshape(-1)]
+    size = shape[axis]
+    if any(not -size <= i < size for i in flat):
+        raise n.unsupported(f"an index out of range for a dim of {size}")
+    picked = n.pick(x, axis, [i % size for i in flat])
+    return [n.reshape(picked, [*shape[:axis], *np.shape(idx), *shape[axis + 1 :]])]
+
+
+#: The most elements of work a gather by run-time indices does as compares
+#: (output elements times the gathered dim): past it, it needs accy.gather.
+GATHER_LIMIT = 1 << 24
+
+
+def _index_of(n: _Node, ind: SSAValue, size: int) -> SSAValue:
+    """Indices as i64 in 0..size-1 (a negative one counts from the end)."""
+    if not is_int(elem_of(ind)):
+        raise n.error("dtype", f"indices of {elem_of(ind)} are not supported")
+    ind = n.cast(ind, IntegerType(64))
+    return n.select(n.cmp("lt", ind, n.scalar(0, ind)), n.emit(A.AddOp(ind, n.scalar(size, ind))), ind)
+
+
+def _take(n: _Node, data: SSAValue, idx: SSAValue, axis: int) -> SSAValue:
+    """out[..] = data[.., idx[..], ..] along `axis` of data and idx (one
+    shape): the one element of each row along `axis` whose position equals
+    its index, picked by a compare and a max over the row (every other
+    element is replaced by the type's lowest value), so exact, NaN included.
+    The gathered `axis` is removed."""
+    shape = shape_of(data)
+    if math.prod(shape) > GATHER_LIMIT:
+        raise n.error(
+            "op",
+            f"indices known only at run time over {math.prod(shape)} elements of work (past {GATHER_LIMIT}) "
+            "need accy.gather, which the dialect does not have",
+        )
+    et = elem_of(data)
+    flag = is_bool(et)
+    if flag:
+        data = n.cast(data, IntegerType(8))
+        et = IntegerType(8)
+    iota = n.emit(A.BroadcastOp(n.lit(np.arange(shape[axis], dtype=np.int64), IntegerType(64)), [axis], shape))
+    hit = n.emit(A.CmpOp("eq", idx, iota))
+    lowest = -math.inf if is_float(et) else -(1 << (et.width.data - 1))  # type: ignore[attr-defined]
+    r = n.emit(A.ReduceOp(n.emit(A.SelectOp(hit, data, n.full(lowest, data))), "max", [axis]))
+    return n.cmp("gt", r, n.scalar(0, r)) if flag else r
+
+
+@handles("GatherElements")
+def _gather_elements(n: _Node) -> list[Value]:
+    x = n.value(0)
+    shape = shape_of(x)
+    rank = len(shape)
+    axis = n.axis(n.int_attr("axis", 0), rank)
+    ind = n.value(1)
+    ishape = shape_of(ind)
+    if len(ishape) != rank or any(i > d for k, (i, d) in enumerate(zip(ishape, shape, strict=True)) if k != axis):
+        raise n.unsupported(f"indices of shape {list(ishape)} for data of shape {list(shape)}")
+    # data cut to the indices' extent off the axis, the axis moved last, then
+    # broadcast along the indices' own dim at `axis`.
+    lo, hi = [0] * rank, [d if k == axis else i for k, (i, d) in enumerate(zip(ishape, shape, strict=True))]
+    cut = n.emit(A.SliceOp(x, lo, hi, [1] * rank)) if hi != list(shape) else x
+    moved = n.transpose(cut, [*[k for k in range(rank) if k != axis], axis])
+    out_k = (*ishape, shape[axis])
+    data = n.emit(A.BroadcastOp(moved, [*[k for k in range(rank) if k != axis], rank], out_k))
+    idx = n.emit(A.BroadcastOp(_index_of(n, ind, shape[axis]), list(range(rank)), out_k))
+    return [_take(n, data, idx, rank)]
+
+
+@handles("Pad")
+def _pad(n: _Node) -> list[Value]:
+    x = n.value(0)
+    shape = shape_of(x)
+    rank = len(shape)
+    mode = n.attr("mode", "constant")
+    if n.opset < 11:
+        pads = n.ints_attr("pads" if n.opset >= 2 else "paddings") or []
+        n.ignore("pads", "paddings")
+        value: SSAValue | float = n.float_attr("value", 0.0)
+        axes = list(range(rank))
+    else:
+        pads = n.const_ints(1, "pads") or []
+        value = n.value(2) if n.has(2) else 0.0
+        axes_in = n.const_ints(3, "axes") if n.opset >= 18 else None
+        axes = list(range(rank)) if axes_in is None else [n.axis(a, rank) for a in axes_in]
+    if len(pads) != 2 * len(axes):
+        raise n.unsupported(f"pads {pads} for {len(axes)} axes")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise n.unsupported(f"mode '{mode}'")
+    r = x
+    for k, a in enumerate(axes):
+        before, after = pads[k], pads[k + len(axes)]
+        r = _pad_axis(n, r, a, before, after, mode, value)
+    return [r]
+
+
+def _pad_axis(n: _Node, v: SSAValue, axis: int, before: int, after: int, mode: str, value: SSAValue | float) -> SSAValue:
+    size = shape_of(v)[axis]
+    if before < 0:  # negative pads crop
+        v, size, before = n.slice(v, axis, -before, size), size + before, 0
+    if after < 0:
+        v, size, after = n.slice(v, axis, 0, size + after), size + after, 0
+    if before == 0 and after == 0:
+        return v
+
+    def block(count: int, left: bool) -> list[SSAValue]:
+        if count == 0:
+            return []
+        bshape = list(shape_of(v))
+        bshape[axis] = count
+        if mode == "constant":
+            if isinstance(value, SSAValue):
+                s = n.reshape(n.cast(value, elem_of(v)), ())
+                return [n.emit(A.BroadcastOp(s, [], bshape))]
+            return [n.full(value, tuple(bshape), elem_of(v))]
+        if size == 0:
+            raise n.unsupported(f"mode '{mode}' on an empty dim")
+        if mode == "edge":
+            edge = n.slice(v, axis, 0, 1) if left else n.slice(v, axis, size - 1, size)
+            return [n.emit(A.BroadcastOp(edge, list(range(len(bshape))), bshape))]
+        if mode == "wrap":
+            idx = [(size - count + i) % size for i in range(count)] if left else [i % size for i in range(count)]
+            return [n.pick(v, axis, idx)]
+        # reflect: mirrored about the edge element, excluded
+        if size == 1:
+            return [n.emit(A.BroadcastOp(v, list(range(len(bshape))), bshape))]
+        period = 2 * (size - 1)
+
+        def mirror(i: int) -> int:
+            i %= period
+            return i if i < size else period - i
+
+        idx = [mirror(-(count - i)) for i in range(count)] if left else [mirror(size - 1 + i + 1) for i in range(count)]
+        return [n.pick(v, axis, idx)]
+
+    return n.concat([*block(before, True), v, *block(after, False)], axis)
+
+
+@handles("DepthToSpace", "SpaceToDepth")
+def _depth_space(n: _Node) -> list[Value]:
+    x = n.value(0)
+    b = n.int_attr("blocksize", 0)
+    shape = shape_of(x)
+    if len(shape) != 4 or b < 1:
+        raise n.unsupported("an input of rank other than 4, or no blocksize")
+    N, C, H, W = shape
+    if n.op == "DepthToSpace":
+        mode = n.attr("mode", "DCR")
+        if C % (b * b):
+            raise n.unsupported(f"{C} channels for blocksize {b}")
+        c = C // (b * b)
+        if mode == "DCR":
+            t = n.transpose(n.reshape(x, (N, b, b, c, H, W)), (0, 3, 4, 1, 5, 2))
+        elif mode == "CRD":
+            t = n.transpose(n.reshape(x, (N, c, b, b, H, W)), (0, 1, 4, 2, 5, 3))
+        else:
+            raise n.unsupported(f"mode '{mode}'")
+        return [n.reshape(t, (N, c, H * b, W * b))]
+    if H % b or W % b:
+        raise n.unsupported(f"spatial dims {H}x{W} for blocksize {b}")
+    mode = n.attr("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise n.unsupported(f"mode '{mode}'")
+    perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    t = n.transpose(n.reshape(x, (N, C, H // b, b, W // b, b)), perm)
+    return [n.reshape(t, (N, C * b * b, H // b, W // b))]
+
+
+@handles("Constant")
+def _constant(n: _Node) -> list[Value]:
+    for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if n.has_attr(key):
+            v = n.attr(key)
+            if key == "value":
+                return [_tensor_value(v)]
+            dtype = np.float32 if "float" in key else np.int64
+            return [np.asarray(v, dtype=dtype)]
+    for key in ("sparse_value", "value_string", "value_strings"):
+        if n.has_attr(key):
+            raise n.error("dtype", f"a {key} constant is not supported")
+    raise n.error("model", "no value")
+
+
+@handles("Shape")
+def _shape(n: _Node) -> list[Value]:
+    shape = n.shape(0)
+    n.name(0)
+    start, end = n.int_attr("start", 0), n.attr("end", None)
+    return [np.asarray(shape[slice(start, None if end is None else int(end))], dtype=np.int64)]
+
+
+@handles("Size")
+def _size(n: _Node) -> list[Value]:
+    n.name(0)
+    return [np.asarray(math.prod(n.shape(0)), dtype=np.int64)]
+
+
+@handles("ConstantOfShape", "Range", "EyeLike")
+def _needs_constants(n: _Node) -> list[Value]:
+    """Reached only when an input is not known at import (else the node
+    was folded): the result's shape depends on it."""
+    for i in range(n.n_inputs()):
+        n.const(i, f"input #{i} (it sets the result's shape)")
+    raise n.unsupported("it could not be evaluated at import")
+
+
+@handles("CumSum", "CumProd")
+def _cumsum(n: _Node) -> list[Value]:
+    x = n.value(0)
+    axis_v = n.const_ints(1, "axis")
+    if not axis_v:
+        raise n.error("model", "axis is required")
+    axis = n.axis(axis_v[0], len(shape_of(x)))
+    exclusive, reverse = bool(n.int_attr("exclusive", 0)), bool(n.int_attr("reverse", 0))
+    kind = "sum" if n.op == "CumSum" else "prod"
+    return [n.emit(A.ScanOp(x, kind, axis, exclusive, reverse))]
+
+
+@handles("Trilu")
+def _trilu(n: _Node) -> list[Value]:
+    x = n.value(0)
+    shape = shape_of(x)
+    if len(shape) < 2:
+        raise n.unsupported("an input of rank < 2")
+    k_v = n.const_ints(1, "k")
+    k = k_v[0] if k_v else 0
+    upper = n.int_attr("upper", 1)
+    rows, cols = shape[-2:]
+    i, j = np.indices((rows, cols))
+    mask = (j - i >= k) if upper else (j - i <= k)
+    m = n.emit(A.BroadcastOp(n.lit(mask, IntegerType(1)), [len(shape) - 2, len(shape) - 1], shape))
+    return [n.emit(A.SelectOp(m, x, n.full(0, x)))]
+
+
+@handles("OneHot")
+def _one_hot(n: _Node) -> list[Value]:
+    idx = n.value(0)
+    depth_v = n.const(1, "depth")
+    assert depth_v is not None
+    depth = int(np.asarray(depth_v).reshape(-1)[0])
+    values = n.value(2)
+    if shape_of(values) != (2,):
+        raise n.unsupported("values must hold [off, on]")
+    shape = shape_of(idx)
+    out_rank = len(shape) + 1
+    axis = n.axis(n.int_attr("axis", -1), out_rank)
+    out = [*shape[:axis], depth, *shape[axis:]]
+    i64 = IntegerType(64)
+    ix = n.cast(idx, i64) if is_int(elem_of(idx)) else n.cast(n.emit(A.FloorOp(idx)) if is_float(elem_of(idx)) else idx, i64)
+    # A negative index counts from the end.
+    ix = n.select(n.cmp("lt", ix, n.scalar(0, ix)), n.emit(A.AddOp(ix, n.scalar(depth, ix))), ix)
+    ib = n.emit(A.BroadcastOp(ix, [d for d in range(out_rank) if d != axis], out))
+    iota = n.emit(A.BroadcastOp(n.lit(np.arange(depth, dtype=np.int64), i64), [axis], out))
+    hit = n.emit(A.CmpOp("eq", ib, iota))
+    off = n.emit(A.BroadcastOp(n.reshape(n.slice(values, 0, 0, 1), ()), [], out))
+    on = n.emit(A.BroadcastOp(n.reshape(n.slice(values, 0, 1, 2), ()), [], out))
+    return [n.emit(A.SelectOp(hit, on, off))]
+
+
+@handles("If")
+def _if(n: _Node) -> list[Value]:
+    """A condition known at import picks the branch, which is imported inline."""
+    cond = n.const(0, "the condition")
+    assert cond is not None
+    branch = n.attr("then_branch" if bool(np.asarray(cond).reshape(-1)[0]) else "else_branch")
+    n.ignore("then_branch", "else_branch")
+    for t in branch.initializer:
+        n.im.values[t.name] = _tensor_value(t)
+    n.im.run_nodes(branch.node, n.opsets)
+    return [n.im.values[o.name] for o in branch.output]
+
+
+# --------------------------------------------------------------------------
+# xDSL's frontend interface (accy-opt model.onnx)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OnnxFrontend(Frontend):
+    """Reads an ONNX model (`accy-opt model.onnx`, `-f onnx`) as the module
+    `import_model` makes."""
+
+    name: ClassVar[str] = "onnx"
+
+    def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
+        return import_model(input.read())
