@@ -10,14 +10,14 @@ export ACCY_CACHE_DIR ?= $(CURDIR)/.venv/accy-cache
 BENCH_JSON ?= bench-results/bench.json
 BENCH_ARGS ?=
 
-.PHONY: demo test lit unit conformance bench lint setup
+.PHONY: demo test lit unit conformance bench lint setup onnx
 
 setup: $(STAMP) $(VENV)/.opencl-checked
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip >/dev/null
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,onnx]'
 	touch $@
 
 $(VENV)/.opencl-checked: $(STAMP)
@@ -47,6 +47,11 @@ lint: setup
 
 conformance: setup
 	$(BIN)/python -m pytest -q --capture=sys -m '' tests/conformance
+
+# ONNX's whole node-test suite on each device (tools/onnx_node_tests.py);
+# it rewrites docs/onnx-node-tests.md. make test runs a slice of it.
+onnx: setup
+	$(BIN)/python tools/onnx_node_tests.py -q
 
 # matplotlib (the `bench` extra) draws the chart; the bench runs without it.
 $(VENV)/.bench-installed: $(STAMP)

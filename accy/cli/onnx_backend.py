@@ -27,7 +27,6 @@ argument of the compiled function, computed on the device.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -200,6 +199,40 @@ def compare_with_onnx_reference(
     return [Comparison.of(np.asarray(got), want) for got, want in zip(outputs, expected, strict=True)]
 
 
-def element_count(model: onnx.ModelProto) -> int:
-    """Elements of the model's initializers (its weights)."""
-    return sum(math.prod(t.dims) for t in model.graph.initializer)
+@dataclass
+class OnnxProgram:
+    """An ONNX model as `accy-run model.onnx` runs it: the imported module,
+    the arrays its function takes, and `--check` against onnx's reference
+    evaluator (not accy's interpreter: the model's meaning is ONNX's)."""
+
+    model: onnx.ModelProto
+    imported: ImportedModel
+
+    @classmethod
+    def read(cls, path: str) -> OnnxProgram:
+        """The model at `path`, imported (OnnxImportError, a ValueError, when it cannot be)."""
+        model = load(path)
+        return cls(model, import_onnx(model))
+
+    @property
+    def module(self) -> Any:
+        return self.imported.module
+
+    def inputs(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """`arrays` as values of the graph's input types: an unsigned input's
+        (held in a wider signed type) wrapped into its range, as drawn
+        arrays of [-5, 5] would not be."""
+        return [
+            np.asarray(a).astype(helper.tensor_dtype_to_np_dtype(t)).astype(held_dtype(t)) if t in UNSIGNED else a
+            for a, t in zip(arrays, self.imported.input_types, strict=True)
+        ]
+
+    def compare(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> list[Comparison]:
+        """Each output against onnx's reference evaluator on `inputs`."""
+
+        def as_onnx(a: np.ndarray, t: int) -> np.ndarray:
+            return np.asarray(a).astype(helper.tensor_dtype_to_np_dtype(t)) if t in UNSIGNED else np.asarray(a)
+
+        feeds = {n: as_onnx(a, t) for n, a, t in zip(self.imported.inputs, inputs, self.imported.input_types, strict=True)}
+        got = [as_onnx(o, t) for o, t in zip(outputs, self.imported.output_types, strict=True)]
+        return compare_with_onnx_reference(self.model, feeds, got)

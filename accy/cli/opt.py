@@ -31,6 +31,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import import_module
+from io import BytesIO
 from pathlib import Path
 from typing import IO
 
@@ -61,6 +62,8 @@ from accy.passes.pass_manager import PassFailure, PassManager, pass_spec, summar
 TOOL = "accy-opt"
 OPENCL_TARGET = "accy.backends.opencl.target"
 LLVM_TARGET = "accy.backends.llvm.target"
+#: The frontend of ONNX models (`accy-opt model.onnx`, `-f onnx`), loaded when one is read.
+ONNX_FRONTEND = "accy.frontends.onnx"
 KERNELIZE = "accy.passes.kernelization.kernelize"
 #: The input file name that reads standard input (as no file name does).
 STDIN = "-"
@@ -103,6 +106,8 @@ class AccyOptMain(xDSLOptMain):
     """xDSL's opt driver, wired to accy's registry and pass manager."""
 
     passes: tuple[ModulePass, ...]
+    #: The input's bytes when a frontend imports them (an ONNX model).
+    _model: bytes = b""
     #: `--version`: accy's report (accy/cli/version.py), not xDSL's "xdsl-opt built from xdsl version ...".
     version_format = VERSION_FORMAT
 
@@ -132,6 +137,17 @@ class AccyOptMain(xDSLOptMain):
         # Loaded only when asked for, as xDSL's own targets are.
         self.available_targets["opencl"] = lambda: import_module(OPENCL_TARGET).OpenCLTarget
         self.available_targets["llvm"] = lambda: import_module(LLVM_TARGET).LLVMTarget
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["onnx"] = lambda: import_module(ONNX_FRONTEND).OnnxFrontend
+
+    def _model_frontend(self) -> str | None:
+        """"onnx" when the input is an ONNX model (`-f onnx`, or a file named
+        *.onnx): bytes a frontend imports, not MLIR text. None otherwise."""
+        path = self.args.input_file
+        name = self.args.frontend or (Path(path).suffix[1:] if path not in (None, STDIN) else "")
+        return "onnx" if name == "onnx" else None
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -222,6 +238,9 @@ class AccyOptMain(xDSLOptMain):
             except OSError as e:
                 raise ToolError(f"cannot read '{path}': {e.strerror or e}") from None
             name = path
+        if self._model_frontend() is not None:
+            self._model = data  # imported by _parse: no text, no chunks
+            return [Source("", name)]
         text = data.decode("utf-8")
         if not self.args.split_input_file:
             return [Source(text, name)]
@@ -274,6 +293,9 @@ class AccyOptMain(xDSLOptMain):
         return BAD_INPUT
 
     def _parse(self, source: Source) -> tuple[ModuleOp, SourceMap]:
+        frontend = self._model_frontend()
+        if frontend is not None:
+            return self._import(frontend, source), SourceMap()
         try:
             module, source_map = parse_text(self.ctx, source.text, source.name)
         except ParseError as e:
@@ -285,6 +307,19 @@ class AccyOptMain(xDSLOptMain):
             except SourceDiagnostic as e:
                 raise _InputRefused([source.of_rendered(e)], e) from None
         return module, source_map
+
+    def _import(self, frontend: str, source: Source) -> ModuleOp:
+        """The module a frontend makes of the input's bytes; what it refuses
+        (an op, attribute or dtype it does not import) is the user's error."""
+        try:
+            reader = self.available_frontends[frontend]()()  # type: ignore[call-arg]
+        except ModuleNotFoundError as e:
+            raise ToolError(f"reading an ONNX model needs the {e.name} package: pip install 'accy[onnx]'") from None
+        try:
+            return reader.parse(self.ctx, BytesIO(self._model), source.name)
+        except ValueError as e:  # OnnxImportError, or a model that does not parse
+            message = str(e).strip() or type(e).__name__
+            raise _InputRefused([Located("error", message, None, None, f"{source.name}: error: {message}")], e) from None
 
     def _transform(self, number: int, module: ModuleOp, source: Source, source_map: SourceMap) -> None:
         """The pipeline, then `--verify-bounds`, over one chunk's module."""
@@ -412,8 +447,8 @@ def _table(title: str, names: Iterable[str], load: Callable[[str], type], descri
 
 #: xDSL's arguments in accy-opt's words (None: hidden, it does nothing here).
 _HELP: dict[str, str | None] = {
-    "input_file": f"the .mlir file to read ('{STDIN}', or none: standard input)",
-    "frontend": None,  # accy-opt reads MLIR text, whatever the file's name
+    "input_file": f"the .mlir file (or ONNX model, *.onnx) to read ('{STDIN}', or none: standard input)",
+    "frontend": None,  # MLIR text, or an ONNX model for a file named *.onnx (-f onnx works, unlisted)
     "no_implicit_module": None,  # accy's parser always reads top-level ops into a module
     "disable_verify": "do not verify the input after parsing (the pass manager still verifies what each pass produces)",
     "allow_unregistered_dialect": "accept ops of dialects neither accy nor xDSL knows (kept as unregistered ops)",

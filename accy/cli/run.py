@@ -27,6 +27,7 @@ import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,6 +45,9 @@ from accy.cli.version import VersionAction
 from accy.runtime.devices import AUTO, get_device, known_devices
 from accy.runtime.executable import Executable, compile
 from accy.runtime.host_memory import DeviceMemoryWarning
+
+if TYPE_CHECKING:
+    from accy.cli.onnx_backend import OnnxProgram
 
 TOOL = "accy-run"
 CHECK_FAILED = 3
@@ -79,7 +83,11 @@ def _parser() -> argparse.ArgumentParser:
         # The epilog is a table: kept as written, not re-wrapped.
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("file", help=f"the .mlir file ('{STDIN}' reads the program from standard input)")
+    p.add_argument(
+        "file",
+        help=f"the .mlir file, or an ONNX model (*.onnx: --check compares with onnx's reference evaluator); "
+        f"'{STDIN}' reads the program from standard input",
+    )
     p.add_argument("--fn", default="main", help="the function to run (default: main)")
     given = p.add_mutually_exclusive_group()
     given.add_argument("--inputs", metavar="FILE.npz", help="arguments as arrays arg0, arg1, ... in an .npz file")
@@ -101,6 +109,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
     p.add_argument("--version", action=VersionAction)
     return p
+
+
+def _onnx_program(name: str) -> OnnxProgram | None:
+    """The ONNX model a file named *.onnx holds, imported; None for MLIR."""
+    if not name.endswith(".onnx"):
+        return None
+    try:
+        from accy.cli.onnx_backend import OnnxProgram
+    except ModuleNotFoundError as e:
+        raise ToolError(f"running an ONNX model needs the {e.name} package: pip install 'accy[onnx]'") from None
+    return OnnxProgram.read(name)
 
 
 def read_program(name: str) -> str | Path:
@@ -205,6 +224,7 @@ def _print_profile(exe: Executable) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     program = read_program(args.file)
+    model = _onnx_program(args.file)
     # What the user named is checked before the (slower) compile.
     out_path = check_out_path(args.out) if args.out is not None else None
     arrays = read_npz(args.inputs) if args.inputs is not None else None
@@ -212,13 +232,15 @@ def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         # Said once, as the error check_memory raises next.
         warnings.simplefilter("ignore", DeviceMemoryWarning)
-        exe = compile(program, device=device, fn=args.fn, strict=args.strict)
+        exe = compile(program if model is None else model.module, device=device, fn=args.fn, strict=args.strict)
     try:
         exe.check_memory()
         if args.inputs is not None:
             inputs = load_inputs(args.inputs, exe, arrays)
         else:
             inputs = exe.random_inputs(0 if args.random is None else args.random)
+        if model is not None:
+            inputs = model.inputs(inputs)
         outputs = exe(*inputs, profile=args.profile)
     except MemoryError as e:  # DeviceMemoryError, or the host's memory for the inputs: the user's to act on
         raise ToolError(str(e) or "out of host memory") from None
@@ -256,7 +278,7 @@ def _run(args: argparse.Namespace) -> int:
         stats["jit_kernels"] = {name: round(seconds, 6) for name, seconds in jit_kernels.items()}
         stats["jit_cached"] = bool(getattr(exe.program, "jit_cached", False))
     if args.check:
-        comparisons = exe.compare_with_reference(inputs, outputs)
+        comparisons = exe.compare_with_reference(inputs, outputs) if model is None else model.compare(inputs, outputs)
         for i, c in enumerate(comparisons):
             verdict = "ok" if c.ok else "MISMATCH"
             print(f"check out{i}: max abs err {c.max_abs:.3e}, max rel err {c.max_rel:.3e} (rtol={c.rtol:g}, atol={c.atol:g}): {verdict}")
@@ -264,7 +286,8 @@ def _run(args: argparse.Namespace) -> int:
         stats["max_rel_err"] = max((c.max_rel for c in comparisons), default=0.0)
         stats["check_ok"] = all(c.ok for c in comparisons)
         if not stats["check_ok"]:
-            print(f"{TOOL}: error: results differ from the reference interpreter beyond tolerance", file=sys.stderr)
+            oracle = "the reference interpreter" if model is None else "onnx's reference evaluator"
+            print(f"{TOOL}: error: results differ from {oracle} beyond tolerance", file=sys.stderr)
             status = CHECK_FAILED
     if args.stats:
         print(json.dumps(stats))
