@@ -48,6 +48,7 @@ face (`accy/onnx_backend.py`, `accy-run model.onnx`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import string
@@ -599,17 +600,12 @@ SHAPE_ONLY = frozenset({"Shape", "Size", "EyeLike"})
 
 #: What a missing op needs, for its error.
 _NEEDS = {
-    "Conv": "accy.conv",
     "ConvTranspose": "accy.conv",
     "ConvInteger": "accy.conv",
     "QLinearConv": "accy.conv",
     "DeformConv": "accy.conv",
-    "MaxPool": "accy.pool",
-    "AveragePool": "accy.pool",
-    "LpPool": "accy.pool",
     "MaxRoiPool": "accy.pool",
     "MaxUnpool": "a scatter op",
-    "GatherElements": "accy.gather (indices known only at run time)",
     "GatherND": "accy.gather_nd",
     "ScatterElements": "a scatter op",
     "ScatterND": "a scatter op",
@@ -927,7 +923,7 @@ OWN_RESULT_TYPE = frozenset({"Cast", "CastLike", "ArgMax", "ArgMin", "Shape", "S
 RANGE_KEEPING = frozenset(
     """Identity Reshape Transpose Flatten Squeeze Unsqueeze Expand Concat Slice Split Tile Gather GatherElements Pad
     Where Max Min Div Mod ReduceMax ReduceMin Clip Relu Abs Trilu DepthToSpace SpaceToDepth Dropout BitShift
-    BitwiseAnd BitwiseOr BitwiseXor If""".split()
+    BitwiseAnd BitwiseOr BitwiseXor If MaxPool""".split()
 )
 
 
@@ -2135,6 +2131,223 @@ def _pad_axis(n: _Node, v: SSAValue, axis: int, before: int, after: int, mode: s
         return [n.pick(v, axis, idx)]
 
     return n.concat([*block(before, True), v, *block(after, False)], axis)
+
+
+# -- windows: pools and convolutions -------------------------------------------
+#
+# Written with strided slices of the padded input, one per tap of the window
+# (a max or sum of taps for the pools, the taps stacked into one dot_general
+# for Conv: im2col as slices). Exact for the pools; the convolution sums in
+# another order than onnx's reference. Past these sizes they need the
+# dialect's own accy.conv / accy.pool.
+
+#: The most taps (window elements) a window op writes as slices.
+TAP_LIMIT = 343
+#: The most elements of the stacked taps (im2col) a Conv builds.
+IM2COL_LIMIT = 1 << 26
+
+
+def _window_attrs(n: _Node, rank: int, kernel: Sequence[int]) -> tuple[list[int], list[int], list[int], str]:
+    """strides, dilations, pads ([begins..., ends...]) and auto_pad."""
+    sp = rank - 2
+    strides = n.ints_attr("strides", [1] * sp) or []
+    dil = n.ints_attr("dilations", [1] * sp) or []
+    pads = n.ints_attr("pads", [0] * 2 * sp) or []
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    if len(strides) != sp or len(dil) != sp or len(pads) != 2 * sp or len(kernel) != sp:
+        raise n.unsupported(f"kernel_shape, strides, dilations or pads for {sp} spatial dims")
+    if auto_pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise n.unsupported(f"auto_pad '{auto_pad}'")
+    if min([*strides, *dil, *kernel], default=1) < 1:
+        raise n.unsupported("a stride, dilation or kernel dim below 1")
+    return strides, dil, pads, auto_pad
+
+
+def _taps(n: _Node, xp: SSAValue, kernel: Sequence[int], strides: Sequence[int], dil: Sequence[int], out: Sequence[int]) -> list[SSAValue]:
+    """For each tap of the window (row-major over `kernel`), the strided
+    slice of the padded `xp` ([N, C, spatial...]) it reads at every output position."""
+    taps = math.prod(kernel)
+    if taps > TAP_LIMIT:
+        raise n.error("op", f"a window of {taps} taps (past {TAP_LIMIT}) needs accy.conv/accy.pool, which the dialect does not have")
+    shape = shape_of(xp)
+    found = []
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        start = [0, 0, *(t * d for t, d in zip(tap, dil, strict=True))]
+        limit = [*shape[:2], *(t * d + (o - 1) * s + 1 for t, d, o, s in zip(tap, dil, out, strides, strict=True))]
+        found.append(n.emit(A.SliceOp(xp, start, limit, [1, 1, *strides])))
+    return found
+
+
+def _pad_spatial(n: _Node, x: SSAValue, pads: Sequence[int], value: float) -> SSAValue:
+    sp = len(pads) // 2
+    for i in range(sp):
+        x = _pad_axis(n, x, 2 + i, pads[i], pads[sp + i], "constant", value)
+    return x
+
+
+def _pool_geometry(
+    n: _Node, spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dil: Sequence[int],
+    pads: Sequence[int], auto_pad: str, ceil: bool,
+) -> tuple[list[int], list[int], list[int]]:
+    """(output dims, the pads the windows need, the pads that count as the
+    input's), as onnx's reference pools compute them (op_pool_common.py)."""
+    sp = len(spatial)
+    if auto_pad != "NOTSET":
+        if ceil:
+            raise n.unsupported("ceil_mode with auto_pad")
+        if auto_pad == "VALID":
+            out = [(i - k) // s + 1 for i, k, s in zip(spatial, kernel, strides, strict=True)]
+            used = [0] * 2 * sp
+        else:
+            out = [(i - 1) // s + 1 for i, s in zip(spatial, strides, strict=True)]
+            total = [(o - 1) * s + k - i for o, s, k, i in zip(out, strides, kernel, spatial, strict=True)]
+            small = [t // 2 for t in total]
+            big = [t - t // 2 for t in total]
+            used = [*small, *big] if auto_pad == "SAME_UPPER" else [*big, *small]
+        return out, list(used), list(used)
+    out = []
+    for d in range(sp):
+        size = (spatial[d] + pads[d] + pads[sp + d] - dil[d] * (kernel[d] - 1) - 1) / strides[d] + 1
+        if ceil:
+            o = math.ceil(size)
+            if (o - 1) * strides[d] >= spatial[d] + pads[d]:
+                o -= 1  # the last window starts inside the input or its begin pad
+        else:
+            o = math.floor(size)
+        out.append(o)
+    need = list(pads)
+    for d in range(sp):
+        window = (kernel[d] - 1) * dil[d] + 1
+        extra = (out[d] - 1) * strides[d] + window - spatial[d] - pads[d] - pads[sp + d]
+        if extra > 0:
+            need[d] += extra // 2
+            need[sp + d] += extra - extra // 2
+    return out, need, list(pads)
+
+
+@handles("MaxPool", "AveragePool", "LpPool")
+def _pool(n: _Node) -> list[Value]:
+    x = n.value(0)
+    if n.op != "MaxPool" or not is_int(elem_of(x)):
+        _float_only(n, x)
+    shape = shape_of(x)
+    if len(shape) < 3:
+        raise n.unsupported("an input of rank < 3")
+    kernel = n.ints_attr("kernel_shape") or []
+    strides, dil, pads, auto_pad = _window_attrs(n, len(shape), kernel)
+    ceil = bool(n.int_attr("ceil_mode", 0))
+    spatial = shape[2:]
+    out, need, counted = _pool_geometry(n, spatial, kernel, strides, dil, pads, auto_pad, ceil)
+    if n.op == "MaxPool":
+        et = elem_of(x)
+        lowest = -math.inf if is_float(et) else -(1 << (et.width.data - 1))  # type: ignore[attr-defined]
+        taps = _taps(n, _pad_spatial(n, x, need, lowest), kernel, strides, dil, out)
+        acc = taps[0]
+        for t in taps[1:]:
+            acc = n.emit(A.MaxOp(acc, t))
+        if len(n.node.output) < 2 or not n.node.output[1]:
+            n.ignore("storage_order")
+            return [acc]
+        return [acc, _max_indices(n, shape, taps, need, kernel, strides, dil, out)]
+    p = n.int_attr("p", 2) if n.op == "LpPool" else 1
+    xs = x if n.op == "AveragePool" else n.emit(A.AbsOp(x))
+    if p == 2:
+        xs = n.emit(A.MulOp(xs, xs))
+    elif p != 1:
+        xs = n.emit(A.PowOp(xs, n.scalar(p, xs)))
+    taps = _taps(n, _pad_spatial(n, xs, need, 0.0), kernel, strides, dil, out)
+    acc = taps[0]
+    for t in taps[1:]:
+        acc = n.emit(A.AddOp(acc, t))
+    if n.op == "LpPool":
+        n.ignore("count_include_pad")  # padding adds |0|^p = 0 either way
+        return [acc if p == 1 else n.emit(A.PowOp(acc, n.scalar(1.0 / p, acc))) if p != 2 else n.emit(A.SqrtOp(acc))]
+    include = bool(n.int_attr("count_include_pad", 0))
+    # Each window's divisor: how many of its taps are input (or, with
+    # count_include_pad, input or the given pads), counted on a mask.
+    sp = len(spatial)
+    padded = [i + need[d] + need[sp + d] for d, i in enumerate(spatial)]
+    mask = np.zeros(padded, dtype=np.float64)
+    if include:
+        mask[tuple(slice(0, i + counted[d] + counted[sp + d]) for d, i in enumerate(spatial))] = 1
+    else:
+        mask[tuple(slice(need[d], need[d] + i) for d, i in enumerate(spatial))] = 1
+    count = np.zeros(out, dtype=np.float64)
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        count += mask[tuple(slice(t * dd, t * dd + (o - 1) * s + 1, s) for t, dd, o, s in zip(tap, dil, out, strides, strict=True))]
+    divisor = n.emit(A.BroadcastOp(n.lit(count, elem_of(x)), list(range(2, len(shape))), shape_of(acc)))
+    return [n.emit(A.DivOp(acc, divisor))]
+
+
+def _max_indices(
+    n: _Node, shape: Sequence[int], taps: Sequence[SSAValue], need: Sequence[int], kernel: Sequence[int],
+    strides: Sequence[int], dil: Sequence[int], out: Sequence[int],
+) -> SSAValue:
+    """MaxPool's Indices: the flat index into x (row-major, or column-major
+    over the spatial dims with storage_order=1) of each window's first max."""
+    order = n.int_attr("storage_order", 0)
+    sp = len(shape) - 2
+    spatial = shape[2:]
+    grids = np.meshgrid(*(np.arange(o) for o in out), indexing="ij")
+    base = (np.arange(shape[0] * shape[1]) * math.prod(spatial)).reshape(shape[0], shape[1], *[1] * sp)
+    i64 = IntegerType(64)
+    best = taps[0]
+    index: SSAValue | None = None
+    for k, tap in enumerate(itertools.product(*(range(kk) for kk in kernel))):
+        pos = [g * s + t * d - need[i] for i, (g, s, t, d) in enumerate(zip(grids, strides, tap, dil, strict=True))]
+        if order:
+            flat = sum(p * math.prod(spatial[:i]) for i, p in enumerate(pos))
+        else:
+            flat = sum(p * math.prod(spatial[i + 1 :]) for i, p in enumerate(pos))
+        here = n.lit(np.asarray(base + np.asarray(flat)[None, None], dtype=np.int64), i64)
+        if index is None:
+            index = here
+            continue
+        better = n.emit(A.CmpOp("gt", taps[k], best))  # strictly: the first max keeps its index
+        best = n.emit(A.MaxOp(best, taps[k]))
+        index = n.emit(A.SelectOp(better, here, index))
+    assert index is not None
+    return index
+
+
+@handles("Conv")
+def _conv(n: _Node) -> list[Value]:
+    x, w = n.value(0), n.value(1)
+    _float_only(n, x)
+    shape, wshape = shape_of(x), shape_of(w)
+    if len(shape) < 3 or len(wshape) != len(shape):
+        raise n.unsupported(f"input {list(shape)} and weights {list(wshape)}")
+    N, C, *spatial = shape
+    M, Cg, *k = wshape
+    kernel = n.ints_attr("kernel_shape", k) or []
+    if list(kernel) != list(k):
+        raise n.unsupported(f"kernel_shape {kernel} differs from the weights' {k}")
+    strides, dil, pads, auto_pad = _window_attrs(n, len(shape), kernel)
+    group = n.int_attr("group", 1)
+    if group < 1 or C != Cg * group or M % group:
+        raise n.unsupported(f"{C} input channels, weights {list(wshape)} and group {group}")
+    sp = len(spatial)
+    span = [kk + (kk - 1) * (d - 1) for kk, d in zip(kernel, dil, strict=True)]
+    if auto_pad == "VALID":
+        pads = [0] * 2 * sp
+    elif auto_pad != "NOTSET":
+        need = [max(0, ((i + s - 1) // s - 1) * s + kk - i) for i, s, kk in zip(spatial, strides, span, strict=True)]
+        head = [(p + 1) // 2 if auto_pad == "SAME_LOWER" else p // 2 for p in need]
+        pads = [*head, *(p - h for p, h in zip(need, head, strict=True))]
+    out = [(i + pads[d] + pads[sp + d] - span[d]) // strides[d] + 1 for d, i in enumerate(spatial)]
+    taps = math.prod(kernel)
+    if N * C * taps * math.prod(out) > IM2COL_LIMIT:
+        raise n.error("op", f"im2col of {N * C * taps * math.prod(out)} elements (past {IM2COL_LIMIT}) needs accy.conv")
+    slices = _taps(n, _pad_spatial(n, x, pads, 0.0), kernel, strides, dil, out)
+    G, Mg = group, M // group
+    stacked = n.concat([n.reshape(t, (N, 1, C, *out)) for t in slices], 1)  # (N, T, C, out...)
+    cols = n.reshape(stacked, (N, taps, G, Cg, *out))
+    wt = n.reshape(n.transpose(w, (0, *range(2, 2 + sp), 1)), (G, Mg, taps, Cg))
+    r = n.emit(A.DotGeneralOp(wt, cols, (0,), (2,), (2, 3), (1, 3)))  # (G, Mg, N, out...)
+    r = n.transpose(n.reshape(r, (M, N, *out)), (1, 0, *range(2, 2 + sp)))
+    if n.has(2):
+        r = n.emit(A.AddOp(r, n.emit(A.BroadcastOp(n.value(2), [1], shape_of(r)))))
+    return [r]
 
 
 @handles("DepthToSpace", "SpaceToDepth")
