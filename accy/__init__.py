@@ -23,9 +23,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from accy import reference
+    from accy import numpy, reference
     from accy.cli.version import __version__ as __version__
     from accy.dialects.parse import SourceDiagnostic, parse_module
+    from accy.jit import jit
     from accy.passes.pass_manager import PassManager
     from accy.passes.registry import register_pass
     from accy.runtime.array import Array, device_put
@@ -45,6 +46,8 @@ _LAZY: dict[str, str] = {
     "compile": "accy.runtime.executable",
     "device_put": "accy.runtime.array",
     "get_device": "accy.runtime.devices",
+    # numpy-style tracing, compiled per signature (accy/jit.py; accy.numpy is a module, below).
+    "jit": "accy.jit",
     "parse_module": "accy.dialects.parse",
     "register_pass": "accy.passes.registry",
 }
@@ -58,6 +61,8 @@ __all__ = [
     "compile",
     "device_put",
     "get_device",
+    "jit",
+    "numpy",
     "parse_module",
     "reference",
     "register_pass",
@@ -65,8 +70,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "reference":
-        return import_module("accy.reference")
+    if name in ("numpy", "reference"):  # modules of their own
+        return import_module(f"accy.{name}")
     if name in _LAZY:
         value = getattr(import_module(_LAZY[name]), name)
         # Later lookups find it in the module's namespace, without this hook.

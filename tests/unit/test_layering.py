@@ -93,7 +93,7 @@ def module_name(path: Path) -> str:
 
 def layer_of(module: str) -> str:
     parts = module.split(".")
-    if module in ("accy", "accy.__main__"):  # the package's face: its API and `python -m accy`
+    if module in ("accy", "accy.__main__", "accy.jit", "accy.numpy"):  # the package's face: its API, `python -m accy`, accy.jit and accy.numpy
         return "api"
     return "debug" if parts[1] == "debug" else parts[1]
 

@@ -18,6 +18,12 @@ machine's noise falls on both, and `accy - bare` is the median of the
 differences of neighbouring blocks (`paired_overhead`). On the LLVM device the whole call is the
 measure (there are no driver calls to subtract).
 
+The `jit` row (issue 22) is what `accy.jit` adds over calling its compiled
+executable directly: the same program traced from `lambda x, y: x + y`,
+called through the jitted function and through `fn.lower(x, y).compile()`
+in alternating blocks on every device (its bare column is the executable),
+at most 20 us (`JIT_TARGETS`).
+
 Prints median microseconds per call; `--json FILE` (`-`: stdout) writes the
 rows, and `make bench` (run.py) puts them in its JSON with their targets.
 `--profile` prints the hottest functions of the accy rows (cProfile).
@@ -52,6 +58,10 @@ BLOCK = 100
 WARM_UP = 300
 
 Call = Callable[[], object]
+
+#: What issue 22 measures the jit's warm call against, and its target.
+JIT_BASELINE = "accy executable"
+JIT_TARGETS = [targets.Target("dispatch_jit", JIT_BASELINE, 20.0, targets.OVERHEAD_US)]
 
 
 def per_call_seconds(loops: dict[str, Call], calls: int) -> dict[str, list[float]]:
@@ -178,7 +188,23 @@ def measure(devices: list[str], calls: int) -> list[dict[str, Any]]:
             if "bare" in times:
                 row["overhead_us"] = paired_overhead(times["accy"], times["bare"]) * 1e6
             rows.append(row)
+        rows.append(jit_row(name, x, y, calls))
     return rows
+
+
+def jit_row(name: str, x: np.ndarray, y: np.ndarray, calls: int) -> dict[str, Any]:
+    """accy.jit's warm call against its own compiled executable's, both on
+    numpy arrays (the module docstring)."""
+    jitted = accy.jit(lambda x, y: x + y, device=name)
+    exe = jitted.lower(x, y).compile()
+    ok = bool(np.array_equal(jitted(x, y), x + y)) and jitted.trace_count == 1
+    times = per_call_seconds({"accy": lambda: jitted(x, y), "bare": lambda: exe(x, y)}, calls)
+    row: dict[str, Any] = {"device": name, "inputs": "jit", "ok": ok, "calls": len(times["accy"])}
+    for loop, seconds in times.items():
+        row[f"{loop}_us"] = statistics.median(seconds) * 1e6
+        row[f"{loop}_min_us"] = min(seconds) * 1e6
+    row["overhead_us"] = paired_overhead(times["accy"], times["bare"]) * 1e6
+    return row
 
 
 def entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -190,6 +216,11 @@ def entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if "error" in row:
             continue
         workload = f"dispatch_{row['inputs']}"
+        if row["inputs"] == "jit":
+            value = row["overhead_us"]
+            target = targets.find(JIT_TARGETS, workload, JIT_BASELINE, (16,), targets.OVERHEAD_US, row["device"])
+            out.append(chart.entry(row["device"], workload, "16", JIT_BASELINE, value if row["ok"] else None, target, measure=targets.OVERHEAD_US))
+            continue
         if "overhead_us" in row:
             measure, baseline, value = targets.OVERHEAD_US, "bare pyopencl", row["overhead_us"]
         else:
@@ -226,6 +257,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         bare = f"{r['bare_us']:8.1f}" if "bare_us" in r else f"{'-':>8}"
         over = f"{r['overhead_us']:9.1f}" if "overhead_us" in r else f"{'-':>9}"
         lines.append(f"{r['device']:<8} {r['inputs']:<7} {r['accy_us']:8.1f} {bare} {over}  {'ok' if r['ok'] else 'WRONG'}")
+    if any(r.get("inputs") == "jit" for r in rows):
+        lines.append("(jit: accy.jit's call; its bare column is the compiled executable called directly)")
     return "\n".join(lines)
 
 
