@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import re
@@ -127,8 +128,9 @@ def _data_types(model: onnx.ModelProto) -> set[int]:
     return {v.type.tensor_type.elem_type for v in [*g.input, *g.output] if v.type.HasField("tensor_type")}
 
 
+@functools.cache
 def node_cases() -> dict[str, Any]:
-    """onnx's node test cases by name (their models generated in memory)."""
+    """onnx's node test cases by name (their models generated in memory, once)."""
     with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
         cases = load_model_tests(kind="node")
