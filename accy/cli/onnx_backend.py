@@ -18,11 +18,13 @@ name: `reference`, `llvm`, `opencl`, `opencl:N`). A model whose inputs
 have symbolic dims is imported on its first `run`, with the shapes of the
 arrays given, and again for each new set of shapes. An operand that must be
 known at import (a Reshape's shape, a Slice's starts, reduction axes, a
-Tile's repeats) but comes from a graph input is taken from the arrays of
-the call: the function is specialised on the values of those inputs only
-(as `jax.jit`'s static arguments), imported and compiled again when they
-change. `AccyBackendRep.static_inputs` names them. Everything else is an
-argument of the compiled function, computed on the device.
+Tile's repeats) but is itself a graph input is taken from the arrays of the
+call: the function is specialised on the values of those inputs only (as
+`jax.jit`'s static arguments), imported and compiled again when they
+change. `AccyBackendRep.static_inputs` names them. An operand computed at
+run time from other inputs is refused (never specialised: that would fold
+the model's computation away at import). Everything else is an argument of
+the compiled function, computed on the device.
 """
 
 from __future__ import annotations

@@ -101,10 +101,12 @@ class OnnxImportError(ValueError):
 
 
 class NeedsConstant(OnnxImportError):
-    """An operand that must be known at import (a shape, axes, pads) is
-    computed from graph inputs: `inputs` names them. Importing again with
-    those inputs in `static_inputs` specialises the function on their
-    values (what the ONNX backend does, recompiling when they change)."""
+    """An operand that must be known at import (a shape, axes, pads) is a
+    graph input: `inputs` names it. Importing again with it in
+    `static_inputs` specialises the function on its value (what the ONNX
+    backend does, recompiling when it changes). An operand computed from
+    graph inputs is an OnnxImportError of kind "constant" instead: the
+    function is never specialised on the data it computes with."""
 
     def __init__(self, message: str, inputs: frozenset[str], node: str, op_type: str) -> None:
         super().__init__("constant", message, node, op_type)
@@ -199,6 +201,9 @@ def dense_literal(array: np.ndarray, et: Attribute) -> DenseIntOrFPElementsAttr:
 # The import
 # --------------------------------------------------------------------------
 
+#: The most elements a graph input of integers may have for an operand that
+#: must be known at import to be computed from it (`_Importer.is_metadata`).
+METADATA_LIMIT = 64
 #: Ops whose results are random: never folded, never imported.
 NONDETERMINISTIC = frozenset(
     {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
@@ -271,6 +276,8 @@ class _Importer:
         self.values: dict[str, Value] = {}
         #: SSA value -> the graph inputs it is computed from.
         self.sources: dict[SSAValue, frozenset[str]] = {}
+        #: The function's arguments -> the graph inputs they are.
+        self.graph_inputs: dict[SSAValue, str] = {}
         #: SSA value -> the width of the unsigned type it holds (see UNSIGNED).
         self.unsigned: dict[SSAValue, int] = {}
         self.literals: dict[str, SSAValue] = {}
@@ -301,6 +308,7 @@ class _Importer:
             arg = block.insert_arg(t, len(block.args))
             self.values[vi.name] = arg
             self.sources[arg] = frozenset({vi.name})
+            self.graph_inputs[arg] = vi.name
             elem_type = vi.type.tensor_type.elem_type
             if elem_type in UNSIGNED:
                 self.unsigned[arg] = UNSIGNED[elem_type][1]
@@ -324,6 +332,17 @@ class _Importer:
         block.add_ops([*self.ops, func.ReturnOp(*results)])
         fn = func.FuncOp("main", ([a.type for a in block.args], [r.type for r in results]), Region(block))
         return ImportedModel(ModuleOp([fn]), names, [vo.name for vo in graph.output], in_types, out_types)
+
+    def is_metadata(self, name: str) -> bool:
+        """Whether graph input `name` is a small integer or bool tensor, as
+        shapes, axes and counts are: what an operand that must be known at
+        import may be computed from (NeedsConstant), unlike data."""
+        v = self.values.get(name)
+        return (
+            isinstance(v, SSAValue)
+            and (is_int(elem_of(v)) or is_bool(elem_of(v)))
+            and math.prod(shape_of(v)) <= METADATA_LIMIT
+        )
 
     def onnx_type(self, v: Value) -> int:
         """The ONNX element type of a value."""
@@ -491,31 +510,85 @@ class _Importer:
         attrs.update({a.name: a for a in fn.attribute_proto})
         attrs.update({a.name: a for a in node.attribute})
         for inner in fn.node:
-            if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in inner.attribute):
-                raise OnnxImportError(
-                    "op", f"its function body holds a {inner.op_type} with a subgraph, which is not supported", label, node.op_type
-                )
             for name in inner.output:
                 if name and name not in renamed:
                     renamed[name] = self.fresh(name)
-            copy = onnx.NodeProto()
-            copy.CopyFrom(inner)
-            del copy.input[:]
-            copy.input.extend(renamed.get(n, n) if n else "" for n in inner.input)
-            del copy.output[:]
-            copy.output.extend(renamed[n] if n else "" for n in inner.output)
-            del copy.attribute[:]
-            for a in inner.attribute:
-                if a.ref_attr_name:
-                    if a.ref_attr_name in attrs:
-                        given = onnx.AttributeProto()
-                        given.CopyFrom(attrs[a.ref_attr_name])
-                        given.name = a.name
-                        copy.attribute.append(given)
-                else:
-                    copy.attribute.append(a)
+        for inner in fn.node:
+            copy = _renamed_node(inner, renamed, attrs)
             copy.name = f"{label}/{inner.name or inner.op_type}"
             self.run_node(copy, opsets)
+
+    def run_subgraph(self, graph: onnx.GraphProto, bindings: Sequence[Value], opsets: Mapping[str, int], label: str) -> list[Value]:
+        """Imports one run of `graph` (an If branch, a loop body) with its
+        inputs bound to `bindings`, under fresh names (so that a body can run
+        many times); it reads outer values by their names. Its outputs."""
+        if len(bindings) != len(graph.input):
+            raise OnnxImportError("model", f"a subgraph takes {len(graph.input)} inputs, given {len(bindings)}", label)
+        renamed: dict[str, str] = {}
+        for vi, v in zip(graph.input, bindings, strict=True):
+            renamed[vi.name] = self.fresh(vi.name)
+            self.values[renamed[vi.name]] = v
+        for t in graph.initializer:
+            renamed[t.name] = self.fresh(t.name)
+            self.values[renamed[t.name]] = _tensor_value(t)
+        for inner in graph.node:
+            for name in inner.output:
+                if name:
+                    renamed[name] = self.fresh(name)
+        for inner in graph.node:
+            copy = _renamed_node(inner, renamed)
+            copy.name = f"{label}/{inner.name or inner.op_type}"
+            self.run_node(copy, opsets)
+        return [self.values[renamed.get(o.name, o.name)] for o in graph.output]
+
+
+def _renamed_node(
+    node: onnx.NodeProto, renamed: Mapping[str, str], refs: Mapping[str, onnx.AttributeProto] | None = None
+) -> onnx.NodeProto:
+    """A copy of `node` reading and writing the names `renamed` maps (others
+    as they are), its subgraphs reading them too, and (with `refs`) its
+    attribute references resolved from `refs` (dropped where it has none)."""
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    del copy.input[:]
+    copy.input.extend(renamed.get(n, n) if n else "" for n in node.input)
+    del copy.output[:]
+    copy.output.extend(renamed.get(n, n) if n else "" for n in node.output)
+    del copy.attribute[:]
+    for a in node.attribute:
+        if a.ref_attr_name and refs is not None:
+            if a.ref_attr_name in refs:
+                given = onnx.AttributeProto()
+                given.CopyFrom(refs[a.ref_attr_name])
+                given.name = a.name
+                copy.attribute.append(given)
+            continue
+        given = onnx.AttributeProto()
+        given.CopyFrom(a)
+        if a.type == onnx.AttributeProto.GRAPH:
+            given.g.CopyFrom(_renamed_graph(a.g, renamed, refs))
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            del given.graphs[:]
+            given.graphs.extend(_renamed_graph(g, renamed, refs) for g in a.graphs)
+        copy.attribute.append(given)
+    return copy
+
+
+def _renamed_graph(
+    graph: onnx.GraphProto, renamed: Mapping[str, str], refs: Mapping[str, onnx.AttributeProto] | None
+) -> onnx.GraphProto:
+    """`graph` reading the outer names `renamed` maps; the names it defines
+    itself (inputs, initializers, node outputs) stay its own."""
+    own = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
+    own |= {o for n in graph.node for o in n.output}
+    outer = {k: v for k, v in renamed.items() if k not in own}
+    copy = onnx.GraphProto()
+    copy.CopyFrom(graph)
+    del copy.node[:]
+    copy.node.extend(_renamed_node(n, outer, refs) for n in graph.node)
+    for o in copy.output:
+        o.name = outer.get(o.name, o.name)
+    return copy
 
 
 def _function_opsets(fn: onnx.FunctionProto, outer: Mapping[str, int]) -> dict[str, int]:
@@ -577,9 +650,15 @@ def _schema_body(schema: Any, node: onnx.NodeProto, opset: int, importer: _Impor
 
 
 def _evaluate(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray]:
+    """`node`'s results on `feeds` by onnx's reference, as of `opset` (a
+    one-node model: given a bare node, the evaluator takes the newest opset)."""
     from onnx.reference import ReferenceEvaluator  # loaded only when a node folds
 
-    evaluator = ReferenceEvaluator(node, opsets={"": opset})
+    inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in feeds.items()]
+    outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
+    graph = helper.make_graph([node], "fold", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    evaluator = ReferenceEvaluator(model)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return list(evaluator.run(None, feeds))
@@ -689,13 +768,20 @@ class _Node:
         v = self.raw(i)
         if isinstance(v, SSAValue):
             name = self.node.input[i]
+            graph_input = self.im.graph_inputs.get(v)
             sources = self.im.sources.get(v, frozenset())
-            raise NeedsConstant(
-                f"{what} (input '{name}') must be known at import, but it is computed from graph input(s) "
+            if graph_input is not None or (sources and all(self.im.is_metadata(s) for s in sources)):
+                named = frozenset({graph_input}) if graph_input is not None else sources
+                raise NeedsConstant(
+                    f"{what} (input '{name}', from graph input(s) {', '.join(sorted(named))}) must be known at import",
+                    named,
+                    self.label,
+                    self.op,
+                )
+            raise self.error(
+                "constant",
+                f"{what} (input '{name}') must be known at import, but it is computed at run time from graph input(s) "
                 f"{', '.join(sorted(sources)) or '(none)'}",
-                sources,
-                self.label,
-                self.op,
             )
         return v
 
@@ -2478,10 +2564,91 @@ def _if(n: _Node) -> list[Value]:
     assert cond is not None
     branch = n.attr("then_branch" if bool(np.asarray(cond).reshape(-1)[0]) else "else_branch")
     n.ignore("then_branch", "else_branch")
-    for t in branch.initializer:
-        n.im.values[t.name] = _tensor_value(t)
-    n.im.run_nodes(branch.node, n.opsets)
-    return [n.im.values[o.name] for o in branch.output]
+    return n.im.run_subgraph(branch, [], n.opsets, n.label)
+
+
+#: The most body nodes a Loop or Scan is unrolled into.
+UNROLL_LIMIT = 20000
+
+
+def _stacked(n: _Node, items: Sequence[Value], axis: int, what: str) -> SSAValue:
+    """`items` (one shape) stacked along a new dim `axis`."""
+    if not items:
+        raise n.unsupported(f"{what} of no iterations has no known shape")
+    vs = [v if isinstance(v, SSAValue) else n.im.literal(np.asarray(v)) for v in items]
+    shape = list(shape_of(vs[0]))
+    shape.insert(axis, 1)
+    return n.concat([n.reshape(v, shape) for v in vs], axis) if len(vs) > 1 else n.reshape(vs[0], shape)
+
+
+def _check_unroll(n: _Node, trips: int, body: onnx.GraphProto) -> None:
+    if trips * max(len(body.node), 1) > UNROLL_LIMIT:
+        raise n.error("op", f"unrolling {trips} trips of a {len(body.node)}-node body is past {UNROLL_LIMIT} nodes: it needs a loop op")
+
+
+@handles("Loop")
+def _loop(n: _Node) -> list[Value]:
+    """Unrolled: the trip count and the condition must be known at import,
+    each trip's condition too (the body is imported once per trip)."""
+    trip = n.const(0, "the trip count M")
+    cond = n.const(1, "the initial condition")
+    body = n.attr("body")
+    carried: list[Value] = [n.raw(i) for i in range(2, n.n_inputs())]
+    trips = None if trip is None else int(np.asarray(trip).reshape(-1)[0])
+    keep = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
+    n_scans = len(body.output) - 1 - len(carried)
+    scans: list[list[Value]] = [[] for _ in range(n_scans)]
+    i = 0
+    while keep and (trips is None or i < trips):
+        _check_unroll(n, i + 1, body)
+        outs = n.im.run_subgraph(body, [np.array(i, dtype=np.int64), np.array(keep), *carried], n.opsets, f"{n.label}#{i}")
+        if isinstance(outs[0], SSAValue):
+            raise n.error("constant", "the loop's condition is computed at run time: it needs control flow over tensors")
+        keep = bool(np.asarray(outs[0]).reshape(-1)[0])
+        carried = list(outs[1 : 1 + len(carried)])
+        for k, v in enumerate(outs[1 + len(carried) :]):
+            scans[k].append(v)
+        i += 1
+    return [*carried, *(_stacked(n, items, 0, "a scan output") for items in scans)]
+
+
+@handles("Scan")
+def _scan(n: _Node) -> list[Value]:
+    """Unrolled along the scanned axis (opsets 9 and later)."""
+    if n.opset < 9:
+        raise n.unsupported("Scan before opset 9 (its batch axis and sequence_lens)")
+    body = n.attr("body")
+    m = n.int_attr("num_scan_inputs", 0)
+    values = [n.raw(i) for i in range(n.n_inputs())]
+    states, xs = values[: len(values) - m], [n.value(i) for i in range(len(values) - m, len(values))]
+    in_axes = n.ints_attr("scan_input_axes", [0] * m) or []
+    in_dirs = n.ints_attr("scan_input_directions", [0] * m) or []
+    k = len(body.output) - len(states)
+    out_axes = n.ints_attr("scan_output_axes", [0] * k) or []
+    out_dirs = n.ints_attr("scan_output_directions", [0] * k) or []
+    axes = [n.axis(a, len(shape_of(x))) for a, x in zip(in_axes, xs, strict=True)]
+    lengths = {shape_of(x)[a] for x, a in zip(xs, axes, strict=True)}
+    if len(lengths) != 1:
+        raise n.unsupported(f"scan inputs of different lengths {sorted(lengths)}")
+    (length,) = lengths
+    _check_unroll(n, length, body)
+    scans: list[list[Value]] = [[] for _ in range(k)]
+    for t in range(length):
+        slices = []
+        for x, a, d in zip(xs, axes, in_dirs, strict=True):
+            at = length - 1 - t if d else t
+            piece = n.slice(x, a, at, at + 1)
+            slices.append(n.reshape(piece, [s for i, s in enumerate(shape_of(piece)) if i != a]))
+        outs = n.im.run_subgraph(body, [*states, *slices], n.opsets, f"{n.label}#{t}")
+        states = list(outs[: len(states)])
+        for j, v in enumerate(outs[len(states) :]):
+            scans[j].append(v)
+    stacked = []
+    for items, a, d in zip(scans, out_axes, out_dirs, strict=True):
+        items = list(reversed(items)) if d else items
+        rank = len(shape_of(items[0]) if isinstance(items[0], SSAValue) else np.shape(items[0])) if items else 0
+        stacked.append(_stacked(n, items, n.axis(a, rank + 1), "a scan output"))
+    return [*states, *stacked]
 
 
 # --------------------------------------------------------------------------
