@@ -1203,10 +1203,14 @@ def _sign(n: _Node) -> list[Value]:
     return [n.select(n.cmp("lt", x, zero), n.scalar(-1, x), pos)]
 
 
-def _activation(n: _Node, x: SSAValue) -> SSAValue:
-    """The activation `n.op` of x, by its attributes (defaults as ONNX's)."""
+def _activation(
+    n: _Node, x: SSAValue, op: str | None = None, param: Callable[[str, float], float] | None = None
+) -> SSAValue:
+    """The activation `op` (default: the node's op) of x, with parameters
+    `param(name, default)` (default: the node's attributes, ONNX's defaults)."""
     _float_only(n, x)
-    op = n.op
+    op = op or n.op
+    param = param or n.float_attr
     zero = n.scalar(0, x)
 
     def s(v: float) -> SSAValue:
@@ -1227,22 +1231,22 @@ def _activation(n: _Node, x: SSAValue) -> SSAValue:
         return add(n.emit(A.MaxOp(v, zero)), t)
 
     if op == "LeakyRelu":
-        alpha = n.float_attr("alpha", 0.01)
+        alpha = param("alpha", 0.01)
         return n.select(n.cmp("lt", x, zero), mul(x, s(alpha)), x)
     if op == "Elu":
-        alpha = n.float_attr("alpha", 1.0)
+        alpha = param("alpha", 1.0)
         return n.select(n.cmp("lt", x, zero), mul(s(alpha), expm1(x)), x)
     if op == "Selu":
-        alpha = n.float_attr("alpha", 1.67326319217681884765625)
-        gamma = n.float_attr("gamma", 1.05070102214813232421875)
+        alpha = param("alpha", 1.67326319217681884765625)
+        gamma = param("gamma", 1.05070102214813232421875)
         neg = mul(s(alpha), expm1(x))
         return mul(s(gamma), n.select(n.cmp("le", x, zero), neg, x))
     if op == "Celu":
-        alpha = n.float_attr("alpha", 1.0)
+        alpha = param("alpha", 1.0)
         neg = mul(s(alpha), expm1(n.emit(A.DivOp(x, s(alpha)))))
         return add(n.emit(A.MaxOp(x, zero)), n.emit(A.MinOp(zero, neg)))
     if op == "HardSigmoid":
-        alpha, beta = n.float_attr("alpha", 0.2), n.float_attr("beta", 0.5)
+        alpha, beta = param("alpha", 0.2), param("beta", 0.5)
         return n.emit(A.MaxOp(zero, n.emit(A.MinOp(s(1), add(mul(x, s(alpha)), s(beta))))))
     if op == "HardSwish":
         hs = n.emit(A.MaxOp(zero, n.emit(A.MinOp(s(1), add(mul(x, s(1 / 6)), s(0.5))))))
@@ -1252,16 +1256,16 @@ def _activation(n: _Node, x: SSAValue) -> SSAValue:
     if op == "Softsign":
         return n.emit(A.DivOp(x, add(s(1), n.emit(A.AbsOp(x)))))
     if op == "ThresholdedRelu":
-        alpha = n.float_attr("alpha", 1.0)
+        alpha = param("alpha", 1.0)
         return n.select(n.cmp("gt", x, s(alpha)), x, zero)
     if op == "Shrink":
-        lambd, bias = n.float_attr("lambd", 0.5), n.float_attr("bias", 0.0)
+        lambd, bias = param("lambd", 0.5), param("bias", 0.0)
         hi = n.select(n.cmp("gt", x, s(lambd)), n.emit(A.SubOp(x, s(bias))), zero)
         return n.select(n.cmp("lt", x, s(-lambd)), add(x, s(bias)), hi)
     if op == "Mish":
         return mul(x, n.emit(A.TanhOp(softplus(x))))
     if op == "Swish":
-        alpha = n.float_attr("alpha", 1.0)
+        alpha = param("alpha", 1.0)
         return mul(x, n.emit(A.SigmoidOp(mul(x, s(alpha)))))
     if op == "Gelu":
         approximate = n.attr("approximate", "none")
@@ -1271,9 +1275,15 @@ def _activation(n: _Node, x: SSAValue) -> SSAValue:
             raise n.unsupported(f"approximate='{approximate}' is not supported")
         inner = mul(s(math.sqrt(2 / math.pi)), add(x, mul(s(0.044715), mul(x, mul(x, x)))))
         return mul(mul(s(0.5), x), add(s(1), n.emit(A.TanhOp(inner))))
+    if op in ("Relu", "Tanh", "Sigmoid"):
+        return n.emit({"Relu": A.ReluOp, "Tanh": A.TanhOp, "Sigmoid": A.SigmoidOp}[op](x))
+    if op == "Affine":
+        return add(mul(x, s(param("alpha", 1.0))), s(param("beta", 0.0)))
+    if op == "ScaledTanh":
+        return mul(s(param("alpha", 1.0)), n.emit(A.TanhOp(mul(x, s(param("beta", 1.0))))))
     if op == "Tan":
         return n.emit(A.DivOp(n.emit(A.SinOp(x)), n.emit(A.CosOp(x))))
-    raise AssertionError(op)
+    raise n.unsupported(f"activation '{op}'")
 
 
 ACTIVATIONS = (
@@ -2217,6 +2227,188 @@ def _pad_axis(n: _Node, v: SSAValue, axis: int, before: int, after: int, mode: s
         return [n.pick(v, axis, idx)]
 
     return n.concat([*block(before, True), v, *block(after, False)], axis)
+
+
+# -- recurrences: RNN, GRU, LSTM (unrolled) --------------------------------------
+
+#: Gates and default activations of each recurrence (ONNX's order of W's rows).
+RECURRENCES = {"RNN": (1, ["Tanh"]), "GRU": (3, ["Sigmoid", "Tanh"]), "LSTM": (4, ["Sigmoid", "Tanh", "Tanh"])}
+#: The activations a recurrence may name, and those taking alpha / beta
+#: (activation_alpha and activation_beta list only theirs, in order).
+RECURRENT_ACTIVATIONS = frozenset(
+    {"Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"}
+)
+TAKES_ALPHA = frozenset({"Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid", "Elu"})
+TAKES_BETA = frozenset({"Affine", "ScaledTanh", "HardSigmoid"})
+#: The most time steps a recurrence is unrolled into.
+STEP_LIMIT = 1024
+
+
+@dataclass
+class _Recurrence:
+    """One direction of a recurrence being unrolled."""
+
+    n: _Node
+    hidden: int
+    batch: int
+    acts: list[Callable[[SSAValue], SSAValue]]
+    clip: float | None
+    r: SSAValue  # (gates·hidden, hidden)
+    wb: SSAValue  # (gates·hidden,)
+    rb: SSAValue
+    peep: SSAValue | None = None  # LSTM's (3·hidden,): input, output, forget
+
+    def gate(self, v: SSAValue, k: int) -> SSAValue:
+        """Gate k's columns of a (batch, gates·hidden) value."""
+        return self.n.slice(v, len(shape_of(v)) - 1, k * self.hidden, (k + 1) * self.hidden)
+
+    def rows(self, v: SSAValue) -> SSAValue:
+        return self.n.broadcast_to(v, (self.batch, *shape_of(v)))
+
+    def clipped(self, v: SSAValue) -> SSAValue:
+        if self.clip is None:
+            return v
+        n = self.n
+        return n.emit(A.MinOp(n.emit(A.MaxOp(v, n.scalar(-self.clip, v))), n.scalar(self.clip, v)))
+
+    def times_r(self, h: SSAValue, rows: SSAValue | None = None) -> SSAValue:
+        return self.n.emit(A.DotGeneralOp(h, self.r if rows is None else rows, (), (), (1,), (1,)))
+
+    def add(self, *vs: SSAValue) -> SSAValue:
+        acc = vs[0]
+        for v in vs[1:]:
+            acc = self.n.emit(A.AddOp(acc, v))
+        return acc
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.n.emit(A.MulOp(a, b))
+
+    def rnn(self, xt: SSAValue, h: SSAValue) -> SSAValue:
+        return self.acts[0](self.clipped(self.add(xt, self.times_r(h), self.rows(self.wb), self.rows(self.rb))))
+
+    def gru(self, xt: SSAValue, h: SSAValue, linear_before_reset: bool) -> SSAValue:
+        n, g = self.n, self.gate
+        xw, hr, rb = self.add(xt, self.rows(self.wb)), self.times_r(h), self.rows(self.rb)
+        z = self.acts[0](self.clipped(self.add(g(xw, 0), g(hr, 0), g(rb, 0))))
+        r = self.acts[0](self.clipped(self.add(g(xw, 1), g(hr, 1), g(rb, 1))))
+        if linear_before_reset:
+            rec = self.mul(r, self.add(g(hr, 2), g(rb, 2)))
+        else:
+            rec = self.add(self.times_r(self.mul(r, h), n.slice(self.r, 0, 2 * self.hidden, 3 * self.hidden)), g(rb, 2))
+        hh = self.acts[1](self.clipped(self.add(g(xw, 2), rec)))
+        return self.add(self.mul(n.emit(A.SubOp(n.scalar(1, z), z)), hh), self.mul(z, h))
+
+    def lstm(self, xt: SSAValue, h: SSAValue, c: SSAValue) -> tuple[SSAValue, SSAValue]:
+        g = self.gate
+        pre = self.add(xt, self.times_r(h), self.rows(self.wb), self.rows(self.rb))
+
+        def peeped(v: SSAValue, k: int, cell: SSAValue) -> SSAValue:
+            if self.peep is None:
+                return v
+            return self.add(v, self.mul(self.rows(self.n.slice(self.peep, 0, k * self.hidden, (k + 1) * self.hidden)), cell))
+
+        i = self.acts[0](self.clipped(peeped(g(pre, 0), 0, c)))
+        f = self.acts[0](self.clipped(peeped(g(pre, 2), 2, c)))
+        cc = self.acts[1](self.clipped(g(pre, 3)))
+        c = self.add(self.mul(f, c), self.mul(i, cc))
+        o = self.acts[0](self.clipped(peeped(g(pre, 1), 1, c)))
+        return self.mul(o, self.acts[2](c)), c
+
+
+def _recurrent_activations(n: _Node, dirs: int, default: list[str]) -> list[Callable[[SSAValue], SSAValue]]:
+    names = n.attr("activations") or default * dirs
+    alphas, betas = list(n.attr("activation_alpha") or []), list(n.attr("activation_beta") or [])
+    if len(names) != len(default) * dirs:
+        raise n.unsupported(f"{len(names)} activations for {dirs} direction(s)")
+    acts = []
+    for k, name in enumerate(names):
+        if name not in RECURRENT_ACTIVATIONS:
+            raise n.unsupported(f"activation '{name}'")
+        ia = sum(m in TAKES_ALPHA for m in names[:k])
+        ib = sum(m in TAKES_BETA for m in names[:k])
+        alpha = float(alphas[ia]) if name in TAKES_ALPHA and ia < len(alphas) else None
+        beta = float(betas[ib]) if name in TAKES_BETA and ib < len(betas) else None
+
+        def param(p: str, default: float, alpha: float | None = alpha, beta: float | None = beta) -> float:
+            given = alpha if p == "alpha" else beta if p == "beta" else None
+            return default if given is None else given
+
+        acts.append(lambda v, name=name, param=param: _activation(n, v, name, param))
+    return acts
+
+
+@handles("RNN", "GRU", "LSTM")
+def _recurrence_node(n: _Node) -> list[Value]:
+    """Unrolled over the sequence: the input projections of every step in one
+    dot_general per direction, then per step the recurrent one and the gates."""
+    gates, default_acts = RECURRENCES[n.op]
+    x, w, r = n.value(0), n.value(1), n.value(2)
+    _float_only(n, x)
+    layout = n.int_attr("layout", 0) if n.opset >= 14 else 0
+    if layout:
+        x = n.transpose(x, (1, 0, 2))
+    seq, batch, _ = shape_of(x)
+    if seq > STEP_LIMIT:
+        raise n.error("op", f"unrolling {seq} steps is past {STEP_LIMIT}: it needs a loop op")
+    direction = n.attr("direction", "forward")
+    dirs = 2 if direction == "bidirectional" else 1
+    if direction not in ("forward", "reverse", "bidirectional") or shape_of(w)[0] != dirs:
+        raise n.unsupported(f"direction '{direction}' with weights for {shape_of(w)[0]} directions")
+    hidden = shape_of(r)[-1]
+    if n.int_attr("hidden_size", hidden) != hidden:
+        raise n.unsupported("hidden_size differs from the weights'")
+    lens = n.const_ints(4, "sequence_lens")
+    if lens is not None and any(v != seq for v in lens):
+        raise n.unsupported("sequence_lens shorter than the sequence (variable lengths)")
+    if n.op == "LSTM" and n.int_attr("input_forget", 0):
+        raise n.unsupported("input_forget=1")
+    clip = n.attr("clip")
+    linear_before_reset = bool(n.int_attr("linear_before_reset", 0)) if n.op == "GRU" else False
+    acts = _recurrent_activations(n, dirs, default_acts)
+    et = elem_of(x)
+
+    def of_direction(i: int, d: int, shape: tuple[int, ...]) -> SSAValue:
+        """Direction d of optional input i, else zeros of `shape`."""
+        if not n.has(i):
+            return n.full(0, shape, et)
+        v = n.value(i)
+        return n.reshape(n.slice(v, 0, d, d + 1), shape)
+
+    ys, hs, cs = [], [], []
+    for d in range(dirs):
+        wd = n.reshape(n.slice(w, 0, d, d + 1), shape_of(w)[1:])
+        b = of_direction(3, d, (2 * gates * hidden,))
+        cell = _Recurrence(
+            n, hidden, batch, acts[d * len(default_acts) : (d + 1) * len(default_acts)],
+            None if clip is None else float(clip),
+            n.reshape(n.slice(r, 0, d, d + 1), shape_of(r)[1:]),
+            n.slice(b, 0, 0, gates * hidden), n.slice(b, 0, gates * hidden, 2 * gates * hidden),
+            of_direction(7, d, (3 * hidden,)) if n.op == "LSTM" and n.has(7) else None,
+        )  # fmt: skip
+        proj = n.emit(A.DotGeneralOp(x, wd, (), (), (2,), (1,)))  # (seq, batch, gates·hidden)
+        h = of_direction(5, d, (batch, hidden))
+        c = of_direction(6, d, (batch, hidden)) if n.op == "LSTM" else None
+        steps: list[SSAValue | None] = [None] * seq
+        for t in range(seq - 1, -1, -1) if direction == "reverse" or d == 1 else range(seq):
+            xt = n.reshape(n.slice(proj, 0, t, t + 1), (batch, gates * hidden))
+            if n.op == "RNN":
+                h = cell.rnn(xt, h)
+            elif n.op == "GRU":
+                h = cell.gru(xt, h, linear_before_reset)
+            else:
+                assert c is not None
+                h, c = cell.lstm(xt, h, c)
+            steps[t] = h
+        ys.append(_stacked(n, [v for v in steps if v is not None], 0, "Y"))  # (seq, batch, hidden)
+        hs.append(h)
+        if c is not None:
+            cs.append(c)
+    outs: list[SSAValue] = [_stacked(n, ys, 1, "Y"), _stacked(n, hs, 0, "Y_h")]  # (seq, dirs, batch, hidden), (dirs, ...)
+    if n.op == "LSTM":
+        outs.append(_stacked(n, cs, 0, "Y_c"))
+    if layout:
+        outs = [n.transpose(outs[0], (2, 0, 1, 3)), *(n.transpose(v, (1, 0, 2)) for v in outs[1:])]
+    return list(outs)
 
 
 # -- windows: pools and convolutions -------------------------------------------
