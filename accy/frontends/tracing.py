@@ -277,6 +277,19 @@ def _current() -> Trace | None:
 # --------------------------------------------------------------------------
 
 
+def _operator(ufunc: np.ufunc, reflected: bool = False, weak: bool = True) -> Callable[[Tracer, Any], Tracer]:
+    """A binary operator of tracers: numpy's `ufunc`, traced (`_binary`);
+    `reflected` for `__radd__` and its kind; `weak` where Python's
+    arithmetic between weak operands stays weak."""
+    if reflected:
+        return lambda self, other: _binary(ufunc, other, self, weak)
+    return lambda self, other: _binary(ufunc, self, other, weak)
+
+
+def _unary_operator(ufunc: np.ufunc) -> Callable[[Tracer], Tracer]:
+    return lambda self: _unary(ufunc, self, True)
+
+
 class Tracer:
     """A value of the function being traced: an SSA value of a tensor of
     static `shape` and numpy `dtype`. `weak` marks a Python scalar (an
@@ -345,6 +358,12 @@ class Tracer:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._concrete("converting it to a numpy array (np.asarray, or a numpy function accy does not trace)")
 
+    def item(self, *args: Any) -> Any:
+        raise self._concrete("item()")
+
+    def tolist(self) -> Any:
+        raise self._concrete("tolist()")
+
     def __setitem__(self, key: object, value: object) -> None:
         raise unsupported("item assignment (x[i] = v)", "traced arrays are immutable and the dialect has no scatter")
 
@@ -366,103 +385,30 @@ class Tracer:
             raise unsupported(f"numpy.{fn.__name__}", MISSING.get(fn.__name__, "accy.numpy has no counterpart"))
         return impl(*args, **kwargs)
 
-    # Arithmetic (Python's: weak stays weak between weak operands)
-    def __add__(self, other: Any) -> Tracer:
-        return _binary(np.add, self, other, True)
-
-    def __radd__(self, other: Any) -> Tracer:
-        return _binary(np.add, other, self, True)
-
-    def __sub__(self, other: Any) -> Tracer:
-        return _binary(np.subtract, self, other, True)
-
-    def __rsub__(self, other: Any) -> Tracer:
-        return _binary(np.subtract, other, self, True)
-
-    def __mul__(self, other: Any) -> Tracer:
-        return _binary(np.multiply, self, other, True)
-
-    def __rmul__(self, other: Any) -> Tracer:
-        return _binary(np.multiply, other, self, True)
-
-    def __truediv__(self, other: Any) -> Tracer:
-        return _binary(np.true_divide, self, other, True)
-
-    def __rtruediv__(self, other: Any) -> Tracer:
-        return _binary(np.true_divide, other, self, True)
-
-    def __floordiv__(self, other: Any) -> Tracer:
-        return _binary(np.floor_divide, self, other, True)
-
-    def __rfloordiv__(self, other: Any) -> Tracer:
-        return _binary(np.floor_divide, other, self, True)
-
-    def __mod__(self, other: Any) -> Tracer:
-        return _binary(np.remainder, self, other, True)
-
-    def __rmod__(self, other: Any) -> Tracer:
-        return _binary(np.remainder, other, self, True)
-
-    def __pow__(self, other: Any) -> Tracer:
-        return _binary(np.power, self, other, True)
-
-    def __rpow__(self, other: Any) -> Tracer:
-        return _binary(np.power, other, self, True)
+    # Python's operators. Between weak operands (Python scalars) arithmetic
+    # stays weak, as it does on Python numbers; comparisons give bools.
+    __add__, __radd__ = _operator(np.add), _operator(np.add, reflected=True)
+    __sub__, __rsub__ = _operator(np.subtract), _operator(np.subtract, reflected=True)
+    __mul__, __rmul__ = _operator(np.multiply), _operator(np.multiply, reflected=True)
+    __truediv__, __rtruediv__ = _operator(np.true_divide), _operator(np.true_divide, reflected=True)
+    __floordiv__, __rfloordiv__ = _operator(np.floor_divide), _operator(np.floor_divide, reflected=True)
+    __mod__, __rmod__ = _operator(np.remainder), _operator(np.remainder, reflected=True)
+    __pow__, __rpow__ = _operator(np.power), _operator(np.power, reflected=True)
+    __and__, __rand__ = _operator(np.bitwise_and), _operator(np.bitwise_and, reflected=True)
+    __or__, __ror__ = _operator(np.bitwise_or), _operator(np.bitwise_or, reflected=True)
+    __xor__, __rxor__ = _operator(np.bitwise_xor), _operator(np.bitwise_xor, reflected=True)
+    __eq__ = _operator(np.equal, weak=False)  # type: ignore[assignment]
+    __ne__ = _operator(np.not_equal, weak=False)  # type: ignore[assignment]
+    __lt__, __le__ = _operator(np.less, weak=False), _operator(np.less_equal, weak=False)
+    __gt__, __ge__ = _operator(np.greater, weak=False), _operator(np.greater_equal, weak=False)
+    __neg__, __pos__ = _unary_operator(np.negative), _unary_operator(np.positive)
+    __abs__, __invert__ = _unary_operator(np.absolute), _unary_operator(np.invert)
 
     def __matmul__(self, other: Any) -> Tracer:
         return matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> Tracer:
         return matmul(other, self)
-
-    def __and__(self, other: Any) -> Tracer:
-        return _binary(np.bitwise_and, self, other, True)
-
-    def __rand__(self, other: Any) -> Tracer:
-        return _binary(np.bitwise_and, other, self, True)
-
-    def __or__(self, other: Any) -> Tracer:
-        return _binary(np.bitwise_or, self, other, True)
-
-    def __ror__(self, other: Any) -> Tracer:
-        return _binary(np.bitwise_or, other, self, True)
-
-    def __xor__(self, other: Any) -> Tracer:
-        return _binary(np.bitwise_xor, self, other, True)
-
-    def __rxor__(self, other: Any) -> Tracer:
-        return _binary(np.bitwise_xor, other, self, True)
-
-    def __neg__(self) -> Tracer:
-        return _unary(np.negative, self, True)
-
-    def __pos__(self) -> Tracer:
-        return _unary(np.positive, self, True)
-
-    def __abs__(self) -> Tracer:
-        return _unary(np.absolute, self, True)
-
-    def __invert__(self) -> Tracer:
-        return _unary(np.invert, self, True)
-
-    # Comparisons: elementwise, as numpy's
-    def __eq__(self, other: Any) -> Tracer:  # type: ignore[override]
-        return _binary(np.equal, self, other)
-
-    def __ne__(self, other: Any) -> Tracer:  # type: ignore[override]
-        return _binary(np.not_equal, self, other)
-
-    def __lt__(self, other: Any) -> Tracer:
-        return _binary(np.less, self, other)
-
-    def __le__(self, other: Any) -> Tracer:
-        return _binary(np.less_equal, self, other)
-
-    def __gt__(self, other: Any) -> Tracer:
-        return _binary(np.greater, self, other)
-
-    def __ge__(self, other: Any) -> Tracer:
-        return _binary(np.greater_equal, self, other)
 
     __hash__ = None  # type: ignore[assignment]  (unhashable, as numpy arrays are)
 
@@ -533,7 +479,7 @@ Operand = Any  # a Tracer, a Python bool/int/float, or anything np.asarray takes
 
 def _trace_of(*values: Operand) -> Trace | None:
     """The trace of the tracers among `values` (None if there are none);
-    an error for a tracer of a trace that has ended or of two traces."""
+    an error for a tracer that escaped its trace (one that has ended, or another than the current one)."""
     found: Trace | None = None
     for v in values:
         if isinstance(v, Tracer):
@@ -616,7 +562,7 @@ def _broadcast(t: Tracer, shape: Shape) -> Tracer:
     if lead < 0 or builtins.any(n not in (1, shape[lead + i]) for i, n in enumerate(t.shape)):
         raise _located(ValueError, f"cannot broadcast an array of shape {t.shape} to {shape}")
     value = t.trace.emit(BroadcastOp(t.value, list(range(lead, len(shape))), shape))
-    return Tracer(t.trace, value, shape, t.dtype, t.weak)
+    return Tracer(t.trace, value, shape, t.dtype)
 
 
 def _broadcast_all(tracers: Sequence[Tracer]) -> list[Tracer]:
@@ -714,6 +660,8 @@ def _binary(ufunc: np.ufunc, a: Operand, b: Operand, operator: bool = False) -> 
         return ufunc(a, b)
     a, b = _prepare(a), _prepare(b)
     in_a, in_b, out = _resolve(ufunc, (a, b))
+    if ufunc is np.power and out.kind in "iu" and not isinstance(b, Tracer) and np.any(np.asarray(b) < 0):
+        raise _located(ValueError, "Integers to negative integer powers are not allowed.")  # numpy's, for a known exponent
     x, y = _broadcast_all([_at(trace, a, in_a), _at(trace, b, in_b)])
     value = _BINARY[ufunc](x, y)
     return Tracer(trace, value, x.shape, out, operator and _is_weak(a) and _is_weak(b))
@@ -922,6 +870,47 @@ def result_type(*values: Operand) -> np.dtype:
         raise _located(TypeError, str(e)) from None
 
 
+def shape(a: Operand) -> tuple[int, ...]:
+    """numpy.shape: static while tracing."""
+    return a.shape if isinstance(a, Tracer) else np.shape(a)
+
+
+def ndim(a: Operand) -> int:
+    """numpy.ndim."""
+    return a.ndim if isinstance(a, Tracer) else np.ndim(a)
+
+
+def size(a: Operand) -> int:
+    """numpy.size (of the whole array)."""
+    return a.size if isinstance(a, Tracer) else np.size(a)
+
+
+def asarray(a: Any, dtype: Any = None) -> Any:
+    """numpy.asarray: a tracer as it is (cast to `dtype`); a (nested) list
+    or tuple holding tracers stacked along new leading axes."""
+    if isinstance(a, list | tuple) and _current() is not None and _holds_tracer(a):
+        out = stack([asarray(v) for v in a])
+    elif isinstance(a, Tracer):
+        out = a
+    else:
+        return np.asarray(a, dtype)
+    return out if dtype is None else astype(out, dtype)
+
+
+def _holds_tracer(items: list[Any] | tuple[Any, ...]) -> bool:
+    return builtins.any(isinstance(v, Tracer) or (isinstance(v, list | tuple) and _holds_tracer(v)) for v in items)
+
+
+def array(a: Any, dtype: Any = None) -> Any:
+    """numpy.array (of a tracer: the tracer, values being immutable)."""
+    return asarray(a, dtype) if isinstance(a, Tracer | list | tuple) else np.array(a, dtype)
+
+
+def copy(a: Any) -> Any:
+    """numpy.copy (of a tracer: the tracer)."""
+    return a if isinstance(a, Tracer) else np.copy(a)
+
+
 def astype(x: Operand, dtype: Any) -> Any:
     """x as `dtype` (accy.cast: floats to integers truncate and saturate)."""
     trace = _trace_of(x)
@@ -929,7 +918,8 @@ def astype(x: Operand, dtype: Any) -> Any:
         return np.asarray(x).astype(dtype)
     dt = np.dtype(dtype)
     element_type(dt)
-    return _cast(x, dt)
+    t = _cast(x, dt)
+    return Tracer(t.trace, t.value, t.shape, t.dtype) if t.weak else t
 
 
 # --------------------------------------------------------------------------
@@ -959,6 +949,8 @@ def _reduce(name: str, kind: str, a: Operand, axis: Any, dtype: Any, keepdims: b
     axes = _axes(axis, x.ndim, f"numpy.{name}")
     probe = np.zeros((1,), x.dtype)
     out = np.dtype(getattr(probe, name)(**({} if dtype is None else {"dtype": dtype})).dtype)
+    if kind == "mean" and out.kind != "f":
+        raise unsupported(f"numpy.mean with dtype {out}", "accy.reduce's mean takes floats")
     count = math.prod(x.shape[d] for d in axes)
     if kind in ("max", "min") and count == 0:
         raise _located(ValueError, f"numpy.{name}: zero-size array to reduction operation {'maximum' if kind == 'max' else 'minimum'} which has no identity")
@@ -1066,7 +1058,7 @@ def cumprod(a: Operand, axis: int | None = None, dtype: Any = None) -> Any:
 def _reshape(t: Tracer, shape: Shape) -> Tracer:
     if t.shape == shape:
         return t
-    return Tracer(t.trace, t.trace.emit(ReshapeOp(t.value, shape)), shape, t.dtype, t.weak)
+    return Tracer(t.trace, t.trace.emit(ReshapeOp(t.value, shape)), shape, t.dtype)
 
 
 def _ints(shape: Any, what: str) -> tuple[int, ...]:
@@ -1126,7 +1118,7 @@ def transpose(a: Operand, axes: Any = None) -> Any:
     if perm == list(range(t.ndim)):
         return t
     shape = tuple(t.shape[d] for d in perm)
-    return Tracer(t.trace, t.trace.emit(TransposeOp(t.value, perm)), shape, t.dtype, t.weak)
+    return Tracer(t.trace, t.trace.emit(TransposeOp(t.value, perm)), shape, t.dtype)
 
 
 def _axis(axis: int, ndim: int, what: str) -> int:
@@ -1278,7 +1270,7 @@ def _getitem(t: Tracer, key: Any) -> Tracer:
     out = t
     if (start, limit, stride) != ([0] * t.ndim, list(t.shape), [1] * t.ndim):
         value = t.trace.emit(SliceOp(t.value, start, limit, stride))
-        out = Tracer(t.trace, value, tuple((b - a + s - 1) // s for a, b, s in zip(start, limit, stride, strict=True)), t.dtype, t.weak)
+        out = Tracer(t.trace, value, tuple((b - a + s - 1) // s for a, b, s in zip(start, limit, stride, strict=True)), t.dtype)
     return _reshape(out, tuple(shape))
 
 
@@ -1478,11 +1470,15 @@ def arange(*args: Any, dtype: Any = None) -> Any:
 
 
 def _unsupported_function(name: str) -> Callable[..., Any]:
+    """numpy's `name`, which does not trace: numpy's own on values that are not traced."""
+
     def refuse(*args: Any, **kwargs: Any) -> Any:
+        if not builtins.any(isinstance(a, Tracer) for a in (*args, *kwargs.values())):
+            return getattr(np, name)(*args, **kwargs)
         raise unsupported(f"numpy.{name}", MISSING[name])
 
     refuse.__name__ = refuse.__qualname__ = name
-    refuse.__doc__ = f"Not supported: {MISSING[name]}."
+    refuse.__doc__ = f"numpy.{name}; on a traced value, not supported: {MISSING[name]}."
     return refuse
 
 
@@ -1509,7 +1505,8 @@ NUMPY_FUNCTIONS: dict[str, Callable[..., Any]] = {
         "add subtract multiply divide true_divide floor_divide remainder mod power maximum minimum bitwise_and "
         "bitwise_or bitwise_xor logical_and logical_or logical_xor equal not_equal less less_equal greater "
         "greater_equal negative positive abs absolute exp log sqrt tanh sin cos floor ceil reciprocal square "
-        "logical_not invert bitwise_not isnan isinf isfinite where clip result_type astype sum prod mean max min "
+        "logical_not invert bitwise_not isnan isinf isfinite where clip result_type shape ndim size asarray array "
+        "copy astype sum prod mean max min "
         "amax amin any all cumsum cumprod reshape ravel transpose swapaxes moveaxis expand_dims squeeze "
         "broadcast_to concatenate stack matmul dot full zeros ones full_like zeros_like ones_like arange argmax "
         "argmin take take_along_axis flip sort argsort"

@@ -260,6 +260,34 @@ def test_a_python_int_out_of_the_arrays_range_is_numpys_overflow_error() -> None
         accy.jit(lambda x: x + 300)(np.zeros(3, np.int8))
 
 
+def test_weakness_ends_where_numpy_makes_an_array() -> None:
+    """A Python scalar argument stays weak through Python arithmetic, not
+    through numpy functions, shape ops or astype (numpy returns arrays)."""
+
+    def f(x, s):
+        return x + s * 2, x + anp.reshape(s, (1,)), x + anp.asarray(s).astype(np.float64), x + -s, x + abs(s)
+
+    x = rand((3,), np.float16, 1)
+    got = accy.jit(f)(x, 1.5)
+    assert [g.dtype for g in got] == [np.float16, np.float64, np.float64, np.float16, np.float16]
+    assert_same(got, numpy_result(f, x, 1.5))
+
+
+def test_numpy_scalars_arrays_and_lists_of_tracers() -> None:
+    def f(x, y):
+        return np.float32(2) * x, anp.array([x, y]).sum(axis=0), anp.asarray([[x], [y]], dtype=np.float64), np.shape(x), x.ndim
+
+    x, y = rand((3,), np.float32, 1), rand((3,), np.float32, 2)
+    got = accy.jit(f)(x, y)
+    assert_same(got[:3], (2 * x, x + y, np.asarray([[x], [y]], np.float64)))
+    assert got[3] == (np.asarray(3),) and got[4] == 1
+
+
+def test_a_known_negative_integer_exponent_is_numpys_error() -> None:
+    with pytest.raises(ValueError, match="Integers to negative integer powers are not allowed"):
+        accy.jit(lambda x: x ** -1)(np.ones(3, np.int32))
+
+
 def test_booleans_refuse_what_numpy_refuses() -> None:
     with pytest.raises(TypeError, match="boolean subtract"):
         accy.jit(lambda x, y: x - y)(np.zeros(3, bool), np.zeros(3, bool))
@@ -648,7 +676,11 @@ def to_numpy(x):
     return np.asarray(x) + 1
 
 
-@pytest.mark.parametrize("fn", [branch_on, bool_of, float_of, int_of, iterate, while_on, to_numpy], ids=lambda f: f.__name__)
+def item_of(x):
+    return x.sum().item()
+
+
+@pytest.mark.parametrize("fn", [branch_on, bool_of, float_of, int_of, iterate, while_on, to_numpy, item_of], ids=lambda f: f.__name__)
 def test_control_flow_on_traced_values_names_the_line(fn) -> None:
     line = fn.__code__.co_firstlineno + 1
     with pytest.raises(TracerConversionError, match=rf"^{re.escape(__file__)}:{line}: .* traced array .*static_argnums"):
@@ -703,6 +735,12 @@ def test_unsupported_functions_are_named_at_the_users_line(fn, message: str) -> 
     line = fn.__code__.co_firstlineno + 1
     with pytest.raises(UnsupportedError, match=rf"^{re.escape(__file__)}:{line}: {message}"):
         accy.jit(fn)(np.ones((3,), np.float32))
+
+
+def test_unsupported_functions_are_numpys_on_values_not_traced() -> None:
+    x = rand((3, 5), np.float32, 1)
+    assert_same(anp.argmax(x, axis=1), np.argmax(x, axis=1))
+    assert_same(accy.jit(lambda y: y + anp.argmax(x, axis=1))(np.ones(3, np.int64)), 1 + np.argmax(x, axis=1))
 
 
 def test_a_non_array_argument_says_to_make_it_static() -> None:
