@@ -47,6 +47,7 @@ lint: setup
 
 conformance: setup
 	$(BIN)/python -m pytest -q --capture=sys -m '' tests/conformance
+	$(BIN)/python -m pytest -q --capture=sys -m sampled tests/unit
 
 # ONNX's whole node-test suite on each device (tools/onnx_node_tests.py);
 # it rewrites docs/onnx-node-tests.md. make test runs a slice of it.

@@ -13,7 +13,8 @@ os.environ["ACCY_VERIFY_BOUNDS"] = "1"
 
 # --------------------------------------------------------------------------
 # `--conformance-sample=K`: `make test` runs a fixed 1/K of the conformance
-# suite's cases (every test function keeps at least one), so the whole
+# suite's cases and of the cases marked `sampled` (every test function keeps
+# at least one), so the whole
 # suite fits CI's few minutes on two cores; `make conformance` runs them all.
 # The sample is the same on every run and machine: a case is in it when
 # crc32 of its node id is 0 mod K, or it is its function's case of least crc.
@@ -46,7 +47,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"--conformance-shard={shard}: expected 0 <= shard < {k}")
     groups: dict[tuple[str, str], list[tuple[int, pytest.Item]]] = defaultdict(list)
     for item in items:
-        if "tests/conformance/" in item.nodeid.replace("\\", "/"):
+        if "tests/conformance/" in item.nodeid.replace("\\", "/") or item.get_closest_marker("sampled"):
             function = getattr(item, "originalname", item.name)
             groups[(item.nodeid.split("::")[0], function)].append((zlib.crc32(item.nodeid.encode()), item))
     dropped = set()
