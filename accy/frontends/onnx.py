@@ -679,8 +679,6 @@ SHAPE_ONLY = frozenset({"Shape", "Size", "EyeLike"})
 
 #: What a missing op needs, for its error.
 _NEEDS = {
-    "ConvTranspose": "accy.conv",
-    "ConvInteger": "accy.conv",
     "QLinearConv": "accy.conv",
     "DeformConv": "accy.conv",
     "MaxRoiPool": "accy.pool",
@@ -1331,6 +1329,11 @@ def _isinf(n: _Node) -> list[Value]:
 def _round(n: _Node) -> list[Value]:
     x = n.value(0)
     _float_only(n, x)
+    return [_round_half_even(n, x)]
+
+
+def _round_half_even(n: _Node, x: SSAValue) -> SSAValue:
+    """x rounded to the nearest integer, ties to even (numpy's rint)."""
     # Half to even: floor(x) + (1 where the fraction is above 1/2, or exactly
     # 1/2 and floor(x) is odd). x - floor(x) is exact.
     f = n.emit(A.FloorOp(x))
@@ -1342,7 +1345,153 @@ def _round(n: _Node) -> list[Value]:
     r = n.select(up, n.emit(A.AddOp(f, n.scalar(1, x))), f)
     # Infinities and NaN are their own rounding (x - floor(x) is NaN for them).
     finite = n.emit(A.CmpOp("eq", d, d))
-    return [n.select(finite, r, x)]
+    return n.select(finite, r, x)
+
+
+# -- quantization --------------------------------------------------------------
+
+#: The quantized types accy holds, with their ranges.
+QUANT_RANGES = {TensorProto.UINT8: (0, 255), TensorProto.INT8: (-128, 127), TensorProto.UINT16: (0, 65535), TensorProto.INT16: (-32768, 32767)}
+
+
+def _quant_param(n: _Node, v: SSAValue, shape: tuple[int, ...], axis: int, block: int) -> SSAValue:
+    """A scale or zero point broadcast to `shape`: one value, one per entry
+    of `axis`, or (block_size) one per block of `axis`, as onnx's reference
+    reshapes them (_quant_utils.reshape_input)."""
+    if math.prod(shape_of(v)) == 1:
+        return n.emit(A.BroadcastOp(n.reshape(v, ()), [], shape))
+    axis = n.axis(axis, len(shape))
+    if not block:
+        if len(shape_of(v)) != 1:
+            raise n.unsupported(f"a scale or zero point of shape {list(shape_of(v))} without block_size")
+        return n.emit(A.BroadcastOp(v, [axis], shape))
+    vshape = shape_of(v)
+    if len(vshape) != len(shape):
+        raise n.unsupported(f"blocked scale of shape {list(vshape)} for input {list(shape)}")
+    wide = [*vshape[: axis + 1], block, *vshape[axis + 1 :]]
+    spread = n.emit(A.BroadcastOp(v, [d for d in range(len(wide)) if d != axis + 1], wide))
+    flat = [*vshape[:axis], vshape[axis] * block, *vshape[axis + 1 :]]
+    return n.slice(n.reshape(spread, flat), axis, 0, shape[axis])
+
+
+def _requantize(n: _Node, q: SSAValue, zp: SSAValue | None, to: int) -> SSAValue:
+    """rint(q) + zero point, clamped to the range of ONNX type `to`, in its holding type."""
+    lo, hi = QUANT_RANGES[to]
+    i32 = IntegerType(32)
+    r = n.cast(_round_half_even(n, q), i32)
+    if zp is not None:
+        r = n.emit(A.AddOp(r, n.cast(zp, i32)))
+    r = n.emit(A.MinOp(n.emit(A.MaxOp(r, n.scalar(lo, r))), n.scalar(hi, r)))
+    out = n.cast(r, element_type(to))
+    if to in UNSIGNED:
+        out = n.emit(A.ReshapeOp(out, shape_of(out))) if out is r else out
+        n.im.unsigned[out] = UNSIGNED[to][1]
+    return out
+
+
+def _quant_type(n: _Node, i: int, attr: str | None) -> int:
+    to = n.im.onnx_type(n.raw(i)) if n.has(i) else int(n.attr(attr, 0) or 0) if attr else 0
+    to = to or TensorProto.UINT8
+    if to not in QUANT_RANGES:
+        raise n.error("dtype", f"quantized type {_dtype_name(to)} is not supported: accy holds uint8, int8, uint16, int16")
+    return to
+
+
+@handles("QuantizeLinear")
+def _quantize(n: _Node) -> list[Value]:
+    x, scale = n.value(0), n.value(1)
+    shape = shape_of(x)
+    axis = n.int_attr("axis", 1)  # checked where a scale is per axis
+    block = n.int_attr("block_size", 0)
+    if n.int_attr("precision", 0):
+        raise n.unsupported("precision")
+    n.ignore("saturate")  # float8 outputs only
+    to = _quant_type(n, 2, "output_dtype" if n.opset >= 21 else None)
+    # x / scale in numpy's promoted type: f16 only when both are.
+    ct = elem_of(x) if elem_of(x) == elem_of(scale) else Float32Type() if Float64Type() not in (elem_of(x), elem_of(scale)) else Float64Type()
+    q = n.emit(A.DivOp(n.cast(x, ct), n.cast(_quant_param(n, scale, shape, axis, block), ct)))
+    zp = _quant_param(n, n.value(2), shape, axis, block) if n.has(2) else None
+    return [_requantize(n, q, zp, to)]
+
+
+@handles("DequantizeLinear")
+def _dequantize(n: _Node) -> list[Value]:
+    x, scale = n.value(0), n.value(1)
+    shape = shape_of(x)
+    axis = n.int_attr("axis", 1)  # checked where a scale is per axis
+    block = n.int_attr("block_size", 0)
+    if not is_int(elem_of(x)):
+        raise n.error("dtype", f"quantized input of {elem_of(x)} is not supported")
+    out = n.attr("output_dtype") if n.opset >= 23 else None
+    f32 = Float32Type()
+    dx = n.cast(x, f32)
+    if n.has(2):
+        dx = n.emit(A.SubOp(dx, n.cast(_quant_param(n, n.value(2), shape, axis, block), f32)))
+    y = n.emit(A.MulOp(dx, n.cast(_quant_param(n, scale, shape, axis, block), f32)))
+    return [n.cast(y, element_type(int(out)) if out else elem_of(scale))]
+
+
+def _zero_shifted(n: _Node, i: int, zp: int, where: Callable[[SSAValue, SSAValue], SSAValue]) -> SSAValue:
+    """Integer input i as i32, less its zero point (input zp; `where` broadcasts a 1-d one)."""
+    v = n.cast(n.value(i), IntegerType(32))
+    if not n.has(zp):
+        return v
+    z = n.cast(n.value(zp), IntegerType(32))
+    z = n.broadcast_to(n.reshape(z, ()), shape_of(v)) if math.prod(shape_of(z)) == 1 else where(v, z)
+    return n.emit(A.SubOp(v, z))
+
+
+@handles("MatMulInteger")
+def _matmul_integer(n: _Node) -> list[Value]:
+    def per_row(v: SSAValue, z: SSAValue) -> SSAValue:
+        return n.emit(A.BroadcastOp(z, [len(shape_of(v)) - 2], shape_of(v)))
+
+    def per_column(v: SSAValue, z: SSAValue) -> SSAValue:
+        return n.emit(A.BroadcastOp(z, [len(shape_of(v)) - 1], shape_of(v)))
+
+    return [_matmul_values(n, _zero_shifted(n, 0, 2, per_row), _zero_shifted(n, 1, 3, per_column))]
+
+
+@handles("ConvInteger")
+def _conv_integer(n: _Node) -> list[Value]:
+    def per_channel(v: SSAValue, z: SSAValue) -> SSAValue:
+        return n.emit(A.BroadcastOp(z, [0], shape_of(v)))
+
+    def scalar_only(v: SSAValue, z: SSAValue) -> SSAValue:
+        raise n.unsupported("an x_zero_point of more than one value")
+
+    x = _zero_shifted(n, 0, 2, scalar_only)
+    w = _zero_shifted(n, 1, 3, per_channel)
+    kernel = list(shape_of(w)[2:])
+    if list(n.ints_attr("kernel_shape", kernel) or []) != kernel:
+        raise n.unsupported("kernel_shape differs from the weights'")
+    strides, dil, pads, auto_pad = _window_attrs(n, len(shape_of(x)), kernel)
+    if auto_pad != "NOTSET":
+        raise n.unsupported(f"auto_pad '{auto_pad}'")
+    return [_correlate(n, _pad_spatial(n, x, pads, 0), w, strides, dil, n.int_attr("group", 1))]
+
+
+@handles("QLinearMatMul")
+def _qlinear_matmul(n: _Node) -> list[Value]:
+    """As onnx's reference: the integer product, times a_scale·b_scale/y_scale
+    in float64 (numpy's int32 by float32), rounded, plus y's zero point."""
+    for i in (1, 2, 4, 5, 6, 7):
+        if n.has(i) and math.prod(n.shape(i)) != 1:
+            raise n.unsupported("per-row or per-column scales and zero points")
+
+    def scalar_only(v: SSAValue, z: SSAValue) -> SSAValue:
+        raise AssertionError("checked above: one value each")
+
+    c = _matmul_values(n, _zero_shifted(n, 0, 2, scalar_only), _zero_shifted(n, 3, 5, scalar_only))
+    f32, f64 = Float32Type(), Float64Type()
+    scale = [n.reshape(n.cast(n.value(i), f32), ()) for i in (1, 4, 6)]
+    mult = n.emit(A.DivOp(n.emit(A.MulOp(scale[0], scale[1])), scale[2]))
+    d = n.emit(A.MulOp(n.cast(c, f64), n.emit(A.BroadcastOp(n.cast(mult, f64), [], shape_of(c)))))
+    to = n.im.onnx_type(n.raw(7)) if n.has(7) else n.im.onnx_type(n.raw(0))
+    if to not in QUANT_RANGES:
+        raise n.error("dtype", f"quantized type {_dtype_name(to)} is not supported")
+    zp = n.emit(A.BroadcastOp(n.reshape(n.value(7), ()), [], shape_of(d))) if n.has(7) else None
+    return [_requantize(n, d, zp, to)]
 
 
 @handles("Cast", "CastLike")
@@ -2026,9 +2175,18 @@ def _slice(n: _Node) -> list[Value]:
 
 
 def _reverse(n: _Node, v: SSAValue, axis: int) -> SSAValue:
-    size = shape_of(v)[axis]
+    """`v` with `axis` reversed: element i of the result is element size-1-i,
+    picked as a gather by known indices (`_take`), past GATHER_LIMIT as one
+    slice per element."""
+    shape = shape_of(v)
+    size = shape[axis]
     if size <= 1:
         return v
+    if math.prod(shape) * size <= GATHER_LIMIT:
+        wide = (*shape[: axis + 1], size, *shape[axis + 1 :])
+        data = n.emit(A.BroadcastOp(v, [d for d in range(len(wide)) if d != axis], wide))
+        flipped = n.lit(np.arange(size - 1, -1, -1, dtype=np.int64), IntegerType(64))
+        return _take(n, data, n.emit(A.BroadcastOp(flipped, [axis], wide)), axis + 1)
     if size > SLICE_LIMIT:
         raise n.unsupported(f"reversing a dim of {size} (past {SLICE_LIMIT} slices; it needs accy.gather)")
     return n.concat([n.slice(v, axis, i, i + 1) for i in reversed(range(size))], axis)
@@ -2612,17 +2770,88 @@ def _conv(n: _Node) -> list[Value]:
         need = [max(0, ((i + s - 1) // s - 1) * s + kk - i) for i, s, kk in zip(spatial, strides, span, strict=True)]
         head = [(p + 1) // 2 if auto_pad == "SAME_LOWER" else p // 2 for p in need]
         pads = [*head, *(p - h for p, h in zip(need, head, strict=True))]
-    out = [(i + pads[d] + pads[sp + d] - span[d]) // strides[d] + 1 for d, i in enumerate(spatial)]
+    r = _correlate(n, _pad_spatial(n, x, pads, 0.0), w, strides, dil, group)
+    if n.has(2):
+        r = n.emit(A.AddOp(r, n.emit(A.BroadcastOp(n.value(2), [1], shape_of(r)))))
+    return [r]
+
+
+def _correlate(n: _Node, xp: SSAValue, w: SSAValue, strides: Sequence[int], dil: Sequence[int], group: int) -> SSAValue:
+    """Conv's sum over channels and taps of the padded `xp` [N, C, ...] by
+    `w` [M, C/group, k...]: the taps' slices stacked (im2col) and contracted
+    with the weights in one dot_general, batched over the groups."""
+    N, C, *spatial = shape_of(xp)
+    M, Cg, *kernel = shape_of(w)
+    sp = len(spatial)
+    span = [kk + (kk - 1) * (d - 1) for kk, d in zip(kernel, dil, strict=True)]
+    out = [(i - sp_) // s + 1 for i, sp_, s in zip(spatial, span, strides, strict=True)]
     taps = math.prod(kernel)
     if N * C * taps * math.prod(out) > IM2COL_LIMIT:
         raise n.error("op", f"im2col of {N * C * taps * math.prod(out)} elements (past {IM2COL_LIMIT}) needs accy.conv")
-    slices = _taps(n, _pad_spatial(n, x, pads, 0.0), kernel, strides, dil, out)
+    slices = _taps(n, xp, kernel, strides, dil, out)
     G, Mg = group, M // group
     stacked = n.concat([n.reshape(t, (N, 1, C, *out)) for t in slices], 1)  # (N, T, C, out...)
     cols = n.reshape(stacked, (N, taps, G, Cg, *out))
     wt = n.reshape(n.transpose(w, (0, *range(2, 2 + sp), 1)), (G, Mg, taps, Cg))
     r = n.emit(A.DotGeneralOp(wt, cols, (0,), (2,), (2, 3), (1, 3)))  # (G, Mg, N, out...)
-    r = n.transpose(n.reshape(r, (M, N, *out)), (1, 0, *range(2, 2 + sp)))
+    return n.transpose(n.reshape(r, (M, N, *out)), (1, 0, *range(2, 2 + sp)))
+
+
+@handles("ConvTranspose")
+def _conv_transpose(n: _Node) -> list[Value]:
+    """The input spread out by the strides (zeros between its elements), then
+    a correlation with the flipped, transposed weights over the full extent,
+    cut to the output as onnx's col2im places it (the begin pads dropped)."""
+    x, w = n.value(0), n.value(1)
+    _float_only(n, x)
+    shape, wshape = shape_of(x), shape_of(w)
+    if len(shape) < 3 or len(wshape) != len(shape):
+        raise n.unsupported(f"input {list(shape)} and weights {list(wshape)}")
+    N, C, *spatial = shape
+    _, Mg, *kernel = wshape
+    sp = len(spatial)
+    if list(n.ints_attr("kernel_shape", kernel) or []) != list(kernel):
+        raise n.unsupported("kernel_shape differs from the weights'")
+    group = n.int_attr("group", 1)
+    if group < 1 or wshape[0] != C or C % group:
+        raise n.unsupported(f"{C} input channels, weights {list(wshape)} and group {group}")
+    strides = n.ints_attr("strides", [1] * sp) or []
+    dil = n.ints_attr("dilations", [1] * sp) or []
+    extra = n.ints_attr("output_padding", [0] * sp) or []
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    pads = n.ints_attr("pads")
+    given = n.ints_attr("output_shape")
+    full = [s * (i - 1) + (k - 1) * d + 1 for s, i, k, d in zip(strides, spatial, kernel, dil, strict=True)]
+    if pads is None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        target = given or [i * s for i, s in zip(spatial, strides, strict=True)]
+        total = [f + e - t for f, e, t in zip(full, extra, target, strict=True)]
+        small, big = [t // 2 for t in total], [t - t // 2 for t in total]
+        pads = [*small, *big] if auto_pad == "SAME_UPPER" else [*big, *small]
+    elif auto_pad not in ("NOTSET", "VALID"):
+        raise n.unsupported(f"auto_pad '{auto_pad}'")
+    pads = pads or [0] * 2 * sp
+    out = given[-sp:] if given else [f + e - pads[d] - pads[sp + d] for d, (f, e) in enumerate(zip(full, extra, strict=True))]
+    # Spread: each input element followed by stride - 1 zeros (the last's dropped).
+    xs = x
+    for d, s in enumerate(strides):
+        if s > 1:
+            axis = 2 + d
+            cur = list(shape_of(xs))
+            wide = [*cur[: axis + 1], 1, *cur[axis + 1 :]]
+            zeros = list(wide)
+            zeros[axis + 1] = s - 1
+            joined = n.concat([n.reshape(xs, wide), n.full(0, tuple(zeros), elem_of(x))], axis + 1)
+            flat = [*cur[:axis], cur[axis] * s, *cur[axis + 1 :]]
+            xs = n.slice(n.reshape(joined, flat), axis, 0, (cur[axis] - 1) * s + 1)
+    edge = [(k - 1) * d for k, d in zip(kernel, dil, strict=True)]
+    # Weights [C, M/g, k...] -> [M, C/g, k...], each group's block transposed, the taps flipped.
+    G, Cg = group, C // group
+    wt = n.reshape(n.transpose(n.reshape(w, (G, Cg, Mg, *kernel)), (0, 2, 1, *range(3, 3 + sp))), (G * Mg, Cg, *kernel))
+    for d in range(sp):
+        wt = _reverse(n, wt, 2 + d)
+    r = _correlate(n, _pad_spatial(n, xs, [*edge, *edge], 0.0), wt, [1] * sp, dil, group)
+    for d in range(sp):
+        r = _pad_axis(n, r, 2 + d, -pads[d], out[d] - (full[d] - pads[d]), "constant", 0.0)
     if n.has(2):
         r = n.emit(A.AddOp(r, n.emit(A.BroadcastOp(n.value(2), [1], shape_of(r)))))
     return [r]
