@@ -101,6 +101,10 @@ class Outcome:
 # --------------------------------------------------------------------------
 
 
+#: The suffix of a test whose op is expanded into its function body.
+_EXPANDED = re.compile(r"_expanded(_ver\d+)?$")
+
+
 def _norm(text: str) -> str:
     return text.replace("_", "").lower()
 
@@ -110,11 +114,12 @@ def _graph_ops(model: onnx.ModelProto) -> list[str]:
 
 
 def op_under_test(name: str, model: onnx.ModelProto, base_ops: dict[str, str]) -> str:
-    """The operator a node test is named for: for an `_expanded` test its
-    base test's; else the graph's op whose name the test's name starts with
+    """The operator a node test is named for: for an `_expanded` (or
+    `_expanded_verN`) test its base test's; else the graph's op whose name the test's name starts with
     (the longest), else its only op, else its last."""
-    if name.endswith("_expanded") and name[: -len("_expanded")] in base_ops:
-        return base_ops[name[: -len("_expanded")]]
+    base = _EXPANDED.sub("", name)
+    if base != name and base in base_ops:
+        return base_ops[base]
     stem = _norm(name.removeprefix("test_"))
     ops = _graph_ops(model)
     matching = [op for op in set(ops) if stem.startswith(_norm(op))]
@@ -141,10 +146,10 @@ def describe_cases(cases: dict[str, Any]) -> dict[str, tuple[str, bool]]:
     """name -> (the op it tests, whether the issue's target counts it)."""
     base_ops: dict[str, str] = {}
     out: dict[str, tuple[str, bool]] = {}
-    for name in sorted(cases, key=lambda n: n.endswith("_expanded")):
+    for name in sorted(cases, key=lambda n: bool(_EXPANDED.search(n))):
         model = cases[name].model
         op = op_under_test(name, model, base_ops)
-        if not name.endswith("_expanded"):
+        if not _EXPANDED.search(name):
             base_ops[name] = op
         out[name] = (op, op in ISSUE_OPS and _data_types(model) <= ISSUE_DTYPES)
     return out

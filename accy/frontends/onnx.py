@@ -433,7 +433,14 @@ class _Importer:
             self.expand(node, local, label, _function_opsets(local, opsets))
             return
         if domain != "":
-            raise OnnxImportError("op", f"operator domain '{node.domain}' is not supported (only the default ONNX domain)", label, node.op_type)
+            # Another domain's op is imported only as the function its schema defines (ai.onnx.preview's).
+            found = _schema_function(node, opsets.get(domain, 1), self, domain)
+            if found is None:
+                raise OnnxImportError(
+                    "op", f"operator domain '{node.domain}' is not supported (only the default ONNX domain)", label, node.op_type
+                )
+            self.expand(node, found[0], label, _function_opsets(found[0], opsets), found[1])
+            return
         if "" not in opsets:
             raise OnnxImportError("model", "the model imports no version of the default ONNX domain", label, node.op_type)
         opset = opsets[""]
@@ -599,12 +606,12 @@ def _function_opsets(fn: onnx.FunctionProto, outer: Mapping[str, int]) -> dict[s
 
 
 def _schema_function(
-    node: onnx.NodeProto, opset: int, importer: _Importer
+    node: onnx.NodeProto, opset: int, importer: _Importer, domain: str = ""
 ) -> tuple[onnx.FunctionProto, dict[str, onnx.AttributeProto]] | None:
     """The function body the schema of `node`'s op gives for `opset`, and
     the schema's attribute defaults; None when it gives none."""
     try:
-        schema = onnx.defs.get_schema(node.op_type, opset, "")
+        schema = onnx.defs.get_schema(node.op_type, opset, domain)
     except onnx.defs.SchemaError:
         return None
     defaults = {
@@ -687,7 +694,6 @@ _NEEDS = {
     "ScatterElements": "a scatter op",
     "ScatterND": "a scatter op",
     "Scatter": "a scatter op",
-    "Resize": "accy.gather (an interpolating resize)",
     "TopK": "a sort",
     "Unique": "data-dependent shapes",
     "NonZero": "data-dependent shapes",
@@ -2855,6 +2861,118 @@ def _conv_transpose(n: _Node) -> list[Value]:
     if n.has(2):
         r = n.emit(A.AddOp(r, n.emit(A.BroadcastOp(n.value(2), [1], shape_of(r)))))
     return [r]
+
+
+# -- Resize ------------------------------------------------------------------------
+
+
+def _resize_axes(n: _Node, shape: tuple[int, ...]) -> list[tuple[int, int, list[float] | None, float | None]]:
+    """Per resized axis: (axis, output length, its roi [start, end] or None,
+    its scale, or None when sizes set it), as onnx's reference reads them."""
+    rank = len(shape)
+    axes_attr = n.ints_attr("axes") if n.opset >= 18 else None
+    axes = [n.axis(a, rank) for a in axes_attr] if axes_attr is not None else list(range(rank))
+    if n.opset >= 18 and n.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise n.unsupported(f"keep_aspect_ratio_policy '{n.attr('keep_aspect_ratio_policy')}'")
+    if n.opset < 11:
+        roi, scales, sizes = None, n.const(1, "scales"), None
+    else:
+        roi = n.const(1, "roi")
+        scales = n.const(2, "scales")
+        sizes = n.const(3, "sizes")
+    roi_v = None if roi is None or np.size(roi) == 0 else [float(v) for v in np.asarray(roi).reshape(-1)]
+    if sizes is not None and np.size(sizes):
+        given = [int(v) for v in np.asarray(sizes).reshape(-1)]
+        per = [(a, given[i], None) for i, a in enumerate(axes)]
+    elif scales is not None and np.size(scales):
+        given_f = [float(v) for v in np.asarray(scales).reshape(-1)]
+        per = [(a, int(given_f[i] * shape[a]), given_f[i]) for i, a in enumerate(axes)]
+    else:
+        raise n.error("model", "neither scales nor sizes")
+    out = []
+    for i, (a, length, scale) in enumerate(per):
+        r = [roi_v[i], roi_v[i + len(axes)]] if roi_v is not None else None
+        trivial = r is None or (math.isclose(r[0], 0.0) and math.isclose(r[1], 1.0))
+        if length == shape[a] and trivial and (scale is None or math.isclose(scale, 1.0)):
+            continue  # the reference skips an identity axis too
+        out.append((a, length, r, scale))
+    return out
+
+
+def _resize_matrix(n: _Node, length_in: int, length_out: int, roi: list[float] | None, scale: float | None) -> np.ndarray:
+    """The (out × in) interpolation matrix of one axis: onnx's own Resize (with
+    this node's attributes) of an identity, the axis alone resized. Rows
+    that extrapolate are NaN (the extrapolation_value is put there after)."""
+    attrs = [a for a in n.node.attribute if a.name not in ("axes", "keep_aspect_ratio_policy", "extrapolation_value")]
+    basis = np.eye(length_in, dtype=np.float64)
+    feeds: dict[str, np.ndarray] = {"x": basis}
+    names = ["x"]
+    if n.opset >= 11:
+        feeds["roi"] = np.array([roi[0], 0.0, roi[1], 1.0] if roi is not None else [], dtype=np.float64)
+        names.append("roi")
+    if scale is not None:
+        feeds["scales"] = np.array([scale, 1.0], dtype=np.float32)
+        names.append("scales")
+    else:
+        names += ["", "sizes"]
+        feeds["sizes"] = np.array([length_out, length_in], dtype=np.int64)
+    node = helper.make_node("Resize", names, ["y"])
+    node.attribute.extend(attrs)
+    if n.opset >= 11:
+        node.attribute.append(helper.make_attribute("extrapolation_value", math.nan))
+    (m,) = _evaluate(node, feeds, n.opset)
+    if m.shape != (length_out, length_in):
+        raise n.unsupported(f"a resize of {length_in} to {length_out} that onnx's reference makes {list(m.shape)}")
+    return np.asarray(m, dtype=np.float64)
+
+
+@handles("Resize")
+def _resize(n: _Node) -> list[Value]:
+    """Separable, as onnx's reference computes it: per resized axis, its
+    interpolation matrix (from the reference itself), applied as a gather by
+    known indices when every row picks one element (nearest), else as a
+    dot_general contracting the axis (a zero weight times an infinite or NaN
+    input is NaN there, where the reference's few taps would not see it)."""
+    x = n.value(0)
+    shape = shape_of(x)
+    n.ignore("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "nearest_mode", "antialias")
+    extrapolation = n.float_attr("extrapolation_value", 0.0)
+    for axis, length, roi, scale in _resize_axes(n, shape):
+        m = _resize_matrix(n, shape_of(x)[axis], length, roi, scale)
+        outside = np.isnan(m).any(axis=1)
+        m = np.where(np.isnan(m), 0.0, m)
+        picks = bool(((m == 0) | (m == 1)).all() and (m.sum(axis=1)[~outside] == 1).all())
+        if picks:
+            idx = [int(np.argmax(row)) for row in m]
+            x = n.pick(x, axis, idx)
+        else:
+            _float_only(n, x)
+            w = n.lit(m.astype(numpy_dtype_of(elem_of(x))), elem_of(x))
+            r = n.emit(A.DotGeneralOp(x, w, (), (), (axis,), (1,)))  # x's other dims, then the new axis
+            rank = len(shape_of(r))
+            x = n.transpose(r, [*range(axis), rank - 1, *range(axis, rank - 1)])
+        if outside.any():
+            mask = n.emit(A.BroadcastOp(n.lit(outside, IntegerType(1)), [axis], shape_of(x)))
+            x = n.emit(A.SelectOp(mask, n.scalar(extrapolation, x), x))
+    return [x]
+
+
+@handles("Upsample")
+def _upsample(n: _Node) -> list[Value]:
+    """As the Resize it became (opset 10): asymmetric coordinates, nearest rounds down."""
+    n.value(0)
+    scales = n.const(1, "scales") if n.opset >= 9 else np.asarray(n.attr("scales"), dtype=np.float32)
+    mode = n.attr("mode", "nearest")
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise n.unsupported(f"mode '{mode}'")
+    name = n.im.fresh("scales")
+    n.im.values[name] = np.asarray(scales, dtype=np.float32)
+    resize = helper.make_node(
+        "Resize", [n.node.input[0], "", name], list(n.node.output), name=f"{n.label}/Resize",
+        mode="linear" if mode == "bilinear" else mode, coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+    )  # fmt: skip
+    n.im.run_node(resize, {**n.opsets, "": 11})
+    return [n.im.values[o] for o in n.node.output]
 
 
 @handles("DepthToSpace", "SpaceToDepth")
