@@ -776,12 +776,10 @@ class _Node:
             sources = self.im.sources.get(v, frozenset())
             if graph_input is not None or (sources and all(self.im.is_metadata(s) for s in sources)):
                 named = frozenset({graph_input}) if graph_input is not None else sources
-                raise NeedsConstant(
-                    f"{what} (input '{name}', from graph input(s) {', '.join(sorted(named))}) must be known at import",
-                    named,
-                    self.label,
-                    self.op,
+                where = f"graph input '{graph_input}'" if graph_input is not None else (
+                    f"input '{name}', computed from graph input(s) {', '.join(sorted(named))}"
                 )
+                raise NeedsConstant(f"{what} ({where}) must be known at import", named, self.label, self.op)
             raise self.error(
                 "constant",
                 f"{what} (input '{name}') must be known at import, but it is computed at run time from graph input(s) "

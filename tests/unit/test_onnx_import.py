@@ -350,7 +350,7 @@ def test_a_shape_operand_computed_at_run_time_says_which_inputs_it_needs() -> No
     )
     with pytest.raises(NeedsConstant) as e:
         import_model(m)
-    assert e.value.inputs == {"s"} and "shape (input 's') must be known at import" in str(e.value)
+    assert e.value.inputs == {"s"} and "shape (graph input 's') must be known at import" in str(e.value)
     # Given its value, the function is specialised on it and takes only x.
     imported = import_onnx(m, static_inputs={"s": np.array([3, 4])})
     assert imported.inputs == ["x"]
@@ -360,6 +360,25 @@ def test_a_shape_operand_computed_at_run_time_says_which_inputs_it_needs() -> No
     (y,) = rep.run([x, np.array([3, 4], dtype=np.int64)])
     np.testing.assert_array_equal(y, x.reshape(3, 4))
     assert rep.static_inputs == {"s"}
+
+
+def test_a_shape_operand_computed_from_data_is_refused_never_specialised() -> None:
+    """Specialising on a float input would fold the model's arithmetic away at import."""
+    m = model(
+        [
+            helper.make_node("Abs", ["y"], ["ay"]),
+            helper.make_node("Cast", ["ay"], ["s"], to=TP.INT64),
+            helper.make_node("Reshape", ["x", "s"], ["z"], name="rs"),
+        ],
+        [tensor_in("x", [2, 6]), tensor_in("y", [2])],
+        [tensor_in("z", [3, 4])],
+    )
+    with pytest.raises(OnnxImportError) as e:
+        import_model(m)
+    assert e.value.kind == "constant" and not isinstance(e.value, NeedsConstant)
+    assert "computed at run time from graph input(s) y" in str(e.value)
+    with pytest.raises(OnnxImportError):
+        AccyBackend.for_device("reference").prepare(m).run([np.zeros((2, 6), np.float32), np.array([3, 4], np.float32)])
 
 
 def test_a_symbolic_dim_needs_its_shape() -> None:
