@@ -1300,6 +1300,76 @@ def _activation_node(n: _Node) -> list[Value]:
     return [_activation(n, n.value(0))]
 
 
+# -- the other elementary functions -------------------------------------------------
+#
+# Written with exp, log and sqrt, and (for |x| small, where those cancel) the
+# first terms of their series; atan (and asin, acos through it) as Cephes'
+# atanf: range reduction and a degree-9 polynomial, accurate to about 2e-7
+# relative, so for f16 and f32 only.
+
+
+def _series(n: _Node, x: SSAValue, coeffs: Sequence[float]) -> SSAValue:
+    """x·(c0 + c1·x² + c2·x⁴ + ...), by Horner's rule in x²."""
+    z = n.emit(A.MulOp(x, x))
+    acc = n.scalar(coeffs[-1], x)
+    for c in reversed(coeffs[:-1]):
+        acc = n.emit(A.AddOp(n.emit(A.MulOp(acc, z)), n.scalar(c, x)))
+    return n.emit(A.MulOp(acc, x))
+
+
+def _small(n: _Node, x: SSAValue) -> SSAValue:
+    """|x| below where exp/log formulas lose digits to cancellation (series there)."""
+    bound = 1e-3 if isinstance(elem_of(x), Float64Type) else 0.1
+    return n.emit(A.CmpOp("lt", n.emit(A.AbsOp(x)), n.scalar(bound, x)))
+
+
+def _atan(n: _Node, x: SSAValue) -> SSAValue:
+    ax = n.emit(A.AbsOp(x))
+    one = n.scalar(1, x)
+    big = n.emit(A.CmpOp("gt", ax, n.scalar(2.414213562373095, x)))
+    mid = n.emit(A.CmpOp("gt", ax, n.scalar(0.4142135623730950, x)))
+    t = n.select(big, n.emit(A.NegOp(n.emit(A.DivOp(one, ax)))), n.select(mid, n.emit(A.DivOp(n.emit(A.SubOp(ax, one)), n.emit(A.AddOp(ax, one)))), ax))
+    base = n.select(big, n.scalar(math.pi / 2, x), n.select(mid, n.scalar(math.pi / 4, x), n.scalar(0, x)))
+    p = _series(n, t, [1.0, -3.33329491539e-1, 1.99777106478e-1, -1.38776856032e-1, 8.05374449538e-2])
+    r = n.emit(A.AddOp(base, p))
+    return n.select(n.emit(A.CmpOp("lt", x, n.scalar(0, x))), n.emit(A.NegOp(r)), r)
+
+
+@handles("Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Atan", "Asin", "Acos")
+def _elementary(n: _Node) -> list[Value]:
+    x = n.value(0)
+    _float_only(n, x)
+    if n.op in ("Atan", "Asin", "Acos") and isinstance(elem_of(x), Float64Type):
+        raise n.error("dtype", "f64 is not supported (its polynomial is accurate to f32)")
+    one, half = n.scalar(1, x), n.scalar(0.5, x)
+    e = (lambda: n.emit(A.ExpOp(x)), lambda: n.emit(A.ExpOp(n.emit(A.NegOp(x)))))
+    if n.op == "Sinh":
+        big = n.emit(A.MulOp(half, n.emit(A.SubOp(e[0](), e[1]()))))
+        return [n.select(_small(n, x), _series(n, x, [1, 1 / 6, 1 / 120, 1 / 5040]), big)]
+    if n.op == "Cosh":
+        return [n.emit(A.MulOp(half, n.emit(A.AddOp(e[0](), e[1]()))))]
+    if n.op == "Asinh":
+        ax = n.emit(A.AbsOp(x))
+        r = n.emit(A.LogOp(n.emit(A.AddOp(ax, n.emit(A.SqrtOp(n.emit(A.AddOp(n.emit(A.MulOp(ax, ax)), one))))))))
+        signed = n.select(n.emit(A.CmpOp("lt", x, n.scalar(0, x))), n.emit(A.NegOp(r)), r)
+        return [n.select(_small(n, x), _series(n, x, [1, -1 / 6, 3 / 40, -15 / 336]), signed)]
+    if n.op == "Acosh":
+        root = n.emit(A.SqrtOp(n.emit(A.MulOp(n.emit(A.SubOp(x, one)), n.emit(A.AddOp(x, one))))))
+        return [n.emit(A.LogOp(n.emit(A.AddOp(x, root))))]
+    if n.op == "Atanh":
+        ratio = n.emit(A.DivOp(n.emit(A.AddOp(one, x)), n.emit(A.SubOp(one, x))))
+        big = n.emit(A.MulOp(half, n.emit(A.LogOp(ratio))))
+        return [n.select(_small(n, x), _series(n, x, [1, 1 / 3, 1 / 5, 1 / 7]), big)]
+    if n.op == "Atan":
+        return [_atan(n, x)]
+    if n.op == "Asin":
+        root = n.emit(A.SqrtOp(n.emit(A.MulOp(n.emit(A.SubOp(one, x)), n.emit(A.AddOp(one, x))))))
+        return [_atan(n, n.emit(A.DivOp(x, root)))]
+    # acos x = 2·atan(sqrt((1 - x) / (1 + x))): no cancellation near 1.
+    q = n.emit(A.SqrtOp(n.emit(A.DivOp(n.emit(A.SubOp(one, x)), n.emit(A.AddOp(one, x))))))
+    return [n.emit(A.MulOp(n.scalar(2, x), _atan(n, q)))]
+
+
 @handles("PRelu")
 def _prelu(n: _Node) -> list[Value]:
     n.ignore("consumed_inputs")
