@@ -1101,10 +1101,15 @@ def _legacy_broadcast(n: _Node, a: SSAValue, b: SSAValue) -> SSAValue:
     return n.reshape(b, shape)
 
 
-@handles(*BINARY)
+CMP = {"Equal": "eq", "Greater": "gt", "Less": "lt", "GreaterOrEqual": "ge", "LessOrEqual": "le"}
+
+
+@handles(*BINARY, *CMP)
 def _binary(n: _Node) -> list[Value]:
     a, b = n.value(0), n.value(1)
     b = _legacy_broadcast(n, a, b)
+    if n.op in CMP:
+        return [n.cmp(CMP[n.op], a, b)]
     # Integer Div: ONNX and accy both truncate toward zero.
     return [n.binary(BINARY[n.op], a, b)]
 
@@ -1113,16 +1118,6 @@ def _binary(n: _Node) -> list[Value]:
 def _bitwise_not(n: _Node) -> list[Value]:
     x = n.value(0)
     return [n.emit(A.XorOp(x, n.scalar(-1, x)))]
-
-
-CMP = {"Equal": "eq", "Greater": "gt", "Less": "lt", "GreaterOrEqual": "ge", "LessOrEqual": "le"}
-
-
-@handles(*CMP)
-def _compare(n: _Node) -> list[Value]:
-    a, b = n.value(0), n.value(1)
-    b = _legacy_broadcast(n, a, b)
-    return [n.cmp(CMP[n.op], a, b)]
 
 
 @handles("Pow")
