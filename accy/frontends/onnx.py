@@ -690,10 +690,6 @@ _NEEDS = {
     "DeformConv": "accy.conv",
     "MaxRoiPool": "accy.pool",
     "MaxUnpool": "a scatter op",
-    "GatherND": "accy.gather_nd",
-    "ScatterElements": "a scatter op",
-    "ScatterND": "a scatter op",
-    "Scatter": "a scatter op",
     "TopK": "a sort",
     "Unique": "data-dependent shapes",
     "NonZero": "data-dependent shapes",
@@ -2387,6 +2383,158 @@ def _gather_elements(n: _Node) -> list[Value]:
     return [_take(n, data, idx, rank)]
 
 
+@handles("ScatterElements", "Scatter")
+def _scatter_elements(n: _Node) -> list[Value]:
+    """out = data, with out[.., idx[..], ..] = updates[..] along `axis` (or
+    combined with `reduction`): for each output element and each update
+    position along the axis, whether the update lands there (a compare), then
+    a max (or sum, product, min) over those positions. Exact; with
+    reduction none, updates landing on one element give the largest."""
+    data, ind, upd = n.value(0), n.value(1), n.value(2)
+    shape, ushape = shape_of(data), shape_of(ind)
+    rank = len(shape)
+    axis = n.axis(n.int_attr("axis", 0), rank)
+    reduction = n.attr("reduction", "none")
+    if shape_of(upd) != ushape or len(ushape) != rank or any(u > d for u, d in zip(ushape, shape, strict=True)):
+        raise n.unsupported(f"indices {list(ushape)}, updates {list(shape_of(upd))} for data {list(shape)}")
+    work = (*shape, ushape[axis])
+    if math.prod(work) > GATHER_LIMIT:
+        raise n.error("op", f"a scatter by run-time indices over {math.prod(work)} elements of work needs a scatter op")
+    flag = is_bool(elem_of(data))
+    if flag:
+        data, upd = n.cast(data, IntegerType(8)), n.cast(upd, IntegerType(8))
+    others = [d for d in range(rank) if d != axis]
+
+    def spread(v: SSAValue, fill: float | int) -> SSAValue:
+        """[U] -> [D..., U_axis]: the axis moved last, the other dims padded out to data's."""
+        moved = n.transpose(v, [*others, axis])
+        for k, d in enumerate(others):
+            moved = _pad_axis(n, moved, k, 0, shape[d] - ushape[d], "constant", fill)
+        return n.emit(A.BroadcastOp(moved, [*others, rank], work))
+
+    idx = spread(_index_of(n, ind, shape[axis]), -1)
+    pos = n.emit(A.BroadcastOp(n.lit(np.arange(shape[axis], dtype=np.int64), IntegerType(64)), [axis], work))
+    out = _scatter_combine(n, data, n.emit(A.CmpOp("eq", idx, pos)), spread(upd, 0), reduction)
+    return [n.cmp("gt", out, n.scalar(0, out)) if flag else out]
+
+
+def _scatter_combine(n: _Node, data: SSAValue, hit: SSAValue, u: SSAValue, reduction: str) -> SSAValue:
+    """`data` with the updates `u` that land on each element (`hit`; both of
+    data's shape plus a last axis over the updates) put in, or combined by
+    `reduction`."""
+    et = elem_of(data)
+    last = len(shape_of(data))
+    lowest = -math.inf if is_float(et) else -(1 << (et.width.data - 1))  # type: ignore[attr-defined]
+    highest = math.inf if is_float(et) else (1 << (et.width.data - 1)) - 1  # type: ignore[attr-defined]
+
+    def over(kind: str, fill: float | int) -> SSAValue:
+        return n.emit(A.ReduceOp(n.emit(A.SelectOp(hit, u, n.full(fill, u))), kind, [last]))
+
+    if reduction == "none":
+        landed = n.emit(A.ReduceOp(n.cast(hit, IntegerType(8)), "max", [last]))
+        return n.select(n.cmp("gt", landed, n.scalar(0, landed)), over("max", lowest), data)
+    if reduction == "add":
+        return n.emit(A.AddOp(data, over("sum", 0)))
+    if reduction == "mul":
+        return n.emit(A.MulOp(data, over("prod", 1)))
+    if reduction == "max":
+        return n.emit(A.MaxOp(data, over("max", lowest)))
+    if reduction == "min":
+        return n.emit(A.MinOp(data, over("min", highest)))
+    raise n.unsupported(f"reduction '{reduction}'")
+
+
+def _linear_index(n: _Node, ind: SSAValue, dims: Sequence[int]) -> SSAValue:
+    """Index tuples (the last dim of `ind`, into the leading `dims` of some
+    data) as row-major linear indices, i64, the last dim dropped."""
+    k = shape_of(ind)[-1]
+    lead = shape_of(ind)[:-1]
+    lin: SSAValue | None = None
+    for j in range(k):
+        part = n.reshape(n.slice(ind, len(lead), j, j + 1), lead)
+        part = _index_of(n, part, dims[j])
+        stride = math.prod(dims[j + 1 : k])
+        term = n.emit(A.MulOp(part, n.scalar(stride, part))) if stride != 1 else part
+        lin = term if lin is None else n.emit(A.AddOp(lin, term))
+    assert lin is not None
+    return lin
+
+
+@handles("ScatterND")
+def _scatter_nd(n: _Node) -> list[Value]:
+    data, ind, upd = n.value(0), n.value(1), n.value(2)
+    shape = shape_of(data)
+    k = shape_of(ind)[-1]
+    rows, rest = math.prod(shape[:k]), shape[k:]
+    count = math.prod(shape_of(ind)[:-1])
+    if shape_of(upd) != (*shape_of(ind)[:-1], *rest):
+        raise n.unsupported(f"updates {list(shape_of(upd))} for indices {list(shape_of(ind))} into {list(shape)}")
+    work = (rows, *rest, count)
+    if math.prod(work) > GATHER_LIMIT:
+        raise n.error("op", f"a scatter by run-time indices over {math.prod(work)} elements of work needs a scatter op")
+    et = elem_of(data)
+    flag = is_bool(et)
+    if flag:
+        data, upd = n.cast(data, IntegerType(8)), n.cast(upd, IntegerType(8))
+    lin = n.reshape(_linear_index(n, ind, shape[:k]), (count,))
+    hit = n.emit(A.CmpOp(
+        "eq",
+        n.emit(A.BroadcastOp(lin, [len(work) - 1], work)),
+        n.emit(A.BroadcastOp(n.lit(np.arange(rows, dtype=np.int64), IntegerType(64)), [0], work)),
+    ))  # fmt: skip
+    u = n.reshape(upd, (count, *rest))
+    u = n.emit(A.BroadcastOp(n.transpose(u, [*range(1, len(rest) + 1), 0]), list(range(1, len(work))), work))
+    out = _scatter_combine(n, n.reshape(data, (rows, *rest)), hit, u, n.attr("reduction", "none"))
+    out = n.reshape(out, shape)
+    return [n.cmp("gt", out, n.scalar(0, out)) if flag else out]
+
+
+@handles("GatherND")
+def _gather_nd(n: _Node) -> list[Value]:
+    data, ind = n.value(0), n.value(1)
+    b = n.int_attr("batch_dims", 0)
+    shape, ishape = shape_of(data), shape_of(ind)
+    k = ishape[-1]
+    if shape[:b] != ishape[:b] or b + k > len(shape):
+        raise n.unsupported(f"indices {list(ishape)} into {list(shape)} with batch_dims {b}")
+    batch = math.prod(shape[:b])
+    rows, rest = math.prod(shape[b : b + k]), shape[b + k :]
+    lin = n.reshape(_linear_index(n, ind, shape[b : b + k]), (batch, math.prod(ishape[b:-1])))
+    # Each batch entry's rows follow the previous entry's.
+    offsets = n.emit(A.BroadcastOp(n.lit(np.arange(batch, dtype=np.int64) * rows, IntegerType(64)), [0], shape_of(lin)))
+    lin = n.reshape(n.emit(A.AddOp(lin, offsets)), (math.prod(shape_of(lin)),))
+    count = math.prod(shape_of(lin))
+    work = (count, *rest, batch * rows)
+    flat = n.reshape(data, (batch * rows, *rest))
+    moved = n.transpose(flat, [*range(1, len(rest) + 1), 0])
+    picked = _take(
+        n,
+        n.emit(A.BroadcastOp(moved, list(range(1, len(work))), work)),
+        n.emit(A.BroadcastOp(lin, [0], work)),
+        len(work) - 1,
+    )
+    return [n.reshape(picked, (*ishape[:-1], *rest))]
+
+
+@handles("ReverseSequence")
+def _reverse_sequence(n: _Node) -> list[Value]:
+    """Each batch entry's first lens[b] steps reversed: a gather by known indices."""
+    x = n.value(0)
+    shape = shape_of(x)
+    lens = n.const_ints(1, "sequence_lens") or []
+    t_axis, b_axis = n.int_attr("time_axis", 0), n.int_attr("batch_axis", 1)
+    if sorted((t_axis, b_axis)) != [0, 1] or len(lens) != shape[b_axis]:
+        raise n.unsupported(f"time_axis {t_axis}, batch_axis {b_axis} and {len(lens)} lengths")
+    swap = [1, 0, *range(2, len(shape))] if t_axis == 0 else list(range(len(shape)))
+    xb = n.transpose(x, swap)  # (batch, time, ...)
+    batch, steps, *rest = shape_of(xb)
+    order = np.array([[ln - 1 - t if t < ln else t for t in range(steps)] for ln in lens], dtype=np.int64)
+    wide = (batch, steps, steps, *rest)  # the gathered time axis third
+    data = n.emit(A.BroadcastOp(xb, [0, 2, *range(3, len(wide))], wide))
+    idx = n.emit(A.BroadcastOp(n.lit(order, IntegerType(64)), [0, 1], wide))
+    return [n.transpose(_take(n, data, idx, 2), swap)]
+
+
 @handles("Pad")
 def _pad(n: _Node) -> list[Value]:
     x = n.value(0)
@@ -3036,6 +3184,25 @@ def _upsample(n: _Node) -> list[Value]:
     )  # fmt: skip
     n.im.run_node(resize, {**n.opsets, "": 11})
     return [n.im.values[o] for o in n.node.output]
+
+
+@handles("LRN")
+def _lrn(n: _Node) -> list[Value]:
+    """x / (bias + alpha/size · sum of x² over a window of channels)^beta."""
+    x = n.value(0)
+    _float_only(n, x)
+    size = n.int_attr("size", 0)
+    alpha, beta, bias = n.float_attr("alpha", 1e-4), n.float_attr("beta", 0.75), n.float_attr("bias", 1.0)
+    if size < 1 or len(shape_of(x)) < 3:
+        raise n.unsupported(f"size {size} on rank {len(shape_of(x))}")
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    sq = _pad_axis(n, n.emit(A.MulOp(x, x)), 1, before, after, "constant", 0.0)
+    channels = shape_of(x)[1]
+    acc = n.slice(sq, 1, 0, channels)
+    for k in range(1, size):
+        acc = n.emit(A.AddOp(acc, n.slice(sq, 1, k, k + channels)))
+    base = n.emit(A.AddOp(n.scalar(bias, acc), n.emit(A.MulOp(acc, n.scalar(alpha / size, acc)))))
+    return [n.emit(A.DivOp(x, n.emit(A.PowOp(base, n.scalar(beta, base)))))]
 
 
 @handles("DepthToSpace", "SpaceToDepth")
