@@ -690,7 +690,6 @@ _NEEDS = {
     "DeformConv": "accy.conv",
     "MaxRoiPool": "accy.pool",
     "MaxUnpool": "a scatter op",
-    "TopK": "a sort",
     "Unique": "data-dependent shapes",
     "NonZero": "data-dependent shapes",
     "Compress": "data-dependent shapes",
@@ -1864,14 +1863,16 @@ def _reduce_value(n: _Node, x: SSAValue, axes: list[int], keep: bool) -> SSAValu
     return n.reduce(x, kind, axes, keep)
 
 
-def _arg_index(n: _Node, x: SSAValue, axis: int, last: bool, kind: str) -> SSAValue:
-    """The index along `axis` of the first (or last) max/min of x, i64, keeping the dim."""
+def _arg_index(n: _Node, x: SSAValue, axis: int, last: bool, kind: str, m: SSAValue | None = None, hit: SSAValue | None = None) -> SSAValue:
+    """The index along `axis` of the first (or last) max/min of x (or of
+    the extreme `m` where `hit` says it is reached), i64, keeping the dim."""
     shape = shape_of(x)
-    m = n.broadcast_to(n.reduce(x, kind, [axis], True), shape)
-    hit = n.emit(A.CmpOp("eq", x, m))
-    if is_float(elem_of(x)):
-        # A NaN is the max and the min (they propagate it): its first index, as numpy's.
-        hit = n.emit(A.OrOp(hit, n.emit(A.CmpOp("ne", x, x))))
+    if hit is None:
+        m = n.broadcast_to(n.reduce(x, kind, [axis], True), shape)
+        hit = n.emit(A.CmpOp("eq", x, m))
+        if is_float(elem_of(x)):
+            # A NaN is the max and the min (they propagate it): its first index, as numpy's.
+            hit = n.emit(A.OrOp(hit, n.emit(A.CmpOp("ne", x, x))))
     i64 = IntegerType(64)
     iota = n.lit(np.arange(shape[axis], dtype=np.int64), i64)
     idx = n.emit(A.BroadcastOp(iota, [axis], shape))
@@ -1894,6 +1895,47 @@ def _argmax(n: _Node) -> list[Value]:
     if not keep:
         r = n.reshape(r, [d for i, d in enumerate(shape_of(x)) if i != axis])
     return [r]
+
+
+#: The most elements TopK selects, one max (or min) over the axis each.
+TOPK_LIMIT = 256
+
+
+@handles("TopK")
+def _top_k(n: _Node) -> list[Value]:
+    """K rounds of: the extreme of the elements not taken yet, and the first
+    index reaching it (ties go to the lower index, as ONNX's), then taken."""
+    x = n.value(0)
+    shape = shape_of(x)
+    axis = n.axis(n.int_attr("axis", -1), len(shape))
+    k = int(np.asarray(n.const(1, "K")).reshape(-1)[0]) if n.opset >= 10 else n.int_attr("k", 1)
+    largest = n.int_attr("largest", 1) if n.opset >= 11 else 1
+    n.ignore("sorted")  # the elements come out sorted either way
+    if not 1 <= k <= min(TOPK_LIMIT, shape[axis]):
+        raise n.unsupported(f"K={k} (of {shape[axis]}; past {TOPK_LIMIT} it needs a sort)")
+    et = elem_of(x)
+    if is_bool(et):
+        raise n.error("dtype", "i1 is not supported")
+    kind = "max" if largest else "min"
+    worst = (-math.inf if largest else math.inf) if is_float(et) else (
+        -(1 << (et.width.data - 1)) if largest else (1 << (et.width.data - 1)) - 1  # type: ignore[attr-defined]
+    )
+    iota = n.emit(A.BroadcastOp(n.lit(np.arange(shape[axis], dtype=np.int64), IntegerType(64)), [axis], shape))
+    taken = n.full(False, shape, IntegerType(1))
+    values, indices = [], []
+    for _ in range(k):
+        free = n.emit(A.NotOp(taken))
+        cand = n.emit(A.SelectOp(taken, n.full(worst, x), x))
+        m = n.reduce(cand, kind, [axis], True)
+        mb = n.broadcast_to(m, shape)
+        hit = n.emit(A.CmpOp("eq", cand, mb))
+        if is_float(et):
+            hit = n.emit(A.OrOp(hit, n.emit(A.CmpOp("ne", cand, cand))))
+        i = _arg_index(n, x, axis, False, kind, mb, n.emit(A.AndOp(hit, free)))
+        values.append(m)
+        indices.append(i)
+        taken = n.emit(A.OrOp(taken, n.emit(A.CmpOp("eq", iota, n.broadcast_to(i, shape)))))
+    return [n.concat(values, axis) if k > 1 else values[0], n.concat(indices, axis) if k > 1 else indices[0]]
 
 
 @handles("Hardmax")
