@@ -23,9 +23,9 @@ What happens to each node:
   (docs/op-contract.md), making numpy's broadcasting explicit with
   `accy.broadcast`. A handler reads exactly the attributes and inputs it
   understands: one it did not read, an element type the dialect does not
-  have (bfloat16, unsigned and 8-bit float types, strings), an operand that
-  must be known at import but is not (a Reshape's shape computed from a
-  graph input), or an op the dialect cannot express yet is an
+  have (bfloat16, 8- and 4-bit types, uint64, strings), an operand that
+  must be known at import but is not (a Reshape's shape computed from
+  data), or an op the dialect cannot express yet is an
   `OnnxImportError` naming the node, the op and what is missing, never a
   wrong answer. Each op built is verified as it is built.
 - **Expanded.** An op with no handler whose schema defines it as an ONNX
@@ -33,17 +33,20 @@ What happens to each node:
   replaced by that function's body, whose nodes are then imported.
 
 Handlers cover every opset onnx defines for their ops (where an attribute
-became an input, both). Decompositions into the dialect's ops that are
-exact: ArgMax/ArgMin (a max, then the first index where it is reached),
-Gather with indices known at import (slices), Pad (concatenated blocks),
-Trilu (a select with a literal mask), Hardmax and OneHot (compares with a
-literal index vector). Conv, the pools but the global ones, Resize, and a
-Gather or GatherElements whose indices are only known at run time need ops
-the dialect does not have yet (`accy.conv`, `accy.pool`, `accy.gather`).
+became an input, both). Where the dialect has no op yet (gather, scatter,
+convolution, pool, iota, sort), the handler writes an exact composition of
+the ops it has, up to a size past which it refuses naming the op it needs
+(docs/onnx.md, "Decompositions"): gathers and scatters by run-time indices
+as compares and reductions (GATHER_LIMIT), by known indices as slices
+(SLICE_LIMIT), pools and convolutions as strided slices of the padded input
+(TAP_LIMIT, IM2COL_LIMIT), recurrences and loops unrolled (STEP_LIMIT,
+UNROLL_LIMIT), Resize as each axis's interpolation matrix, TopK as K rounds
+of an extreme (TOPK_LIMIT). An unsigned type is held in the signed type
+twice as wide (UNSIGNED).
 
 This module imports only `accy.dialects`, numpy, onnx and xDSL
 (tests/unit/test_layering.py): running the imported function happens at the
-face (`accy/onnx_backend.py`, `accy-run model.onnx`).
+face (`accy/cli/onnx_backend.py`, `accy-run model.onnx`).
 """
 
 from __future__ import annotations
