@@ -102,11 +102,14 @@ class AccyBackendRep(BackendRep):
         """The graph's outputs for `inputs`: arrays in the order of the graph
         inputs that are not initializers, or a dict by name."""
         if isinstance(inputs, Mapping):
-            feeds = {k: np.asarray(v) for k, v in inputs.items()}
+            given = dict(inputs)
         else:
             if isinstance(inputs, np.ndarray):
                 inputs = [inputs]
-            feeds = {n: np.asarray(v) for n, v in zip(self.input_names, inputs, strict=False)}
+            given = dict(zip(self.input_names, inputs, strict=False))
+        # A sequence or optional input is not an array: the import names it (the importer refuses
+        # anything but tensors), as it would at prepare time for a model of static shapes.
+        feeds = {k: np.asarray(v) for k, v in given.items() if isinstance(v, np.ndarray | np.generic | int | float | bool)}
         compiled = self._prepare(feeds)
         assert compiled is not None
         imported = compiled.imported
