@@ -150,3 +150,28 @@ def test_f16_attention(form: str, shape, causal: bool, device) -> None:
         if form == "attention":
             assert exe.stats.kernels == attention_kernels(device, sq, sk, d, dv)
     assert_matches(got, exe.reference_outputs(xs)[0], F16_RTOL, F16_ATOL)
+
+
+@pytest.mark.parametrize("shape", [(19, 3, 2), (2, 2), (1, 2), (5, 4)], ids=str)
+def test_reversed_last_dim_by_slices_and_concat(shape, device) -> None:
+    """x[..., ::-1] written as a concat of one-element slices of the last dim
+    (what the ONNX importer wrote for a kernel flip): each output reads its
+    piece at its neighbour (gid + 1 under gid % n == 0), which the bounds
+    proof refused (so the compile failed) until a guard on a residue bounded
+    the value it was taken of."""
+    t, n = ty(shape), shape[-1]
+    one = ty([*shape[:-1], 1])
+    lines, names = [], []
+    for k in reversed(range(n)):
+        start, limit = [0] * (len(shape) - 1) + [k], [*shape[:-1], k + 1]
+        lines.append(f'  %s{k} = "accy.slice"(%x) <{{start = {arr(start)}, limit = {arr(limit)}, '
+                     f'stride = {arr([1] * len(shape))}}}> : ({t}) -> {one}')
+        names.append(f"%s{k}")
+    body = "\n".join(lines)
+    types = ", ".join([one] * n)
+    src = f"""func.func @main(%x: {t}) -> {t} {{
+{body}
+  %y = "accy.concat"({", ".join(names)}) <{{axis = {len(shape) - 1} : i64}}> : ({types}) -> {t}
+  func.return %y : {t}
+}}"""
+    run_against_reference(src, [shape], device)

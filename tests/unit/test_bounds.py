@@ -76,6 +76,24 @@ def _rem_load(scale: str, offset: str) -> str:
     }}"""
 
 
+def _parity_load(guard: str, bound: str = "%c1") -> str:
+    """Loads a[j + 1] where `guard` holds: %g is 0 <= j < 16 and j % 2 < bound,
+    %below is j < 16 and j % 2 < bound."""
+    return f"""
+    %c2 = arith.constant 2 : index
+    %lt16 = arith.cmpi slt, %j, %c16 : index
+    %parity = arith.remsi %j, %c2 : index
+    %even = arith.cmpi slt, %parity, {bound} : index
+    %below = arith.andi %lt16, %even : i1
+    %inside = arith.andi %nonneg, %lt16 : i1
+    %g = arith.andi %inside, %even : i1
+    scf.if {guard} {{
+      %n = arith.addi %j, %c1 : index
+      %f = memref.load %a[%n] : memref<16xf32>
+      memref.store %f, %a[%c0] : memref<16xf32>
+    }}"""
+
+
 LOADED_I32 = """
     %z = arith.constant 0 : i32
     %one = arith.constant 1 : i32
@@ -314,6 +332,13 @@ CASES: dict[str, Case] = {
     # (6j) % 16 is only even: it reaches 14 (j = 5), which a multiple of 6 rounded down would hide.
     "4-wide load at (6j) % 16": Case(I64_IN, LOADED_INDEX + "\n    %c6 = arith.constant 6 : index" + _rem_load("%c6", "%c0"),
                                      _i64(5)),
+    # 0 <= j < 16 and j % 2 < 1: j is even, at most 14, so j + 1 <= 15 (a
+    # concat's piece of a reversed pair read at its neighbour).
+    "j + 1 under j % 2 < 1": Case(I64_IN, LOADED_INDEX + _parity_load("%g")),
+    # j % 2 < 2 holds for every j: j = 15 reads a[16].
+    "j + 1 under j % 2 < 2": Case(I64_IN, LOADED_INDEX + _parity_load("%g", "%c2"), _i64(15)),
+    # Without 0 <= j, an even j may be -2: a[-1].
+    "j + 1 under j % 2 < 1, j maybe negative": Case(I64_IN, LOADED_INDEX + _parity_load("%below"), _i64(-2)),
 }
 
 

@@ -130,6 +130,16 @@ def _wrapped_multiple(m: int, t: object) -> int:
     return math.gcd(m, 2 ** _bits(t))
 
 
+def _with_residues(x: Interval, c: int, lo: int, hi: int) -> Interval:
+    """The smallest interval holding every value of `x` (finite, >= 0) whose
+    residue modulo c lies in [lo, hi] (0 <= lo <= hi < c)."""
+    a, b = int(x.lo), int(x.hi)
+    ra, rb = a % c, b % c
+    a += lo - ra if ra < lo else (c - ra + lo if ra > hi else 0)
+    b -= rb - hi if rb > hi else (rb + c - hi if rb < lo else 0)
+    return Interval(a, b)
+
+
 def _clamp(r: Interval, t: object) -> Interval:
     """`r` when the type holds all of it, else the type's whole range (wraps)."""
     full = type_range(t)
@@ -485,6 +495,14 @@ class _Ranges:
                 lo = -INF if math.isinf(r.lo) else r.lo * n if r.lo > 0 else r.lo * n - (n - 1)
                 hi = INF if math.isinf(r.hi) else r.hi * n + (n - 1) if r.hi >= 0 else r.hi * n
                 self.refine(op.operands[0], Interval(lo, hi), into, depth + 1)
+        elif isinstance(op, arith.RemSIOp | arith.RemUIOp):
+            # x % c in [lo, hi] for x >= 0: x's ends move to the nearest
+            # values with such a residue (`gid % 2 < 1` with gid <= 113 is
+            # gid <= 112: a concat's piece read at gid + 1).
+            x = op.operands[0]
+            c, rx = self.of(op.operands[1], into), self.of(x, into)
+            if c.lo == c.hi and c.lo > 0 and rx.lo >= 0 and not math.isinf(rx.hi) and 0 <= r.lo <= r.hi < c.lo:
+                self.refine(x, _with_residues(rx, int(c.lo), int(r.lo), int(r.hi)), into, depth + 1)
         elif isinstance(op, arith.IndexCastOp | arith.ExtSIOp | arith.TruncIOp):
             # Exact where x's values are all values of the result type (a
             # truncating cast of j = 2^32 + 1 to i32 is 1, and bounds no j).
