@@ -3008,18 +3008,28 @@ def _max_indices(
     return index
 
 
-@handles("Conv")
-def _conv(n: _Node) -> list[Value]:
+def _conv_operands(n: _Node) -> tuple[SSAValue, SSAValue, list[int]]:
+    """Conv's and ConvTranspose's X and W: X float, both of one rank of at
+    least 3 ([N, C, spatial...]), and kernel_shape, when given, W's spatial
+    dims (returned as the kernel)."""
     x, w = n.value(0), n.value(1)
     _float_only(n, x)
     shape, wshape = shape_of(x), shape_of(w)
     if len(shape) < 3 or len(wshape) != len(shape):
         raise n.unsupported(f"input {list(shape)} and weights {list(wshape)}")
+    kernel = list(wshape[2:])
+    given = n.ints_attr("kernel_shape", kernel) or []
+    if list(given) != kernel:
+        raise n.unsupported(f"kernel_shape {list(given)} differs from the weights' {kernel}")
+    return x, w, kernel
+
+
+@handles("Conv")
+def _conv(n: _Node) -> list[Value]:
+    x, w, kernel = _conv_operands(n)
+    shape, wshape = shape_of(x), shape_of(w)
     N, C, *spatial = shape
-    M, Cg, *k = wshape
-    kernel = n.ints_attr("kernel_shape", k) or []
-    if list(kernel) != list(k):
-        raise n.unsupported(f"kernel_shape {kernel} differs from the weights' {k}")
+    M, Cg, *_ = wshape
     strides, dil, pads, auto_pad = _window_attrs(n, len(shape), kernel)
     group = n.int_attr("group", 1)
     if group < 1 or C != Cg * group or M % group:
@@ -3064,16 +3074,11 @@ def _conv_transpose(n: _Node) -> list[Value]:
     """The input spread out by the strides (zeros between its elements), then
     a correlation with the flipped, transposed weights over the full extent,
     cut to the output as onnx's col2im places it (the begin pads dropped)."""
-    x, w = n.value(0), n.value(1)
-    _float_only(n, x)
+    x, w, kernel = _conv_operands(n)
     shape, wshape = shape_of(x), shape_of(w)
-    if len(shape) < 3 or len(wshape) != len(shape):
-        raise n.unsupported(f"input {list(shape)} and weights {list(wshape)}")
     N, C, *spatial = shape
-    _, Mg, *kernel = wshape
+    Mg = wshape[1]
     sp = len(spatial)
-    if list(n.ints_attr("kernel_shape", kernel) or []) != list(kernel):
-        raise n.unsupported("kernel_shape differs from the weights'")
     group = n.int_attr("group", 1)
     if group < 1 or wshape[0] != C or C % group:
         raise n.unsupported(f"{C} input channels, weights {list(wshape)} and group {group}")
