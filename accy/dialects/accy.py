@@ -859,6 +859,92 @@ class ConcatOp(IRDLOperation):
         _expect_type(self, self.result.type, tensor(shape, ts[0].element_type))
 
 
+def infer_gather(shape: Sequence[int], index_shape: Sequence[int], axis: int) -> tuple[int, ...]:
+    """numpy.take's result shape: shape[:axis] + index_shape + shape[axis+1:]
+    (axis already normalised)."""
+    return (*shape[:axis], *index_shape, *shape[axis + 1 :])
+
+
+#: Element types of `accy.gather`'s indices.
+INDEX_WIDTHS = (32, 64)
+
+
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """numpy.take(x, indices, axis) (ONNX Gather, StableHLO's simple gather):
+    result[i..., j..., k...] = x[i..., indices[j...], k...], of shape
+    x.shape[:axis] + indices.shape + x.shape[axis+1:]. Indices are i32 or
+    i64; an index in [-d, 0) counts from the end (d = x.shape[axis]), as
+    numpy and ONNX read it, and one outside [-d, d) is clamped to the
+    nearest end (after that wrap): the read is always inside `x`."""
+
+    name = "accy.gather"
+    x = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$x `,` $indices attr-dict `:` type($x) `,` type($indices) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, x: SSAValue | Operation, indices: SSAValue | Operation, axis: int = 0) -> None:
+        x, indices = SSAValue.get(x), SSAValue.get(indices)
+        shape = shape_of(x)
+        ax = axis % len(shape) if shape else 0
+        super().__init__(
+            operands=[x, indices],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[tensor(infer_gather(shape, shape_of(indices), ax), elem_of(x))],
+        )
+
+    def norm_axis(self) -> int:
+        return self.axis.value.data % len(shape_of(self.x))
+
+    def verify_(self) -> None:
+        t = _ranked_tensor(self, self.x, "operand")
+        it = _ranked_tensor(self, self.indices, "indices")
+        shape, index_shape = tuple(t.get_shape()), tuple(it.get_shape())
+        if not shape:
+            raise VerifyException(f"'{self.name}' operand must have rank >= 1, got {t}")
+        et = it.element_type
+        if not (isinstance(et, IntegerType) and et.width.data in INDEX_WIDTHS):
+            raise VerifyException(f"'{self.name}' indices must have element type i32 or i64, got {et}")
+        axis = _axis(self, self.axis.value.data, len(shape))
+        if shape[axis] == 0 and numel(index_shape) > 0:
+            raise VerifyException(
+                f"'{self.name}' gathers {numel(index_shape)} index(es) from axis {axis} of size 0"
+            )
+        _expect_type(self, self.result.type, tensor(infer_gather(shape, index_shape, axis), t.element_type))
+
+
+@irdl_op_definition
+class IotaOp(IRDLOperation):
+    """StableHLO iota: result[c...] = c[dimension], converted to the result's
+    element type (an integer wider than i1, which wraps as `accy.cast` of an
+    i64 does, or a float, rounded to nearest)."""
+
+    name = "accy.iota"
+    dimension = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, shape: Sequence[int], element_type: Attribute, dimension: int = 0) -> None:
+        super().__init__(properties={"dimension": IntegerAttr(dimension, i64)}, result_types=[tensor(shape, element_type)])
+
+    def norm_dimension(self) -> int:
+        return self.dimension.value.data % len(shape_of(self.result))
+
+    def verify_(self) -> None:
+        t = _ranked_tensor(self, self.result, "result")
+        if not t.get_shape():
+            raise VerifyException(f"'{self.name}' result must have rank >= 1, got {t}")
+        if is_bool(t.element_type):
+            raise VerifyException(f"'{self.name}' result element type must be an integer wider than i1 or a float, got i1")
+        _axis(self, self.dimension.value.data, len(t.get_shape()), "dimension")
+
+
 @irdl_op_definition
 class DotGeneralOp(IRDLOperation):
     """StableHLO dot_general: result dims are the batch dims, then lhs free
@@ -1117,6 +1203,207 @@ class AttentionOp(IRDLOperation):
         _expect_type(self, self.result.type, tensor((*qs[:-1], vs[-1]), q.element_type))
 
 
+# --------------------------------------------------------------------------
+# Windows: convolution and pooling over [N, C, spatial...] (ONNX's layout)
+# --------------------------------------------------------------------------
+
+
+def infer_window(
+    spatial: Sequence[int],
+    window: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads_low: Sequence[int],
+    pads_high: Sequence[int],
+) -> tuple[int, ...]:
+    """The output's spatial dims of a window op: along each spatial dim d,
+    floor((spatial + pads_low + pads_high - span) / stride) + 1 windows, where
+    span = dilation * (window - 1) + 1 (ONNX Conv/Pool with ceil_mode = 0)."""
+    sp = len(spatial)
+    for what, values in (("window", window), ("strides", strides), ("dilations", dilations),
+                         ("pads_low", pads_low), ("pads_high", pads_high)):
+        if len(values) != sp:
+            raise ValueError(f"{what} has {len(values)} entries, the operand has {sp} spatial dims")
+    for what, values, least in (("window", window, 1), ("strides", strides, 1), ("dilations", dilations, 1),
+                                ("pads_low", pads_low, 0), ("pads_high", pads_high, 0)):
+        if any(v < least for v in values):
+            raise ValueError(f"{what} {list(values)} must be >= {least}")
+    out = []
+    for d in range(sp):
+        span = dilations[d] * (window[d] - 1) + 1
+        padded = spatial[d] + pads_low[d] + pads_high[d]
+        if span > padded:
+            raise ValueError(f"spatial dim {d}: the window spans {span}, more than the padded input's {padded}")
+        out.append((padded - span) // strides[d] + 1)
+    return tuple(out)
+
+
+class _WindowOp(IRDLOperation):
+    """What accy.conv and accy.pool share: the spatial geometry."""
+
+    strides = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    pads_low = prop_def(DenseArrayBase)
+    pads_high = prop_def(DenseArrayBase)
+
+    def geometry(self) -> dict[str, tuple[int, ...]]:
+        """strides, dilations, pads_low and pads_high as tuples."""
+        return {p: tuple(getattr(self, p).get_values()) for p in ("strides", "dilations", "pads_low", "pads_high")}
+
+    @staticmethod
+    def geometry_properties(
+        sp: int,
+        strides: Sequence[int] | None,
+        dilations: Sequence[int] | None,
+        pads_low: Sequence[int] | None,
+        pads_high: Sequence[int] | None,
+    ) -> dict[str, Attribute]:
+        ones, zeros = [1] * sp, [0] * sp
+        return {
+            "strides": i64_array(ones if strides is None else strides),
+            "dilations": i64_array(ones if dilations is None else dilations),
+            "pads_low": i64_array(zeros if pads_low is None else pads_low),
+            "pads_high": i64_array(zeros if pads_high is None else pads_high),
+        }
+
+    def _spatial_out(self, spatial: Sequence[int], window: Sequence[int]) -> tuple[int, ...]:
+        try:
+            return infer_window(spatial, window, **self.geometry())
+        except ValueError as e:
+            raise VerifyException(f"'{self.name}' {e}") from None
+
+
+@irdl_op_definition
+class ConvOp(_WindowOp):
+    """N-d convolution (ONNX Conv without bias: a bias is an elementwise add
+    after it). input [N, C, x...], weight [M, C/groups, k...] -> [N, M, y...]:
+
+        r[n, m, y] = sum over c < C/groups, t < k of
+                     input_padded[n, g·C/groups + c, y·strides + t·dilations] · weight[m, c, t]
+
+    with g = m // (M/groups) and input_padded the input with pads_low/pads_high
+    zeros before/after each spatial dim; y's sizes are `infer_window`'s.
+    Float element types only (input, weight and result share one)."""
+
+    name = "accy.conv"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    groups = prop_def(IntegerAttr, default_value=IntegerAttr(1, i64))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        weight: SSAValue | Operation,
+        strides: Sequence[int] | None = None,
+        dilations: Sequence[int] | None = None,
+        pads_low: Sequence[int] | None = None,
+        pads_high: Sequence[int] | None = None,
+        groups: int = 1,
+    ) -> None:
+        x, w = SSAValue.get(input), SSAValue.get(weight)
+        xs, ws = shape_of(x), shape_of(w)
+        props = self.geometry_properties(len(xs) - 2, strides, dilations, pads_low, pads_high)
+        props["groups"] = IntegerAttr(groups, i64)
+        g = {k: v.get_values() for k, v in props.items() if isinstance(v, DenseArrayBase)}  # type: ignore[union-attr]
+        out = infer_window(xs[2:], ws[2:], **g)
+        super().__init__(operands=[x, w], properties=props, result_types=[tensor((xs[0], ws[0], *out), elem_of(x))])
+
+    def verify_(self) -> None:
+        x = _ranked_tensor(self, self.input, "input")
+        w = _ranked_tensor(self, self.weight, "weight")
+        xs, ws = x.get_shape(), w.get_shape()
+        if not is_float(x.element_type) or w.element_type != x.element_type:
+            raise VerifyException(
+                f"'{self.name}' input and weight must share a float element type, got {x.element_type} and {w.element_type}"
+            )
+        if len(xs) < 3 or len(ws) != len(xs):
+            raise VerifyException(
+                f"'{self.name}' input [N, C, spatial...] and weight [M, C/groups, kernel...] need one rank >= 3, "
+                f"got {list(xs)} and {list(ws)}"
+            )
+        groups = self.groups.value.data
+        if groups < 1 or xs[1] % groups or ws[0] % groups:
+            raise VerifyException(
+                f"'{self.name}' groups {groups} must be >= 1 and divide the input channels ({xs[1]}) and the output channels ({ws[0]})"
+            )
+        if ws[1] * groups != xs[1]:
+            raise VerifyException(
+                f"'{self.name}' weight dim 1 is {ws[1]}, expected input channels / groups = {xs[1] // groups}"
+            )
+        out = self._spatial_out(xs[2:], ws[2:])
+        _expect_type(self, self.result.type, tensor((xs[0], ws[0], *out), x.element_type))
+
+
+POOL_KINDS = ("max", "average", "sum")
+
+
+@irdl_op_definition
+class PoolOp(_WindowOp):
+    """N-d pooling (ONNX MaxPool/AveragePool with ceil_mode = 0) of x
+    [N, C, x...] over windows of `window` elements -> [N, C, y...] (y's sizes
+    are `infer_window`'s), per (n, c):
+
+    - max: the largest element of the window inside the input (the padding
+      never wins; a window wholly in the padding gives the element type's
+      lowest value, -inf for floats);
+    - sum: the sum of the window's elements inside the input;
+    - average: that sum divided by how many of the window's elements are
+      inside the input, or with count_include_pad by the window's size
+      (every window of the floor geometry lies in the padded input); a window
+      wholly in the padding without count_include_pad is 0/0 = NaN.
+
+    There is no ceil_mode: a frontend states ONNX's ceil_mode = 1 as larger
+    pads_high (the importer does, and corrects an average's divisor where
+    those extra pads would count). max and sum take any numeric element type
+    but i1; average takes floats."""
+
+    name = "accy.pool"
+    x = operand_def(TensorType)
+    kind = prop_def(StringAttr)
+    window = prop_def(DenseArrayBase)
+    count_include_pad = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$x attr-dict `:` type($x) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        x: SSAValue | Operation,
+        kind: str,
+        window: Sequence[int],
+        strides: Sequence[int] | None = None,
+        dilations: Sequence[int] | None = None,
+        pads_low: Sequence[int] | None = None,
+        pads_high: Sequence[int] | None = None,
+        count_include_pad: bool = False,
+    ) -> None:
+        x = SSAValue.get(x)
+        xs = shape_of(x)
+        props = self.geometry_properties(len(xs) - 2, strides, dilations, pads_low, pads_high)
+        g = {k: v.get_values() for k, v in props.items()}  # type: ignore[union-attr]
+        out = infer_window(xs[2:], window, **g)
+        props.update(
+            kind=StringAttr(kind), window=i64_array(window), count_include_pad=BoolAttr.from_bool(count_include_pad)
+        )
+        super().__init__(operands=[x], properties=props, result_types=[tensor((*xs[:2], *out), elem_of(x))])
+
+    def verify_(self) -> None:
+        kind = _str_choice(self, "kind", POOL_KINDS)
+        t = _ranked_tensor(self, self.x, "operand")
+        et, xs = t.element_type, t.get_shape()
+        if is_bool(et) or (kind == "average" and not is_float(et)):
+            raise VerifyException(f"'{self.name}' {kind} does not take element type {et}")
+        if len(xs) < 3:
+            raise VerifyException(f"'{self.name}' operand [N, C, spatial...] needs rank >= 3, got {list(xs)}")
+        out = self._spatial_out(xs[2:], self.window.get_values())
+        _expect_type(self, self.result.type, tensor((*xs[:2], *out), et))
+
+
 @irdl_op_definition
 class YieldOp(IRDLOperation):
     """Terminator of `accy.iterate`: the carried values for the next trip."""
@@ -1310,6 +1597,8 @@ Accy = Dialect(
         *ELEMENTWISE_OPS,
         *VIEW_OPS,
         ConcatOp,
+        GatherOp,
+        IotaOp,
         DotGeneralOp,
         ReduceOp,
         ScanOp,
@@ -1317,6 +1606,8 @@ Accy = Dialect(
         LogSoftmaxOp,
         LayerNormOp,
         AttentionOp,
+        ConvOp,
+        PoolOp,
         IterateOp,
         YieldOp,
         KernelCallOp,

@@ -32,9 +32,11 @@ Semantics (docs/op-contract.md states them for users):
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from collections import ChainMap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,13 +56,16 @@ from accy.dialects.accy import (
     CmpOp,
     ConcatOp,
     ConstantOp,
+    ConvOp,
     CosOp,
     DivOp,
     DotGeneralOp,
     ErfOp,
     ExpOp,
     FloorOp,
+    GatherOp,
     GeluOp,
+    IotaOp,
     IterateOp,
     KernelCallOp,
     LayerNormOp,
@@ -72,6 +77,7 @@ from accy.dialects.accy import (
     NegOp,
     NotOp,
     OrOp,
+    PoolOp,
     PowOp,
     ReciprocalOp,
     ReduceOp,
@@ -361,6 +367,30 @@ def _concat(op: ConcatOp, args: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(args, axis=op.axis.value.data)
 
 
+def gather_positions(indices: np.ndarray, size: int) -> np.ndarray:
+    """Where `accy.gather` reads along its axis of `size` elements: an index
+    in [-size, 0) counts from the end, and what is still outside [0, size)
+    is clamped to the nearest end (docs/op-contract.md)."""
+    i = indices.astype(np.int64)
+    return np.clip(np.where(i < 0, i + size, i), 0, max(size - 1, 0))
+
+
+@_semantics(GatherOp)
+def _gather(op: GatherOp, args: list[np.ndarray]) -> np.ndarray:
+    x, indices = args
+    axis = op.norm_axis()
+    return np.take(x, gather_positions(indices, x.shape[axis]), axis=axis)
+
+
+@_semantics(IotaOp)
+def _iota(op: IotaOp, args: list[np.ndarray]) -> np.ndarray:
+    shape, dim = _shape(op.result.type), op.norm_dimension()
+    values = cast(np.arange(shape[dim], dtype=np.int64), _result_dtype(op.result.type))
+    placed = [1] * len(shape)
+    placed[dim] = shape[dim]
+    return np.ascontiguousarray(np.broadcast_to(values.reshape(placed), shape))
+
+
 @_semantics(DotGeneralOp)
 def _dot_general(op: DotGeneralOp, args: list[np.ndarray]) -> np.ndarray:
     a, b = args
@@ -455,6 +485,65 @@ def _attention(op: AttentionOp, args: list[np.ndarray]) -> np.ndarray:
         above = np.arange(sk)[None, :] > np.arange(sq)[:, None]
         scores = np.where(above, q.dtype.type(-np.inf), scores)
     return np.matmul(softmax(scores, -1), v)
+
+
+def _window_taps(
+    xp: np.ndarray, window: Sequence[int], strides: Sequence[int], dilations: Sequence[int], out: Sequence[int]
+) -> Iterator[tuple[tuple[int, ...], np.ndarray]]:
+    """Each tap of the window (row-major) with the strided view of the padded
+    `xp` [..., spatial] it reads at every output position."""
+    for tap in itertools.product(*(range(k) for k in window)):
+        index = tuple(
+            slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, o, s in zip(tap, dilations, out, strides, strict=True)
+        )
+        yield tap, xp[(..., *index)]
+
+
+def _pad_spatial(x: np.ndarray, pads_low: Sequence[int], pads_high: Sequence[int], value: Any) -> np.ndarray:
+    return np.pad(x, [(0, 0), (0, 0), *zip(pads_low, pads_high, strict=True)], constant_values=value)
+
+
+@_semantics(ConvOp)
+def _conv(op: ConvOp, args: list[np.ndarray]) -> np.ndarray:
+    x, w = args
+    g = op.geometry()
+    out = _shape(op.result.type)
+    N, C, *_ = x.shape
+    M, Cg, *kernel = w.shape
+    G = op.groups.value.data
+    xp = _pad_spatial(x, g["pads_low"], g["pads_high"], 0)
+    xg = xp.reshape(N, G, Cg, *xp.shape[2:])
+    wg = w.reshape(G, M // G, Cg, *kernel).astype(accumulator(w.dtype))
+    acc = np.zeros((N, G, M // G, *out[2:]), dtype=accumulator(x.dtype))
+    for tap, view in _window_taps(xg, kernel, g["strides"], g["dilations"], out[2:]):
+        # [N, G, Cg, y...] by [G, Mg, Cg] -> [N, G, Mg, y...]
+        acc += np.einsum("ngc...,gmc->ngm...", view.astype(acc.dtype), wg[(..., *tap)])
+    return acc.reshape(out).astype(x.dtype)
+
+
+@_semantics(PoolOp)
+def _pool(op: PoolOp, args: list[np.ndarray]) -> np.ndarray:
+    (x,) = args
+    g = op.geometry()
+    out = _shape(op.result.type)[2:]
+    window = op.window.get_values()
+    kind = op.kind.data
+    if kind == "max":
+        xp = _pad_spatial(x, g["pads_low"], g["pads_high"], scan_identity("max", x.dtype))
+        views = [v for _, v in _window_taps(xp, window, g["strides"], g["dilations"], out)]
+        return functools.reduce(np.maximum, views)
+    acc_t = accumulator(x.dtype)
+    xp = _pad_spatial(x.astype(acc_t), g["pads_low"], g["pads_high"], 0)
+    total = functools.reduce(np.add, [v for _, v in _window_taps(xp, window, g["strides"], g["dilations"], out)])
+    if kind == "sum":
+        return total.astype(x.dtype)
+    if op.count_include_pad.value:
+        count = np.full(out, math.prod(window), dtype=acc_t)
+    else:
+        inside = _pad_spatial(np.ones((1, 1, *x.shape[2:]), dtype=acc_t), g["pads_low"], g["pads_high"], 0)
+        count = functools.reduce(np.add, [v for _, v in _window_taps(inside, window, g["strides"], g["dilations"], out)])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (total / count).astype(x.dtype)
 
 
 # --------------------------------------------------------------------------
