@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from accy.dialects.host import KERNELS_MODULE, AddressSpace, AddressSpaceAttr, written_arguments
-from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, VCastOp, VCmpOp, VSelectOp
+from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, WORK_ITEM_OPS, VCastOp, VCmpOp, VSelectOp
 
 
 class KernelModuleError(ValueError):
@@ -82,8 +82,6 @@ def division_needs_guard(op: Operation) -> bool:
 # The ops of kernel IR
 # --------------------------------------------------------------------------
 
-#: The work-item ids and sizes (`dimension` x, y or z).
-WORK_ITEM_OPS = (gpu.GlobalIdOp, gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)
 #: The arith conversions (on scalars: their vector forms are accy_kernel.vcast).
 CASTS = (
     arith.IndexCastOp, arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.ExtFOp,

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects import arith, vector
+from xdsl.dialects import arith, gpu, vector
 from xdsl.dialects.builtin import BoolAttr, IndexType, IntegerAttr, IntegerType, StringAttr, VectorType
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -59,6 +59,9 @@ FLOAT_PREDICATES = (
 )  # fmt: skip
 #: arith.cmpi's predicates, in the order of its integer encoding.
 INT_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+#: Kernel IR's work-item ids and sizes (`gpu` ops, `dimension` x, y or z):
+#: the one list the backends and the kernel-IR verifiers read.
+WORK_ITEM_OPS = (gpu.GlobalIdOp, gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)
 
 
 def _mask_type(t: VectorType) -> VectorType:
@@ -239,6 +242,7 @@ __all__ = [
     "VCastOp",
     "VCmpOp",
     "VSelectOp",
+    "WORK_ITEM_OPS",
     "compare_op",
     "convert_op",
     "is_stream_store",

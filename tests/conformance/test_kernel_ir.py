@@ -1,7 +1,8 @@
 """Every kernel the kernelize pass builds for the program corpus
 (tests/programs), under both profiles, verifies, is valid SSA (every operand
 dominates its use: xDSL's verifier does not check it), uses only the ops of
-docs/kernel-ir.md, prints as OpenCL C, and is already tidy: xDSL's CSE finds
+CONVENTION_OPS (below: the kernel-body ops the lowerings may emit, each
+described in docs/kernel-ir.md), prints as OpenCL C, and is already tidy: xDSL's CSE finds
 nothing left to merge (each address and value is computed once)."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from accy.passes.pass_manager import PassManager
 
 PROGRAMS = sorted((Path(__file__).parents[1] / "programs").glob("*.mlir"))
 
-#: The kernel-body ops of docs/kernel-ir.md.
+#: The kernel-body ops a lowering may emit (each described in docs/kernel-ir.md).
 CONVENTION_OPS = {
     *(f"gpu.{n}" for n in ("global_id", "thread_id", "block_id", "block_dim", "grid_dim", "barrier", "return")),
     *(f"arith.{n}" for n in (

@@ -38,9 +38,9 @@ from xdsl.rewriter import InsertPoint
 from xdsl.transforms.dead_code_elimination import region_dce
 
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
+from accy.dialects.kernel import WORK_ITEM_OPS
 from accy.passes.kernel_ir.bounds import LaunchSizes
 
-_IDS = (gpu.ThreadIdOp, gpu.GlobalIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)
 #: Pure ops whose result is uniform when their operands are.
 _PURE_ARITH = (
     arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.DivSIOp, arith.DivUIOp, arith.RemSIOp,
@@ -203,7 +203,7 @@ class _Serializer:
         """Whether `v` is arithmetic on ids and uniform values, which a later
         work-item loop computes again rather than keeping it across a
         barrier (cheaper, and its range stays known to the bounds verifier)."""
-        if v in self.uniform or isinstance(v.owner, _IDS):
+        if v in self.uniform or isinstance(v.owner, WORK_ITEM_OPS):
             return True
         op = v.owner
         return (
@@ -217,7 +217,7 @@ class _Serializer:
             return self.uniform[v]
         op = v.owner
         assert isinstance(op, Operation)
-        if isinstance(op, _IDS):
+        if isinstance(op, WORK_ITEM_OPS):
             return self.id_value(op, local, glob)
         operands = [self.recompute(o, b, local, glob) for o in op.operands]
         return b.insert(op.clone(value_mapper=dict(zip(op.operands, operands, strict=True)))).results[0]
@@ -297,7 +297,7 @@ class _Serializer:
                         continue
                     mapping[v] = self.outside(v, b, t, at, local, glob)
         for op in ops:
-            if isinstance(op, _IDS):
+            if isinstance(op, WORK_ITEM_OPS):
                 mapping[op.results[0]] = self.id_value(op, local, glob)
                 continue
             new = op.clone(value_mapper=mapping)
@@ -366,7 +366,7 @@ class _Serializer:
     def patch(self, new: Operation, local: list[SSAValue], glob: list[SSAValue], t: SSAValue, b: Builder) -> None:
         """Ids and private memory accesses inside a cloned op."""
         for op in list(new.walk()):
-            if isinstance(op, _IDS):
+            if isinstance(op, WORK_ITEM_OPS):
                 op.results[0].replace_all_uses_with(self.id_value(op, local, glob))
                 op.detach()
                 op.erase()
