@@ -42,7 +42,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 from xdsl.transforms.dead_code_elimination import region_dce
 
-from accy.dialects.accy import ELEMENTWISE_OPS, VIEW_OPS, ConcatOp, ConstantOp
+from accy.dialects.accy import ELEMENTWISE_OPS, VIEW_OPS, ConcatOp, ConstantOp, GatherOp
 from accy.dialects.canonicalization import constant_of
 from accy.dialects.types import elem_of, numel, shape_of
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
@@ -61,10 +61,10 @@ MAX_FOLDED_ELEMENTS = 1 << 16
 
 class FoldConstants(RewritePattern):
     """op(constant, ...) -> constant, for elementwise and view ops (and
-    concat) whose operands are all literals, evaluated by the reference
+    concat and gather) whose operands are all literals, evaluated by the reference
     interpreter; skipped for results over `MAX_FOLDED_ELEMENTS` elements."""
 
-    FOLDABLE = (*ELEMENTWISE_OPS, *VIEW_OPS, ConcatOp)
+    FOLDABLE = (*ELEMENTWISE_OPS, *VIEW_OPS, ConcatOp, GatherOp)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, self.FOLDABLE) or len(op.results) != 1:

@@ -26,6 +26,8 @@ from accy.dialects.accy import (
     AttentionOp,
     ConcatOp,
     DotGeneralOp,
+    GatherOp,
+    IotaOp,
     IterateOp,
     KernelCallOp,
     LayerNormOp,
@@ -62,8 +64,11 @@ class Kind:
     kernelize lowers like a function's)."""
 
 
+# A gather loads its index and reads its table there; an iota computes its
+# value from the coordinates: both are computed per element, as elementwise
+# ops are, and fuse with them (rule 4).
 ELEMENTWISE = Kind(
-    "elementwise", seeds=ELEMENTWISE_OPS, anchored=False, takes_elementwise=False,
+    "elementwise", seeds=(*ELEMENTWISE_OPS, GatherOp, IotaOp), anchored=False, takes_elementwise=False,
     lowering="elementwise.lower_elementwise",
 )
 # A copy (a returned view, a reshape strides cannot express, a concat): a

@@ -44,6 +44,9 @@ def _operand_coords(op: Operation, coords: tuple[Coord, ...]) -> list[tuple[SSAV
     if isinstance(op, accy.ConcatOp):
         axis = op.axis.value.data % len(coords)
         return [(x, (*coords[:axis], ANY, *coords[axis + 1 :])) for x in op.xs]
+    if isinstance(op, accy.GatherOp):
+        axis, rank = op.norm_axis(), len(accy.shape_of(op.indices))
+        return [(op.x, (*coords[:axis], ANY, *coords[axis + rank :])), (op.indices, coords[axis : axis + rank])]
     if not isinstance(op, VIEWS):
         return []
     src = accy.shape_of(op.operands[0])

@@ -24,8 +24,11 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerType,
     VectorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -34,7 +37,7 @@ from accy.dialects import accy
 from accy.dialects.dense import splat_value, storage_format
 from accy.passes.kernelization.kernel_builder import ELEMENTWISE, VIEWS, Access, KernelBuilder
 from accy.passes.kernelization.lowered import Decline
-from accy.passes.kernelization.scalar_semantics import apply_elementwise
+from accy.passes.kernelization.scalar_semantics import apply_elementwise, cast
 
 T = TypeVar("T")
 
@@ -193,6 +196,9 @@ class Expr:
             return [(o, coords) for o in op.operands]
         if isinstance(op, VIEWS) and self.width == 1 and splat_of(value) is None:
             return [(op.operands[0], tuple(self.view_coords(op, list(coords))))]
+        if isinstance(op, accy.GatherOp) and self.width == 1 and accy.shape_of(op.x)[op.norm_axis()] > 1:
+            axis, rank = op.norm_axis(), len(accy.shape_of(op.indices))
+            return [(op.indices, coords[axis : axis + rank])]
         return []
 
     def _compute(self, value: SSAValue, coords: list[SSAValue], operands: list[SSAValue]) -> SSAValue:
@@ -217,6 +223,10 @@ class Expr:
             raise Decline(f"{op.name} inside a vectorised kernel")
         if isinstance(op, accy.ConcatOp):
             return self._concat(op, coords)
+        if isinstance(op, accy.GatherOp):
+            return self._gather(op, coords, operands)
+        if isinstance(op, accy.IotaOp):
+            return self._iota(op, coords)
         if isinstance(op, VIEWS):
             return operands[0]
         raise Decline(f"{op.name} cannot be computed elementwise")
@@ -243,6 +253,35 @@ class Expr:
             case accy.ReshapeOp():
                 return kb.delinearize(kb.linearize(coords, accy.shape_of(op.result)), src)
         raise Decline(f"unknown view {op.name}")
+
+    def gather_position(self, op: accy.GatherOp, index: SSAValue) -> SSAValue:
+        """Where `op` reads along its axis for the loaded `index` (i32 or
+        i64): an index below 0 counts from the end, and the result is then
+        clamped into [0, d - 1] with an explicit `minsi` / `maxsi`, so the
+        bounds proof (passes/kernel_ir/bounds.py) sees the read inside `x`
+        whatever the index holds (docs/op-contract.md, `accy.gather`)."""
+        kb = self.kb
+        d = accy.shape_of(op.x)[op.norm_axis()]
+        i = kb.val(arith.IndexCastOp(index, IndexType()))
+        wrapped = kb.select(kb.lt(i, 0), kb.add(i, d), i)
+        return kb.val(arith.MaxSIOp(kb.val(arith.MinSIOp(wrapped, kb.idx(d - 1))), kb.idx(0)))
+
+    def _gather(self, op: accy.GatherOp, coords: list[SSAValue], operands: list[SSAValue]) -> SSAValue:
+        """x at the coordinates `op` reads for result `coords`: the index
+        loaded (evaluated) at the coordinates of `indices` in the result,
+        made a position by `gather_position` (an axis of one element is read
+        at 0 without loading an index)."""
+        axis, rank = op.norm_axis(), len(accy.shape_of(op.indices))
+        position = self.gather_position(op, operands[0]) if operands else self.kb.idx(0)
+        return self.at(op.x, [*coords[:axis], position, *coords[axis + rank :]])
+
+    def _iota(self, op: accy.IotaOp, coords: list[SSAValue]) -> SSAValue:
+        """The coordinate along `dimension`, converted as `accy.cast` from
+        i32 (i64 past 2^31 elements) converts."""
+        n = accy.shape_of(op.result)[op.norm_dimension()]
+        src = IntegerType(32 if n <= 2**31 else 64)
+        i = self.kb.val(arith.IndexCastOp(coords[op.norm_dimension()], src))
+        return cast(self.kb, i, src, accy.elem_of(op.result))
 
     def _concat(self, op: accy.ConcatOp, coords: list[SSAValue]) -> SSAValue:
         kb = self.kb
