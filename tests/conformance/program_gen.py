@@ -4,8 +4,8 @@ compiler against the reference interpreter.
 `programs(...)` is a hypothesis strategy of `Program`s: a `func.func @main`
 with 1-4 arguments of small odd shapes (dims from `DIMS`, rank 1-3; f32
 mostly, some i32, i8, i16, i64) and 2-12 random ops from the whole tensor dialect
-(elementwise, cmp/select/cast, views, concat, reduce, scan, softmax,
-log_softmax, layer_norm, dot_general, constants, iterate), returning several
+(elementwise, cmp/select/cast, views, concat, gather, iota, reduce, scan,
+softmax, log_softmax, layer_norm, dot_general, constants, iterate), returning several
 of the values it computed. Values are reused by several consumers. The IR is
 built with the op builders of `accy.dialects.accy` and printed to text (the
 custom or the generic form), which is what a user hands `accy.compile`.
@@ -464,6 +464,34 @@ class _Builder:
             min(w.lo for w in vals),
         )
 
+    def op_gather(self) -> Val | None:
+        """numpy.take of a value by indices: an i32/i64 value of the program
+        (inputs in [-5, 5]: negative and out-of-range indices, which wrap
+        and clamp) or a dense literal of indices in [-2d, 2d)."""
+        v = self.pick(lambda w: len(w.shape) >= 1)
+        if v is None:
+            return None
+        axis = self.integer(0, len(v.shape) - 1)
+        d = v.shape[axis]
+        index_types = (i32, IntegerType(64))
+        idx = self.pick(lambda w: w.et in index_types and w.exact and len(w.shape) <= 2) if self.flag() else None
+        if idx is None:
+            shape = [self.choice(DIMS) for _ in range(self.integer(0, 2))]
+            rng = np.random.default_rng(self.integer(0, 2**16))
+            et = self.choice(index_types)
+            array = rng.integers(-2 * d, 2 * d, tuple(shape)).astype(numpy_dtype(et))
+            idx = self.emit(A.ConstantOp(numpy_to_dense(array, et)), 2 * d, True, feature="dense")
+        out = (*v.shape[:axis], *idx.shape, *v.shape[axis + 1 :])
+        if _size(out) > MAX_ELEMENTS or len(out) > MAX_RANK:
+            return None
+        return self.emit(A.GatherOp(v.ssa, idx.ssa, axis - len(v.shape) * self.flag()), v.mag, v.exact, v.lo)
+
+    def op_iota(self) -> Val | None:
+        """Positions along one dim, as f32 or i32 (exact either way)."""
+        shape = [self.choice(DIMS) for _ in range(self.integer(1, 3))]
+        dim = self.integer(0, len(shape) - 1)
+        return self.emit(A.IotaOp(shape, self.choice([f32, i32]), dim), shape[dim] - 1, True)
+
     def _near_one(self, v: Val, n: int) -> Val:
         """A function of `v` whose products over `n` elements stay in range:
         exp(c·tanh(v)) for floats, a clamp to [-1, 1] (or [-c, c]) for ints."""
@@ -775,7 +803,7 @@ class _Builder:
 
     OPS: tuple[str, ...] = (
         "unary", "binary", "cmp", "select", "cast", "broadcast", "transpose", "reshape", "slice", "concat",
-        "reduce", "scan", "softmax", "layer_norm", "dot", "iterate", "row_primitive", "attention",
+        "reduce", "scan", "softmax", "layer_norm", "dot", "iterate", "row_primitive", "attention", "gather", "iota",
     )  # fmt: skip
 
 

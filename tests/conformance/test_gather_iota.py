@@ -11,7 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from check import check, ty
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from program_gen import programs
 from test_kernels import for_float16
+from test_random_programs import check_program
 
 DTYPES = {"f32": np.float32, "i32": np.int32, "i1": np.bool_, "f16": np.float16, "f64": np.float64}
 
@@ -149,3 +153,18 @@ def test_range_as_iota_times_delta_plus_start(device) -> None:
   func.return %r : {ty((n,))}
 }}"""
     check(src, [np.float32(1.5).reshape(()), np.float32(-0.25).reshape(())], device, kernels=1)
+
+
+#: What random programs around gathers and iotas are made of: their
+#: producers and consumers, views between them, and a reduction after.
+GATHER_PROGRAM_OPS = ("gather", "iota", "unary", "binary", "cast", "cmp", "select", "broadcast", "transpose", "slice",
+                      "reduce")
+
+
+@settings(max_examples=40, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(program=programs(ops=GATHER_PROGRAM_OPS, min_ops=3, max_ops=8), seed=st.integers(0, 2**16))
+def test_random_programs_of_gathers(program, seed: int, device) -> None:
+    """The fuzzer's gathers (indices from the program or literals) and iotas
+    among the ops that feed and read them, against the reference."""
+    check_program(program, seed, device)

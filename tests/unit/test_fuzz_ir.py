@@ -78,6 +78,14 @@ func.func @main(%a: tensor<3xi32>, %m: tensor<3xi1>) -> tensor<3xi32> {
   func.return %i : tensor<3xi32>
 }
 """,
+    """\
+func.func @main(%x: tensor<5x3xf32>, %i: tensor<2x4xi64>) -> (tensor<2x4x3xf32>, tensor<5x7xi32>) {
+  %r = "accy.relu"(%x) : (tensor<5x3xf32>) -> tensor<5x3xf32>
+  %g = "accy.gather"(%r, %i) <{axis = 0 : i64}> : (tensor<5x3xf32>, tensor<2x4xi64>) -> tensor<2x4x3xf32>
+  %p = "accy.iota"() <{dimension = 1 : i64}> : () -> tensor<5x7xi32>
+  func.return %g, %p : tensor<2x4x3xf32>, tensor<5x7xi32>
+}
+""",
 ]
 
 CORPUS_DIR = Path(__file__).parents[1] / "programs"
