@@ -2,7 +2,8 @@
 aligned numpy byte arrays, reused by size across calls.
 
 `SizedPool` is the pool both this `HostMemoryPool` and the OpenCL
-`MemoryPool` (memory.py) are: per-size free lists, bounded by `max_free_per_size` buffers of one size and
+`MemoryPool` (memory.py) are: per-size free lists, bounded by `max_free_per_size` buffers of one size,
+`max_free_buffers` buffers (`$ACCY_POOL_MAX_BUFFERS`) and
 `max_free_bytes` bytes in all (`$ACCY_POOL_MAX_BYTES`), the buffers released
 longest ago dropped first, and the device's memory account: buffers in use
 by holder, a `limit` on in use plus cached (`$ACCY_MEMORY_LIMIT`), and
@@ -24,9 +25,16 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from accy.env import env_value
+from accy.env import env_int, env_value
 
 POOL_MAX_BYTES_ENV = "ACCY_POOL_MAX_BYTES"
+POOL_MAX_BUFFERS_ENV = "ACCY_POOL_MAX_BUFFERS"
+#: Idle buffers a pool keeps at most, whatever their bytes. Distinct programs
+#: (a tracer's retraces, a tuner's candidates) leave buffers of sizes of
+#: their own; bounded by bytes alone, thousands of small ones stay, and each
+#: costs the driver host memory besides its bytes (NVIDIA's OpenCL: ~30 KiB
+#: of RSS a program, issue 25).
+MAX_FREE_BUFFERS = 1024
 MEMORY_LIMIT_ENV = "ACCY_MEMORY_LIMIT"
 B = TypeVar("B")
 #: The alignment of every host buffer's data.
@@ -129,6 +137,11 @@ def pool_max_bytes_from_env(default: int) -> int:
     return _bytes_from_env(POOL_MAX_BYTES_ENV, default)
 
 
+def pool_max_buffers_from_env(default: int = MAX_FREE_BUFFERS) -> int:
+    """`$ACCY_POOL_MAX_BUFFERS` (a whole number; 0 keeps none), else `default`."""
+    return env_int(POOL_MAX_BUFFERS_ENV, default, "idle buffers", minimum=0)
+
+
 def memory_limit_from_env(default: int | None) -> int | None:
     """`$ACCY_MEMORY_LIMIT` (bytes, as `parse_bytes` reads them), else `default`."""
     return _bytes_from_env(MEMORY_LIMIT_ENV, default)
@@ -207,7 +220,7 @@ class SizedPool(Generic[B]):
     Free buffers are kept by release number (oldest first) and each size's
     release numbers (oldest first): acquire takes the newest of its size,
     eviction the oldest of all, within `max_free_per_size` buffers of one
-    size and `max_free_bytes` bytes in all. Safe to use from several
+    size, `max_free_buffers` buffers and `max_free_bytes` bytes in all. Safe to use from several
     threads. Subclasses say how a buffer is made and measured.
 
     The pool is also the device's memory account. Every buffer handed out
@@ -234,6 +247,7 @@ class SizedPool(Generic[B]):
     ) -> None:
         self.max_free_bytes = max_free_bytes
         self.max_free_per_size = max_free_per_size
+        self.max_free_buffers = pool_max_buffers_from_env()
         #: The largest buffer the device makes (None: no bound but the limit's).
         self.max_buffer_bytes = max_buffer_bytes
         #: The device's name, for error messages.
@@ -378,8 +392,9 @@ class SizedPool(Generic[B]):
         self._count[holder] += count
 
     def _evict_to(self, room: int) -> None:
-        """Drops the oldest idle buffers until they take at most `room` bytes (lock held)."""
-        while self._free and self._free_bytes > max(0, room):
+        """Drops the oldest idle buffers until they take at most `room` bytes
+        and number at most `max_free_buffers` (lock held)."""
+        while self._free and (self._free_bytes > max(0, room) or len(self._free) > self.max_free_buffers):
             serial, old = self._free.popitem(last=False)
             old_size = self._size_of(old)
             old_serials = self._by_size[old_size]

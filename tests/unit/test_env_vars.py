@@ -118,7 +118,7 @@ def _readers() -> dict[str, Callable[[], object]]:
     from accy.debug import debug_level
     from accy.passes.kernel_ir.bounds import bounds_requested_by_env
     from accy.runtime.device import max_programs_from_env
-    from accy.runtime.host_memory import memory_limit_from_env, pool_max_bytes_from_env
+    from accy.runtime.host_memory import memory_limit_from_env, pool_max_buffers_from_env, pool_max_bytes_from_env
     from accy.runtime.llvm import threads_from_env
     from accy.runtime.llvm_worker import worker_mode
     from accy.runtime.schedule import poison_from_env
@@ -132,6 +132,7 @@ def _readers() -> dict[str, Callable[[], object]]:
         "ACCY_LLVM_WORKER": worker_mode,
         "ACCY_MEMORY_LIMIT": lambda: memory_limit_from_env(None),
         "ACCY_POOL_MAX_BYTES": lambda: pool_max_bytes_from_env(0),
+        "ACCY_POOL_MAX_BUFFERS": pool_max_buffers_from_env,
     }
 
 

@@ -91,3 +91,44 @@ def test_distinct_programs_do_not_grow_memory(device: str) -> None:
         f"{more} distinct programs after the first {FIRST} grew RSS by {result['growth'] / 2**20:.1f} MiB "
         f"({result['growth'] / more / 1024:.1f} KiB a program) on {device}"
     )
+
+
+def _pools() -> list[object]:
+    from accy.runtime.host_memory import HostMemoryPool
+
+    pools: list[object] = [HostMemoryPool()]
+    from accy.runtime import opencl
+
+    for device in opencl.opencl_devices()[:1]:
+        import pyopencl as cl
+
+        from accy.runtime.memory import MemoryPool
+
+        pools.append(MemoryPool(cl.Context([device])))
+    return pools
+
+
+@pytest.mark.parametrize("kept", [None, 0, 5])
+def test_idle_buffers_of_many_sizes_are_bounded_in_number(monkeypatch: pytest.MonkeyPatch, kept: int | None) -> None:
+    """Distinct programs leave idle buffers of sizes of their own: the pool
+    keeps at most `max_free_buffers` of them (`$ACCY_POOL_MAX_BUFFERS`,
+    default 1024), the oldest released dropped first, however few bytes
+    they take (on NVIDIA's OpenCL each kept ~30 KiB of host memory)."""
+    from accy.runtime.host_memory import MAX_FREE_BUFFERS
+
+    if kept is not None:
+        monkeypatch.setenv("ACCY_POOL_MAX_BUFFERS", str(kept))
+    bound = MAX_FREE_BUFFERS if kept is None else kept
+    for pool in _pools():
+        sizes = range(1, bound + 300)
+        for size in sizes:
+            pool.release(pool.acquire(size))
+        assert len(pool) == bound, type(pool).__name__
+        assert pool.free_bytes == sum(sizes[-bound:]) if bound else pool.free_bytes == 0
+        created = pool.stats.created
+        if bound:  # the newest released is still there to reuse; the oldest is gone
+            pool.release(pool.acquire(sizes[-1]))
+            assert pool.stats.created == created
+            pool.release(pool.acquire(sizes[0]))
+            assert pool.stats.created == created + 1
+        assert len(pool) == bound

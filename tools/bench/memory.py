@@ -141,9 +141,36 @@ def measure_device(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
             wrong.append(n)
 
     if args.distinct:
+        if args.tracemalloc:
+            for _ in range(args.distinct_warm_up):
+                compile_distinct_and_call()
+            print_python_growth(compile_distinct_and_call, args.distinct, args.tracemalloc)
         row = track(compile_distinct_and_call, device, args.distinct_warm_up, args.distinct, held_state)
         rows.append({"device": name, "case": "distinct", "inputs": "numpy", "to_host": True, "ok": not wrong, **row})
     return rows
+
+
+def print_python_growth(step: Callable[[], None], count: int, top: int) -> None:
+    """Runs `step` `count` times under tracemalloc and prints to stderr the
+    `top` source lines whose Python allocations grew most (where a
+    kilobyte a program goes, when it is Python's), beside RSS's growth."""
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start(8)
+    before, rss = tracemalloc.take_snapshot(), rss_bytes()
+    for _ in range(count):
+        step()
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    stats = after.compare_to(before, "traceback")
+    python = sum(s.size_diff for s in stats)
+    print(f"tracemalloc over {count} programs: Python +{python:,} B, RSS +{rss_bytes() - rss:,} B", file=sys.stderr)
+    for stat in stats[:top]:
+        print(f"  {stat.size_diff:+,} B in {stat.count_diff:+,} blocks", file=sys.stderr)
+        for line in stat.traceback.format()[-6:]:
+            print(f"    {line}", file=sys.stderr)
+    tracemalloc.stop()
 
 
 def distinct_program(n: int) -> str:
@@ -192,12 +219,13 @@ def _target(row: dict[str, Any], measure: str) -> float:
 def measure(devices: list[str], argv: list[str]) -> list[dict[str, Any]]:
     """Each device in a subprocess of its own (this script with `--one`)."""
     rows: list[dict[str, Any]] = []
+    traced = any(a.startswith("--tracemalloc") for a in argv)  # its report goes to our stderr
     for name in devices:
         done = subprocess.run(
-            [sys.executable, __file__, "--one", name, *argv], capture_output=True, text=True, check=False
+            [sys.executable, __file__, "--one", name, *argv], stdout=subprocess.PIPE, stderr=None if traced else subprocess.PIPE, text=True, check=False
         )
         if done.returncode != 0:
-            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            tail = ((done.stderr or "").strip().splitlines() or ["no output (see above)"])[-1]
             rows.append({"device": name, "error": tail, "passed": False})
             continue
         rows.extend(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -228,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile-warm-up", type=int, default=100)
     parser.add_argument("--distinct", type=int, default=9_000, help="distinct programs after warm-up (0: none)")
     parser.add_argument("--distinct-warm-up", type=int, default=1_000)
+    parser.add_argument("--tracemalloc", type=int, default=0, metavar="N",
+                        help="first trace the distinct programs' Python allocations and print the N lines that grew most")
     parser.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE (- for stdout)")
     parser.add_argument("--one", metavar="DEVICE", help=argparse.SUPPRESS)  # a device's subprocess
     args = parser.parse_args(argv)

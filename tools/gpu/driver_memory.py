@@ -6,7 +6,10 @@ accy's kernels have it), makes its kernel, launches it once, waits, checks
 the result and drops everything. RSS is read after `--warm-up` programs and
 at every tenth of `--programs` more. With `--recycle N` the context and
 queue are made anew every N programs (the old ones dropped), to see
-whether what the driver keeps goes with its context.
+whether what the driver keeps goes with its context; with `--keep K` the
+last K programs and kernels stay alive (as accy's program cache keeps
+them); with `--raw-build` a program is built as accy builds it (from
+source through `cl._cl._Program`, bypassing pyopencl's compiler cache).
 
     python3 tools/gpu/driver_memory.py [--warm-up 1000] [--programs 3000] [--recycle 0] [--json FILE]
 
@@ -18,6 +21,7 @@ share is the driver's.
 from __future__ import annotations
 
 import argparse
+import collections
 import gc
 import json
 import os
@@ -46,6 +50,8 @@ def main() -> int:
     parser.add_argument("--warm-up", type=int, default=1000)
     parser.add_argument("--programs", type=int, default=3000)
     parser.add_argument("--recycle", type=int, default=0, help="a new context every N programs (0: never)")
+    parser.add_argument("--keep", type=int, default=0, help="keep the last K programs alive")
+    parser.add_argument("--raw-build", action="store_true", help="build as accy does, without pyopencl's cache")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args()
 
@@ -61,6 +67,7 @@ def main() -> int:
 
     fresh_context()
     wrong = 0
+    kept: collections.deque[object] = collections.deque(maxlen=args.keep or None)
 
     def step(n: int) -> None:
         nonlocal wrong
@@ -69,7 +76,11 @@ def main() -> int:
         mf = cl.mem_flags
         da = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
         dout = cl.Buffer(ctx, mf.WRITE_ONLY, a.nbytes)
-        program = cl.Program(ctx, SOURCE.format(n=n)).build()
+        if args.raw_build:
+            program = cl.Program(cl._cl._Program(ctx, SOURCE.format(n=n)))
+            program.build(options=[], devices=[device])
+        else:
+            program = cl.Program(ctx, SOURCE.format(n=n)).build()
         kernel = program.k
         kernel(queue, (-(-n // 64) * 64,), (64,), da, da, dout)
         out = np.empty_like(a)
@@ -77,6 +88,8 @@ def main() -> int:
         queue.finish()
         if not np.allclose(out, np.exp(a) + a, rtol=1e-5, atol=1e-6):
             wrong += 1
+        if args.keep:
+            kept.append((program, kernel))
 
     n = 17
     for i in range(args.warm_up):
@@ -102,6 +115,8 @@ def main() -> int:
         "warm_up": args.warm_up,
         "programs": args.programs,
         "recycle": args.recycle,
+        "keep": args.keep,
+        "raw_build": args.raw_build,
         "rss_after_warm_up": readings[0],
         "rss_growth": growth,
         "bytes_per_program": growth / args.programs,
