@@ -33,11 +33,13 @@ What happens to each node:
   replaced by that function's body, whose nodes are then imported.
 
 Handlers cover every opset onnx defines for their ops (where an attribute
-became an input, both). Where the dialect has no op yet (gather, scatter,
-convolution, pool, iota, sort), the handler writes an exact composition of
+became an input, both). Gather, GatherElements, GatherND, ReverseSequence
+and reversals are `accy.gather`s (the last three over a flattened view at
+computed linear indices). Where the dialect has no op yet (scatter,
+convolution, pool, sort), the handler writes an exact composition of
 the ops it has, up to a size past which it refuses naming the op it needs
-(docs/onnx.md, "Decompositions"): gathers and scatters by run-time indices
-as compares and reductions (GATHER_LIMIT), by known indices as slices
+(docs/onnx.md, "Decompositions"): scatters by run-time indices
+as compares and reductions (GATHER_LIMIT), reflect pads as slices
 (SLICE_LIMIT), pools and convolutions as strided slices of the padded input
 (TAP_LIMIT, IM2COL_LIMIT), recurrences and loops unrolled (STEP_LIMIT,
 UNROLL_LIMIT), Resize as each axis's interpolation matrix, TopK as K rounds
@@ -979,7 +981,8 @@ class _Node:
 
     def pick(self, v: SSAValue, axis: int, indices: Sequence[int]) -> SSAValue:
         """The elements at `indices` along `axis` (each in range), as runs of
-        strided slices joined by a concat: a gather by indices known at import."""
+        strided slices joined by a concat (views, no index load), or one
+        `accy.gather` of them when they make more than SLICE_LIMIT runs."""
         pieces: list[SSAValue] = []
         i = 0
         while i < len(indices):
@@ -992,10 +995,8 @@ class _Node:
                 step = 1
             pieces.append(self.slice(v, axis, indices[i], indices[j - 1] + 1, step))
             i = j
-            if len(pieces) > SLICE_LIMIT:
-                raise self.error(
-                    "attribute", f"taking {len(indices)} scattered indices needs accy.gather (past {SLICE_LIMIT} slices)"
-                )
+            if len(pieces) > SLICE_LIMIT:  # scattered indices: one gather of them
+                return self.emit(A.GatherOp(v, self.lit(np.asarray(indices, np.int64), IntegerType(64)), axis))
         if not pieces:
             return self.slice(v, axis, 0, 0)
         return self.concat(pieces, axis)
@@ -2286,20 +2287,12 @@ def _slice(n: _Node) -> list[Value]:
 
 def _reverse(n: _Node, v: SSAValue, axis: int) -> SSAValue:
     """`v` with `axis` reversed: element i of the result is element size-1-i,
-    picked as a gather by known indices (`_take`), past GATHER_LIMIT as one
-    slice per element."""
-    shape = shape_of(v)
-    size = shape[axis]
+    one `accy.gather` by the reversed positions."""
+    size = shape_of(v)[axis]
     if size <= 1:
         return v
-    if math.prod(shape) * size <= GATHER_LIMIT:
-        wide = (*shape[: axis + 1], size, *shape[axis + 1 :])
-        data = n.emit(A.BroadcastOp(v, [d for d in range(len(wide)) if d != axis], wide))
-        flipped = n.lit(np.arange(size - 1, -1, -1, dtype=np.int64), IntegerType(64))
-        return _take(n, data, n.emit(A.BroadcastOp(flipped, [axis], wide)), axis + 1)
-    if size > SLICE_LIMIT:
-        raise n.unsupported(f"reversing a dim of {size} (past {SLICE_LIMIT} slices; it needs accy.gather)")
-    return n.concat([n.slice(v, axis, i, i + 1) for i in reversed(range(size))], axis)
+    flipped = n.lit(np.arange(size - 1, -1, -1, dtype=np.int64), IntegerType(64))
+    return n.emit(A.GatherOp(v, flipped, axis))
 
 
 @handles("Split")
@@ -2348,17 +2341,13 @@ def _tile(n: _Node) -> list[Value]:
 
 @handles("Gather")
 def _gather(n: _Node) -> list[Value]:
+    """numpy.take: `accy.gather` itself (indices known at import are checked
+    in range, as ONNX requires, and taken as slices where they run)."""
     x = n.value(0)
     shape = shape_of(x)
     axis = n.axis(n.int_attr("axis", 0), len(shape))
     if n.has(1) and isinstance(n.raw(1), SSAValue):
-        ind = n.value(1)
-        ishape = shape_of(ind)
-        r = len(ishape)
-        out_k = (*shape[:axis], *ishape, shape[axis], *shape[axis + 1 :])
-        data = n.emit(A.BroadcastOp(x, [*range(axis), axis + r, *range(axis + r + 1, len(out_k))], out_k))
-        idx = n.emit(A.BroadcastOp(_index_of(n, ind, shape[axis]), list(range(axis, axis + r)), out_k))
-        return [_take(n, data, idx, axis + r)]
+        return [n.emit(A.GatherOp(x, _gather_indices(n, n.value(1)), axis))]
     idx = n.const(1, "indices")
     assert idx is not None
     flat = [int(i) for i in np.asarray(idx).reshape(-1)]
@@ -2369,9 +2358,19 @@ def _gather(n: _Node) -> list[Value]:
     return [n.reshape(picked, [*shape[:axis], *np.shape(idx), *shape[axis + 1 :]])]
 
 
-#: The most elements of work a gather by run-time indices does as compares
-#: (output elements times the gathered dim): past it, it needs accy.gather.
+#: The most elements of work a scatter by run-time indices does as compares
+#: (output elements times the scattered positions): past it, it needs a
+#: scatter op.
 GATHER_LIMIT = 1 << 24
+
+
+def _gather_indices(n: _Node, ind: SSAValue) -> SSAValue:
+    """Indices as `accy.gather` takes them: i32 or i64 (another integer type
+    widened to i64)."""
+    et = elem_of(ind)
+    if not is_int(et) or is_bool(et):
+        raise n.error("dtype", f"indices of {et} are not supported")
+    return ind if et.width.data in A.INDEX_WIDTHS else n.cast(ind, IntegerType(64))  # type: ignore[attr-defined]
 
 
 def _index_of(n: _Node, ind: SSAValue, size: int) -> SSAValue:
@@ -2382,33 +2381,36 @@ def _index_of(n: _Node, ind: SSAValue, size: int) -> SSAValue:
     return n.select(n.cmp("lt", ind, n.scalar(0, ind)), n.emit(A.AddOp(ind, n.scalar(size, ind))), ind)
 
 
-def _take(n: _Node, data: SSAValue, idx: SSAValue, axis: int) -> SSAValue:
-    """out[..] = data[.., idx[..], ..] along `axis` of data and idx (one
-    shape): the one element of each row along `axis` whose position equals
-    its index, picked by a compare and a max over the row (every other
-    element is replaced by the type's lowest value), so exact, NaN included.
-    The gathered `axis` is removed."""
-    shape = shape_of(data)
-    if math.prod(shape) > GATHER_LIMIT:
-        raise n.error(
-            "op",
-            f"indices known only at run time over {math.prod(shape)} elements of work (past {GATHER_LIMIT}) "
-            "need accy.gather, which the dialect does not have",
-        )
-    et = elem_of(data)
-    flag = is_bool(et)
-    if flag:
-        data = n.cast(data, IntegerType(8))
-        et = IntegerType(8)
-    iota = n.emit(A.BroadcastOp(n.lit(np.arange(shape[axis], dtype=np.int64), IntegerType(64)), [axis], shape))
-    hit = n.emit(A.CmpOp("eq", idx, iota))
-    lowest = -math.inf if is_float(et) else -(1 << (et.width.data - 1))  # type: ignore[attr-defined]
-    r = n.emit(A.ReduceOp(n.emit(A.SelectOp(hit, data, n.full(lowest, data))), "max", [axis]))
-    return n.cmp("gt", r, n.scalar(0, r)) if flag else r
+def _position(n: _Node, ind: SSAValue, size: int) -> SSAValue:
+    """Indices as i64 positions along a dim of `size`: counted from the end
+    when negative, then clamped into [0, size-1], as `accy.gather` reads a
+    position (docs/op-contract.md): what a linear index built from several
+    of them needs to stay inside the data."""
+    i = _index_of(n, ind, size)
+    return n.emit(A.MinOp(n.emit(A.MaxOp(i, n.scalar(0, i))), n.scalar(max(size - 1, 0), i)))
+
+
+def _positions_along(n: _Node, shape: Sequence[int], dim: int) -> SSAValue:
+    """The coordinate along `dim` of each element of `shape`, i64 (an iota)."""
+    return n.emit(A.IotaOp(list(shape), IntegerType(64), dim))
+
+
+def _scaled(n: _Node, v: SSAValue, stride: int) -> SSAValue:
+    return v if stride == 1 else n.emit(A.MulOp(v, n.scalar(stride, v)))
+
+
+def _sum(n: _Node, terms: Sequence[SSAValue]) -> SSAValue:
+    total = terms[0]
+    for t in terms[1:]:
+        total = n.emit(A.AddOp(total, t))
+    return total
 
 
 @handles("GatherElements")
 def _gather_elements(n: _Node) -> list[Value]:
+    """out[c] = data[c with c[axis] = indices[c]]: one `accy.gather` from the
+    data flattened, at the row-major linear index of those coordinates
+    (docs/op-contract.md, "ONNX's GatherElements and GatherND")."""
     x = n.value(0)
     shape = shape_of(x)
     rank = len(shape)
@@ -2417,15 +2419,16 @@ def _gather_elements(n: _Node) -> list[Value]:
     ishape = shape_of(ind)
     if len(ishape) != rank or any(i > d for k, (i, d) in enumerate(zip(ishape, shape, strict=True)) if k != axis):
         raise n.unsupported(f"indices of shape {list(ishape)} for data of shape {list(shape)}")
-    # data cut to the indices' extent off the axis, the axis moved last, then
-    # broadcast along the indices' own dim at `axis`.
-    lo, hi = [0] * rank, [d if k == axis else i for k, (i, d) in enumerate(zip(ishape, shape, strict=True))]
-    cut = n.emit(A.SliceOp(x, lo, hi, [1] * rank)) if hi != list(shape) else x
-    moved = n.transpose(cut, [*[k for k in range(rank) if k != axis], axis])
-    out_k = (*ishape, shape[axis])
-    data = n.emit(A.BroadcastOp(moved, [*[k for k in range(rank) if k != axis], rank], out_k))
-    idx = n.emit(A.BroadcastOp(_index_of(n, ind, shape[axis]), list(range(rank)), out_k))
-    return [_take(n, data, idx, rank)]
+    if math.prod(ishape) == 0:
+        return [n.full(0, ishape, elem_of(x))]
+    strides = [math.prod(shape[k + 1 :]) for k in range(rank)]
+    terms = [
+        _scaled(n, _position(n, ind, shape[axis]) if k == axis else _positions_along(n, ishape, k), strides[k])
+        for k in range(rank)
+        if k == axis or ishape[k] > 1
+    ]
+    flat = n.reshape(x, (math.prod(shape),))
+    return [n.emit(A.GatherOp(flat, _sum(n, terms), 0))]
 
 
 @handles("ScatterElements", "Scatter")
@@ -2489,15 +2492,17 @@ def _scatter_combine(n: _Node, data: SSAValue, hit: SSAValue, u: SSAValue, reduc
     raise n.unsupported(f"reduction '{reduction}'")
 
 
-def _linear_index(n: _Node, ind: SSAValue, dims: Sequence[int]) -> SSAValue:
+def _linear_index(n: _Node, ind: SSAValue, dims: Sequence[int], clamp: bool = False) -> SSAValue:
     """Index tuples (the last dim of `ind`, into the leading `dims` of some
-    data) as row-major linear indices, i64, the last dim dropped."""
+    data) as row-major linear indices, i64, the last dim dropped; with
+    `clamp`, each component a `_position` first (a gather reads inside the
+    data whatever the indices hold)."""
     k = shape_of(ind)[-1]
     lead = shape_of(ind)[:-1]
     lin: SSAValue | None = None
     for j in range(k):
         part = n.reshape(n.slice(ind, len(lead), j, j + 1), lead)
-        part = _index_of(n, part, dims[j])
+        part = (_position if clamp else _index_of)(n, part, dims[j])
         stride = math.prod(dims[j + 1 : k])
         term = n.emit(A.MulOp(part, n.scalar(stride, part))) if stride != 1 else part
         lin = term if lin is None else n.emit(A.AddOp(lin, term))
@@ -2536,34 +2541,40 @@ def _scatter_nd(n: _Node) -> list[Value]:
 
 @handles("GatherND")
 def _gather_nd(n: _Node) -> list[Value]:
+    """Each index tuple's row-major position in the data flattened over its
+    batch dims and the dims the tuples name (the batch entry's rows after
+    the previous entry's), one `accy.gather` of those rows (docs/op-contract.md,
+    "ONNX's GatherElements and GatherND")."""
     data, ind = n.value(0), n.value(1)
     b = n.int_attr("batch_dims", 0)
     shape, ishape = shape_of(data), shape_of(ind)
-    k = ishape[-1]
-    if shape[:b] != ishape[:b] or b + k > len(shape):
+    k = ishape[-1] if ishape else 0
+    if not ishape or shape[:b] != ishape[:b] or b + k > len(shape) or b >= len(ishape):
         raise n.unsupported(f"indices {list(ishape)} into {list(shape)} with batch_dims {b}")
+    _gather_indices(n, ind)
     batch = math.prod(shape[:b])
     rows, rest = math.prod(shape[b : b + k]), shape[b + k :]
-    lin = n.reshape(_linear_index(n, ind, shape[b : b + k]), (batch, math.prod(ishape[b:-1])))
-    # Each batch entry's rows follow the previous entry's.
-    offsets = n.emit(A.BroadcastOp(n.lit(np.arange(batch, dtype=np.int64) * rows, IntegerType(64)), [0], shape_of(lin)))
-    lin = n.reshape(n.emit(A.AddOp(lin, offsets)), (math.prod(shape_of(lin)),))
-    count = math.prod(shape_of(lin))
-    work = (count, *rest, batch * rows)
+    out = (*ishape[:-1], *rest)
+    if math.prod(out) == 0:
+        return [n.full(0, out, elem_of(data))]
+    if rows == 0:
+        raise n.unsupported(f"indices {list(ishape)} into the empty dims of {list(shape)}")
+    per = (batch, math.prod(ishape[b:-1]))
+    lin = n.reshape(_linear_index(n, ind, shape[b : b + k], clamp=True), per) if k else None
+    if batch > 1:
+        offsets = _scaled(n, _positions_along(n, per, 0), rows)
+        lin = offsets if lin is None else n.emit(A.AddOp(lin, offsets))
+    if lin is None:  # no tuple components and one batch entry: row 0 each time
+        lin = n.full(0, per, IntegerType(64))
     flat = n.reshape(data, (batch * rows, *rest))
-    moved = n.transpose(flat, [*range(1, len(rest) + 1), 0])
-    picked = _take(
-        n,
-        n.emit(A.BroadcastOp(moved, list(range(1, len(work))), work)),
-        n.emit(A.BroadcastOp(lin, [0], work)),
-        len(work) - 1,
-    )
-    return [n.reshape(picked, (*ishape[:-1], *rest))]
+    picked = n.emit(A.GatherOp(flat, n.reshape(lin, (math.prod(per),)), 0))
+    return [n.reshape(picked, out)]
 
 
 @handles("ReverseSequence")
 def _reverse_sequence(n: _Node) -> list[Value]:
-    """Each batch entry's first lens[b] steps reversed: a gather by known indices."""
+    """Each batch entry's first lens[b] steps reversed: one `accy.gather` of
+    the (batch, time) rows at known positions."""
     x = n.value(0)
     shape = shape_of(x)
     lens = n.const_ints(1, "sequence_lens") or []
@@ -2574,10 +2585,10 @@ def _reverse_sequence(n: _Node) -> list[Value]:
     xb = n.transpose(x, swap)  # (batch, time, ...)
     batch, steps, *rest = shape_of(xb)
     order = np.array([[ln - 1 - t if t < ln else t for t in range(steps)] for ln in lens], dtype=np.int64)
-    wide = (batch, steps, steps, *rest)  # the gathered time axis third
-    data = n.emit(A.BroadcastOp(xb, [0, 2, *range(3, len(wide))], wide))
-    idx = n.emit(A.BroadcastOp(n.lit(order, IntegerType(64)), [0, 1], wide))
-    return [n.transpose(_take(n, data, idx, 2), swap)]
+    rows = (np.arange(batch, dtype=np.int64)[:, None] * steps + order).reshape(-1)
+    flat = n.reshape(xb, (batch * steps, *rest))
+    picked = n.emit(A.GatherOp(flat, n.lit(rows, IntegerType(64)), 0))
+    return [n.transpose(n.reshape(picked, (batch, steps, *rest)), swap)]
 
 
 @handles("Pad")
