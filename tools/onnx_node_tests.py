@@ -33,13 +33,12 @@ import functools
 import io
 import json
 import re
-import signal
 import sys
 import time
 import unittest
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ import onnx
 from onnx import TensorProto
 from onnx.backend.test import BackendTest
 from onnx.backend.test.loader import load_model_tests
+from time_limit import TimeLimitExceeded, time_limit
 
 from accy.cli.onnx_backend import AccyBackend, AccyBackendRep
 from accy.frontends.onnx import NeedsConstant, OnnxImportError
@@ -160,28 +160,6 @@ def describe_cases(cases: dict[str, Any]) -> dict[str, tuple[str, bool]]:
 # --------------------------------------------------------------------------
 
 
-class _Timeout(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    if seconds <= 0 or not hasattr(signal, "SIGALRM"):
-        yield
-        return
-
-    def ring(*_: object) -> None:
-        raise _Timeout(f"took longer than {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 class _Result(unittest.TestResult):
     def __init__(self) -> None:
         super().__init__()
@@ -255,10 +233,10 @@ def run_tests(
         result = _Result()
         start = time.perf_counter()
         try:
-            with _time_limit(timeout), warnings.catch_warnings():
+            with time_limit(timeout), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 test.run(result)
-        except _Timeout as e:
+        except TimeLimitExceeded as e:
             result.kind, result.error = "error", e
         seconds = time.perf_counter() - start
         status, detail = classify(result.kind, result.error)
