@@ -34,7 +34,15 @@ import struct
 import weakref
 from typing import Any
 
-from xdsl.dialects.builtin import AnyFloat, BytesAttr, DenseIntOrFPElementsAttr, IntegerType, TensorType, VectorType
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BFloat16Type,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    IntegerType,
+    TensorType,
+    VectorType,
+)
 from xdsl.ir import Attribute
 from xdsl.printer import Printer
 
@@ -52,6 +60,8 @@ def storage_format(attr: DenseIntOrFPElementsAttr) -> str:
     e.g. "<f"; i1 is a signed byte, `true` stored as -1). numpy reads the
     bytes with `np.dtype(storage_format(attr))`."""
     element_type: Any = attr.get_element_type()
+    if isinstance(element_type, BFloat16Type):
+        return "<H"  # bf16's bits (struct and numpy have no bfloat16): see `splat_value`
     fmt = getattr(element_type, "format", None)
     if not isinstance(fmt, str):
         raise ValueError(f"dense literal of element type {element_type} has no byte layout accy reads")
@@ -76,9 +86,9 @@ def element_bytes_of(value: int | float | bool, element_type: Attribute, hexadec
     float type accy stores no literal of."""
     if isinstance(element_type, IntegerType):
         return element_type.pack([element_type.get_normalized_value(int(value))])
-    fmt = getattr(element_type, "format", None)
+    fmt = "<H" if isinstance(element_type, BFloat16Type) else getattr(element_type, "format", None)
     if not isinstance(fmt, str) or not isinstance(element_type, AnyFloat):
-        raise ValueError(f"accy reads no dense literal of element type {element_type} (use f16, f32 or f64)")
+        raise ValueError(f"accy reads no dense literal of element type {element_type} (use f16, bf16, f32 or f64)")
     bits = element_type.bitwidth
     if hexadecimal and not isinstance(value, bool) and isinstance(value, int):
         if value < 0:
@@ -86,6 +96,13 @@ def element_bytes_of(value: int | float | bool, element_type: Attribute, hexadec
         if value.bit_length() > bits:
             raise ValueError(f"hexadecimal float literal 0x{value:X} has more than the {bits} bits of {element_type}")
         return value.to_bytes(struct.calcsize(fmt), "little")
+    if isinstance(element_type, BFloat16Type):
+        # The nearest bf16 (ties to even) of the value read as a double, as
+        # MLIR's APFloat rounds a decimal literal; beyond bf16's range, inf.
+        encoded = bf16_bits(float(value))
+        if math.isinf(bf16_value(encoded)) and not math.isinf(float(value)):
+            raise ValueError(f"{value} is out of the range of {element_type} (write 0x7F80 for +inf)")
+        return encoded.to_bytes(2, "little")
     try:
         return struct.pack(fmt, float(value))
     except OverflowError:
@@ -126,7 +143,19 @@ def _scan_splat(attr: DenseIntOrFPElementsAttr) -> int | float | None:
         chunk = data[start : start + len(pattern)]
         if chunk != pattern[: len(chunk)]:
             return None
-    return struct.unpack(storage_format(attr), first)[0]
+    value = struct.unpack(storage_format(attr), first)[0]
+    return bf16_value(value) if isinstance(attr.get_element_type(), BFloat16Type) else value
+
+
+def bf16_bits(value: float) -> int:
+    """The bits of the bf16 nearest `value` (ties to even; NaN stays a quiet
+    NaN of the same sign)."""
+    return int.from_bytes(BFloat16Type._encode(value), "little")  # pyright: ignore[reportPrivateUsage]
+
+
+def bf16_value(bits: int) -> float:
+    """The value of the bf16 whose bits are `bits`: bf16 is f32's upper half."""
+    return struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
 
 
 class DensePrinter(Printer):

@@ -29,9 +29,6 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     BytesAttr,
     DenseIntOrFPElementsAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
     IntegerType,
     ModuleOp,
     TensorType,
@@ -46,6 +43,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 from accy.dialects.context import make_context
 from accy.dialects.dense import element_bytes_of, splat_literal
 from accy.dialects.host import SIGNATURE_ATTR
+from accy.dialects.types import FLOAT_TYPES
 
 
 class SourceDiagnostic(VerifyException, ValueError):
@@ -229,8 +227,10 @@ class _RecordingParser(Parser):
         if not isinstance(element_type, IntegerType | AnyFloat):
             self._resume_from(start)
             return super().parse_dense_int_or_fp_elements_attr(type)
-        if isinstance(element_type, AnyFloat) and not isinstance(element_type, Float16Type | Float32Type | Float64Type):
-            self.raise_error(f"accy reads no dense literal of element type {element_type} (use f16, f32 or f64)", type_span)
+        if isinstance(element_type, AnyFloat) and not isinstance(element_type, FLOAT_TYPES):
+            self.raise_error(
+                f"accy reads no dense literal of element type {element_type} (use f16, bf16, f32 or f64)", type_span
+            )
         count = math.prod(type.get_shape())
         size = element_type.compile_time_size
         if hex_string is not None:
@@ -291,7 +291,8 @@ def _named_float_error(e: ParseError) -> ParseError:
     return ParseError(
         e.span,
         f"'{word.group(0)}' is not a float literal: write the value's bits in hexadecimal, as MLIR prints "
-        "them (f32: 0x7F800000 is inf, 0xFF800000 -inf, 0x7FC00000 NaN; f16: 0x7C00, 0xFC00, 0x7E00)",
+        "them (f32: 0x7F800000 is inf, 0xFF800000 -inf, 0x7FC00000 NaN; f16: 0x7C00, 0xFC00, 0x7E00; "
+        "bf16: 0x7F80, 0xFF80, 0x7FC0)",
     )
 
 
@@ -353,7 +354,7 @@ def _unsupported(e: Exception) -> str:
             frame_self = candidate
         tb = tb.tb_next
     if frame_self is not None:
-        return f"xDSL cannot store values of type {frame_self} (it has no byte layout for it): use f16, f32 or f64"
+        return f"xDSL cannot store values of type {frame_self} (it has no byte layout for it): use f16, bf16, f32 or f64"
     return f"this construct is not supported by the parser ({type(e).__name__})"
 
 

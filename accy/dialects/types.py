@@ -11,15 +11,32 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType, Signedness, TensorType
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    Signedness,
+    TensorType,
+)
 from xdsl.ir import Attribute, SSAValue
 
-FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
+FLOAT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type)
+
+#: The 16-bit floats: stored in 16 bits; computed in f32 wherever the target
+#: has no native arithmetic for them (bf16 always; docs/op-contract.md).
+HALF_TYPES = (Float16Type, BFloat16Type)
 
 
 def is_float(t: Attribute) -> bool:
-    """f16, f32 or f64."""
+    """f16, bf16, f32 or f64."""
     return isinstance(t, FLOAT_TYPES)
+
+
+def is_half(t: Attribute) -> bool:
+    """f16 or bf16."""
+    return isinstance(t, HALF_TYPES)
 
 
 def is_int(t: Attribute) -> bool:
@@ -33,7 +50,7 @@ def is_bool(t: Attribute) -> bool:
 
 
 #: The element types accy computes in, as messages name them.
-RUNNABLE_ELEMENTS = "f16, f32, f64, i1, i8, i16, i32, i64"
+RUNNABLE_ELEMENTS = "f16, bf16, f32, f64, i1, i8, i16, i32, i64"
 
 
 def is_runnable_element(t: Attribute) -> bool:
@@ -72,7 +89,7 @@ def numel(shape: Sequence[int]) -> int:
 
 def element_bytes(t: Attribute) -> int:
     """Bytes one element takes in a buffer (i1 is stored as one byte)."""
-    if isinstance(t, Float16Type):
+    if isinstance(t, Float16Type | BFloat16Type):
         return 2
     if isinstance(t, Float32Type):
         return 4

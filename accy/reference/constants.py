@@ -1,6 +1,7 @@
 """Element types <-> numpy dtypes, and dense elements attributes <-> arrays.
 
-The mapping is fixed: f16/f32/f64 are numpy's float16/float32/float64, i1 is
+The mapping is fixed: f16/f32/f64 are numpy's float16/float32/float64, bf16
+is `ml_dtypes.bfloat16` (numpy has none; its casts round to nearest even), i1 is
 `np.bool_`, and i8/i16/i32/i64 (signless) are numpy's *signed* integers of that
 width, as MLIR's signless integers are read by `arith`'s signed ops.
 
@@ -12,8 +13,10 @@ reading treats any non-zero byte as true and writing emits 0xFF.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -29,6 +32,7 @@ from accy.dialects.types import numel
 
 _FLOATS: dict[type[Attribute], np.dtype] = {
     Float16Type: np.dtype(np.float16),
+    BFloat16Type: np.dtype(ml_dtypes.bfloat16),
     Float32Type: np.dtype(np.float32),
     Float64Type: np.dtype(np.float64),
 }
@@ -55,8 +59,14 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
         if width in _INTS:
             return _INTS[width]
     raise ValueError(
-        f"element type {element_type} has no numpy counterpart in accy (use f16, f32, f64, i1, i8, i16, i32 or i64)"
+        f"element type {element_type} has no numpy counterpart in accy (use f16, bf16, f32, f64, i1, i8, i16, i32 or i64)"
     )
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    """Whether numpy `dtype` holds floats: numpy's own (kind "f") or bfloat16
+    (ml_dtypes' kind is "V")."""
+    return dtype.kind == "f" or dtype == np.dtype(ml_dtypes.bfloat16)
 
 
 def element_type_for_dtype(dtype: np.dtype | type) -> Attribute:
@@ -72,7 +82,7 @@ def element_type_for_dtype(dtype: np.dtype | type) -> Attribute:
     for cls, d in _FLOATS.items():
         if d == dtype:
             return cls()
-    raise ValueError(f"numpy dtype {dtype} has no accy element type (use float16/32/64, bool or int8/16/32/64)")
+    raise ValueError(f"numpy dtype {dtype} has no accy element type (use float16/32/64, bfloat16, bool or int8/16/32/64)")
 
 
 def _dense_storage_dtype(element_type: Attribute) -> np.dtype:

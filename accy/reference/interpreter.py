@@ -28,6 +28,10 @@ Semantics (docs/op-contract.md states them for users):
   (the type's minimum for integers), min +inf (the type's maximum).
 - `attention` with `causal` masks score (i, j) when key index j > query index
   i (top-left aligned, as PyTorch's is_causal).
+- bf16 (`ml_dtypes.bfloat16`) computes in float32: every op but a cast reads
+  its bf16 operands as float32 (exact) and its result is rounded to bf16
+  (nearest, ties to even). A cast to bf16 goes through float32 too (from
+  f64 and wide integers that rounds twice, as PyTorch's does).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
@@ -98,6 +103,9 @@ from accy.dialects.accy import (
     YieldOp,
 )
 from accy.reference.constants import dense_view, numpy_dtype
+
+#: numpy's view of accy's bf16.
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
 Env = ChainMap[SSAValue, np.ndarray]
 
@@ -193,6 +201,10 @@ def int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Element-type conversion with accy's rules (see the module docstring)."""
+    if x.dtype == BFLOAT16:
+        x = x.astype(np.float32)  # exact
+    if dtype == BFLOAT16 and x.dtype not in (np.float16, np.float32):
+        return cast(x, np.dtype(np.float32)).astype(dtype)
     if dtype == np.bool_:
         return x != 0
     if x.dtype.kind == "f" and dtype.kind == "i":
@@ -430,7 +442,7 @@ def accumulator(dtype: np.dtype) -> np.dtype:
     """The type sums and products of `dtype` accumulate in: float32 for
     float16 (rounded once at the end, as numpy's sum and matmul and torch do),
     else the type itself (integers wrap)."""
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
+    return np.dtype(np.float32) if dtype in (np.float16, BFLOAT16) else dtype
 
 
 _ACCUMULATE: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
@@ -618,6 +630,9 @@ def _evaluate(op: Operation, args: list[np.ndarray], env: Env) -> list[np.ndarra
     semantics = _SEMANTICS.get(type(op))
     if semantics is None:
         raise ValueError(f"the reference interpreter has no semantics for '{op.name}'")
+    if not isinstance(op, ConstantOp | CastOp):
+        # bf16 computes in float32; `_as_value` rounds the result back.
+        args = [a.astype(np.float32) if a.dtype == BFLOAT16 else a for a in args]
     with np.errstate(all="ignore"):  # inf/NaN and integer wrap-around are defined results here
         result = semantics(op, args)
     return [_as_value(result, op.results[0].type, op)]

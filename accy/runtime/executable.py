@@ -32,6 +32,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -41,7 +42,7 @@ from accy.dialects.parse import SourceMap, diagnostic_at, parse_module, source_m
 from accy.dialects.types import RUNNABLE_ELEMENTS, is_runnable_element
 from accy.passes.inline import CallError, callees, inline_calls
 from accy.passes.pass_manager import PassFailure
-from accy.reference.constants import numpy_dtype
+from accy.reference.constants import is_float_dtype, numpy_dtype
 from accy.reference.interpreter import check_arguments, find_function
 from accy.reference.interpreter import run as reference_run
 from accy.runtime.array import Array
@@ -294,6 +295,8 @@ def _python_scalar(value: bool | int | float, t: object, index: int, fn: str) ->
 # (rtol, atol) by element type; integers and i1 must match exactly.
 TOLERANCES: dict[np.dtype, tuple[float, float]] = {
     np.dtype(np.float16): (1e-2, 1e-3),
+    # bf16 keeps 8 bits of mantissa to f16's 11: one rounding is 2^-9 relative.
+    np.dtype(ml_dtypes.bfloat16): (4e-2, 8e-3),
     np.dtype(np.float32): (1e-3, 1e-4),
     np.dtype(np.float64): (1e-9, 1e-12),
 }
@@ -349,7 +352,7 @@ def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
             part[:] = rng.integers(0, 2, size=part.size, dtype=np.int8)
         elif dtype.kind == "f" and dtype.itemsize >= 4:
             rng.standard_normal(out=part, dtype=dtype)
-        elif dtype.kind == "f":
+        elif is_float_dtype(dtype):
             part[:] = rng.standard_normal(size=part.size, dtype=np.float32)
         else:
             part[:] = rng.integers(-5, 6, size=part.size, dtype=dtype)

@@ -152,7 +152,7 @@ def test_element_type_accy_does_not_run_is_located(tmp_path: Path, capsys: pytes
     path.write_text('func.func @main(%x: tensor<4xf32>) -> tensor<4xi7> {\n  %y = "accy.cast"(%x) : (tensor<4xf32>) -> tensor<4xi7>\n  func.return %y : tensor<4xi7>\n}\n')
     for device in ("llvm", "reference"):
         err = error_of(capsys, str(path), "--device", device)
-        assert err.splitlines()[0] == f"{path}:2:3: error: 'accy.cast' op accy runs no element type i7 (only f16, f32, f64, i1, i8, i16, i32, i64)"
+        assert err.splitlines()[0] == f"{path}:2:3: error: 'accy.cast' op accy runs no element type i7 (only f16, bf16, f32, f64, i1, i8, i16, i32, i64)"
 
 
 def test_missing_function(prog: Path, capsys: pytest.CaptureFixture[str]) -> None:

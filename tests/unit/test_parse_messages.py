@@ -34,13 +34,13 @@ CASES = [
     (
         _op('%e = "accy.exp"(%x) {a = array<f80: 1.0>} : (tensor<4xf32>) -> tensor<4xf32>'),
         "2:",
-        "xDSL cannot store values of type f80 (it has no byte layout for it): use f16, f32 or f64",
+        "xDSL cannot store values of type f80 (it has no byte layout for it): use f16, bf16, f32 or f64",
     ),
     (_op('%e = "accy.exp"(%x) {a = array<f80>} : (tensor<4xf32>) -> tensor<4xf32>'), "2:", "xDSL cannot store values of type f80"),
     (
         _op('%e = "accy.exp"(%x) {a = dense<1.0> : tensor<2xf80>} : (tensor<4xf32>) -> tensor<4xf32>'),
         "2:41",
-        "accy reads no dense literal of element type f80 (use f16, f32 or f64)",
+        "accy reads no dense literal of element type f80 (use f16, bf16, f32 or f64)",
     ),
     # Issue 21: a token named as written, not by the lexer's kind (L_SQUARE).
     (HEAD.replace("(%x: tensor<4xf32>)", "(%x: tensor<4[f32>)") + EXP + TAIL, "1:29", "Expected 'x' in shape delimiter, got '['"),
