@@ -23,7 +23,7 @@ What happens to each node:
   (docs/op-contract.md), making numpy's broadcasting explicit with
   `accy.broadcast`. A handler reads exactly the attributes and inputs it
   understands: one it did not read, an element type the dialect does not
-  have (bfloat16, 8- and 4-bit types, uint64, strings), an operand that
+  have (8- and 4-bit floats, 4-bit integers, uint64, strings), an operand that
   must be known at import but is not (a Reshape's shape computed from
   data), or an op the dialect cannot express yet is an
   `OnnxImportError` naming the node, the op and what is missing, never a
@@ -68,6 +68,7 @@ from onnx import TensorProto, helper, numpy_helper
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -127,6 +128,7 @@ ELEMENT_TYPES: dict[int, Attribute] = {
     TensorProto.FLOAT: Float32Type(),
     TensorProto.DOUBLE: Float64Type(),
     TensorProto.FLOAT16: Float16Type(),
+    TensorProto.BFLOAT16: BFloat16Type(),
     TensorProto.BOOL: IntegerType(1),
     TensorProto.INT8: IntegerType(8),
     TensorProto.INT16: IntegerType(16),
@@ -141,7 +143,7 @@ UNSIGNED: dict[int, tuple[Attribute, int]] = {
     TensorProto.UINT16: (IntegerType(32), 16),
     TensorProto.UINT32: (IntegerType(64), 32),
 }
-SUPPORTED_DTYPES = "float32, float64, float16, bool, int8, int16, int32, int64, uint8, uint16, uint32"
+SUPPORTED_DTYPES = "float32, float64, float16, bfloat16, bool, int8, int16, int32, int64, uint8, uint16, uint32"
 
 
 def _dtype_name(elem_type: int) -> str:
