@@ -19,6 +19,7 @@ are here too. numpy's own functions called on traced values dispatch here
 
 from __future__ import annotations
 
+import ml_dtypes as _ml_dtypes
 import numpy as _np
 
 from accy.frontends.tracing import (
@@ -128,6 +129,7 @@ from accy.frontends.tracing import (
 
 bool_ = _np.bool_
 float16, float32, float64 = _np.float16, _np.float32, _np.float64
+bfloat16 = _ml_dtypes.bfloat16  # numpy has none; ml_dtypes' rounds to nearest even
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
 e, pi, inf, nan = _np.e, _np.pi, _np.inf, _np.nan
 newaxis = None
@@ -152,6 +154,7 @@ __all__ = [
     "asarray",
     "astype",
     "attention",
+    "bfloat16",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",

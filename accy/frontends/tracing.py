@@ -59,9 +59,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -180,6 +182,7 @@ MISSING: dict[str, str] = {
 # `numpy_dtype` is the inverse of this table.
 _ELEMENT_TYPES: dict[np.dtype, Attribute] = {
     np.dtype(np.float16): Float16Type(),
+    np.dtype(ml_dtypes.bfloat16): BFloat16Type(),
     np.dtype(np.float32): Float32Type(),
     np.dtype(np.float64): Float64Type(),
     np.dtype(np.bool_): IntegerType(1),
@@ -200,7 +203,7 @@ def element_type(dtype: np.dtype | type | str) -> Attribute:
     dt = np.dtype(dtype)
     found = _ELEMENT_TYPES.get(dt.newbyteorder("=") if dt.byteorder not in "=|" else dt)
     if found is None:
-        raise _located(TypeError, f"accy has no element type for numpy dtype {dt} (accy's: float16/32/64, bool, int8/16/32/64)")
+        raise _located(TypeError, f"accy has no element type for numpy dtype {dt} (accy's: float16/32/64, bfloat16, bool, int8/16/32/64)")
     return found
 
 
@@ -1605,7 +1608,7 @@ def leaf_spec(leaf: Any, where: str) -> tuple[Shape, np.dtype, bool]:
         )
     dt = np.dtype(dtype)
     if dt not in _ELEMENT_TYPES:
-        raise TypeError(f"{where} has dtype {dt}, which accy has no element type for (accy's: float16/32/64, bool, int8/16/32/64)")
+        raise TypeError(f"{where} has dtype {dt}, which accy has no element type for (accy's: float16/32/64, bfloat16, bool, int8/16/32/64)")
     return tuple(int(n) for n in shape), dt, False
 
 
