@@ -115,3 +115,9 @@ def env_level(name: str, top: int, what: str) -> int:
         levels = ", ".join(str(n) for n in range(top)) + f" or {top}"
         raise invalid(name, text, f"{levels} (or a yes/no word, {FLAG_WORDS}, which mean 1/0)", what)
     return int(flag)
+
+
+def env_optional_flag(name: str) -> bool | None:
+    """A yes/no variable whose unset (or blank) means "decide yourself": True,
+    False, or None when unset (`ACCY_PROGRESS`: on a terminal only)."""
+    return env_value(name, parse_flag, FLAG_VALUES, None)

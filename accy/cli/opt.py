@@ -58,6 +58,7 @@ from accy.passes import registry
 from accy.passes.diagnostics import Diagnostic, DiagnosticError, collecting
 from accy.passes.options import options_of
 from accy.passes.pass_manager import PassFailure, PassManager, pass_spec, summary, write_file
+from accy.progress import quieted
 
 TOOL = "accy-opt"
 OPENCL_TARGET = "accy.backends.opencl.target"
@@ -164,6 +165,7 @@ class AccyOptMain(xDSLOptMain):
         add("--list-passes", action="store_true", help="list the passes (and named pipelines) and exit")
         add("--list-analyses", action="store_true", help="list the analyses and exit")
         add("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
+        add("--quiet", action="store_true", help="no progress line on stderr (drawn on a terminal when a pipeline runs past a second)")
         add("--verify-bounds", action="store_true", help="after the pipeline, prove every load and store of every kernel in bounds under its launches (an error names each access that is not)")
         arg_parser.prog = TOOL  # not the script's file name (`python -m accy.cli.opt`)
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -195,6 +197,10 @@ class AccyOptMain(xDSLOptMain):
     # -- running -------------------------------------------------------
 
     def run(self) -> int:  # type: ignore[override]
+        with quieted(self.args.quiet):
+            return self._run()
+
+    def _run(self) -> int:
         if self.args.list_passes or self.args.list_analyses:
             print(self._listing(), end="")
             return 0

@@ -42,6 +42,7 @@ from accy.cli.diagnostics import (
     wants_traceback,
 )
 from accy.cli.version import VersionAction
+from accy.progress import quieted
 from accy.runtime.devices import AUTO, get_device, known_devices
 from accy.runtime.executable import Executable, compile
 from accy.runtime.host_memory import DeviceMemoryWarning
@@ -107,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true", help="print each kernel launch: name, kind, sizes, device time")
     p.add_argument("--strict", action="store_true", help="fail instead of running a work item on the host reference path")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr (drawn on a terminal when a compile runs past a second)")
     p.add_argument("--version", action=VersionAction)
     return p
 
@@ -320,7 +322,8 @@ def _interruptible(args: argparse.Namespace) -> int:
     """`_run`, saying so when Ctrl-C stops it (`run_tool` makes that exit
     status 130), and ending quietly when the reader of stdout has gone."""
     try:
-        return _run(args)
+        with quieted(args.quiet):
+            return _run(args)
     except KeyboardInterrupt:
         print(f"{TOOL}: interrupted", file=sys.stderr)
         raise

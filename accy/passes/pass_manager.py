@@ -45,6 +45,7 @@ from xdsl.passes import ModulePass
 
 from accy.dialects.dense import DensePrinter
 from accy.env import EnvVarError
+from accy.progress import Bar
 
 # --------------------------------------------------------------------------
 # Analyses
@@ -525,8 +526,12 @@ class PassManager:
         try:
             for instrument in instruments:
                 instrument.run_before_pipeline(module, self.am)
-            for p in self.passes:
-                self._run_pass(p, ctx, module, instruments)
+            # One clock read per pass at most (accy/progress.py): drawn only past a second.
+            with Bar("pipeline", len(self.passes), "passes") as bar:
+                for p in self.passes:
+                    bar.set_postfix(p.name)
+                    self._run_pass(p, ctx, module, instruments)
+                    bar.update()
             for instrument in reversed(instruments):
                 instrument.run_after_pipeline(module)
         finally:

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import ModuleOp
 from accy.debug import debug, debug_level
 from accy.dialects.target import TargetProfile
 from accy.env import env_int
+from accy.progress import Bar
 from accy.runtime.disk_cache import DiskCache
 from accy.runtime.host_memory import (
     HostMemoryPool,
@@ -285,12 +286,14 @@ class KernelDevice(Device):
         # accy-opt -p accy-device-pipeline runs the same passes.
         passes = DevicePipeline(strict=strict, verify_bounds=verify).passes()
         pm = PassManager(passes, print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
-        pm.run(module)
-        if report:
-            _report_bounds(module)
-        if debug_level() >= 2:
-            debug(2, "\n".join(str(op) for op in module.ops if isinstance(op, gpu.ModuleOp)))
-        program = self.load(module, fn)
+        with Bar(f"compile @{fn} on {self.name}") as bar:  # drawn only past a second (accy/progress.py)
+            pm.run(module)
+            if report:
+                _report_bounds(module)
+            if debug_level() >= 2:
+                debug(2, "\n".join(str(op) for op in module.ops if isinstance(op, gpu.ModuleOp)))
+            bar.set_postfix("build")
+            program = self.load(module, fn)
         if key is not None:
             payload = self.freeze(program)
             if payload is not None:

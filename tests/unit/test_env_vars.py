@@ -8,6 +8,7 @@ and no module but accy/env.py reads one."""
 from __future__ import annotations
 
 import ast
+import io
 import os
 import re
 import subprocess
@@ -117,6 +118,7 @@ def _readers() -> dict[str, Callable[[], object]]:
     """Each ACCY_* variable -> the function of accy that reads it."""
     from accy.debug import debug_level
     from accy.passes.kernel_ir.bounds import bounds_requested_by_env
+    from accy.progress import progress_enabled
     from accy.runtime.device import max_programs_from_env
     from accy.runtime.host_memory import memory_limit_from_env, pool_max_buffers_from_env, pool_max_bytes_from_env
     from accy.runtime.llvm import threads_from_env
@@ -133,6 +135,7 @@ def _readers() -> dict[str, Callable[[], object]]:
         "ACCY_MEMORY_LIMIT": lambda: memory_limit_from_env(None),
         "ACCY_POOL_MAX_BYTES": lambda: pool_max_bytes_from_env(0),
         "ACCY_POOL_MAX_BUFFERS": pool_max_buffers_from_env,
+        "ACCY_PROGRESS": lambda: progress_enabled(io.StringIO()),
     }
 
 
@@ -161,6 +164,9 @@ def test_every_reader_refuses_a_value_outside_its_set(monkeypatch: pytest.Monkey
         ("ACCY_MEMORY_LIMIT", "2GiB", 2 << 30),
         ("ACCY_MEMORY_LIMIT", "", None),
         ("ACCY_DEBUG", "on", 1),
+        ("ACCY_PROGRESS", "", False),  # unset: a terminal's, and a StringIO is none
+        ("ACCY_PROGRESS", "TRUE", True),
+        ("ACCY_PROGRESS", "off", False),
     ],
 )
 def test_readers_take_their_values(monkeypatch: pytest.MonkeyPatch, name: str, value: str, expected: object) -> None:

@@ -18,7 +18,9 @@ alike):
   (dialects, reference, passes, backends) imports the runtime;
 - `env` (the ACCY_* variables, read strictly) imports nothing of accy nor
   any third-party package, so that every layer that reads the environment
-  (debug, passes, runtime, tuning) may import it.
+  (debug, passes, runtime, tuning) may import it;
+- `progress` (the progress line on long work) imports only `env`, so that
+  the passes, the runtime and the tuner may report progress.
 
 And what the layering is for, checked on a running interpreter: reading IR
 (`import accy.dialects`, `accy-opt` parsing) loads neither the runtime nor
@@ -44,21 +46,23 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 ALLOWED: dict[str, tuple[str, ...]] = {
     "dialects": ("accy.dialects",),
     "reference": ("accy.dialects", "accy.reference"),
-    "passes": ("accy.dialects", "accy.passes", "accy.env"),
+    "passes": ("accy.dialects", "accy.passes", "accy.env", "accy.progress"),
     "backends": ("accy.dialects", "accy.backends"),
     "frontends": ("accy.dialects", "accy.frontends"),
     # The custom-kernel builder writes kernel IR and compiles and runs it.
     "kernel": ("accy.dialects", "accy.reference", "accy.passes", "accy.runtime", "accy.kernel"),
     "runtime": (
         "accy.dialects", "accy.reference", "accy.passes", "accy.backends", "accy.runtime", "accy.debug", "accy.env",
+        "accy.progress",
     ),
     # The autotuner compiles candidates, checks them against the reference
     # and times them; it writes plain #accy.target fields.
     "tuning": (
         "accy.dialects", "accy.reference", "accy.passes", "accy.backends", "accy.runtime", "accy.debug", "accy.env",
-        "accy.tuning",
+        "accy.progress", "accy.tuning",
     ),
     "debug": ("accy.env",),
+    "progress": ("accy.env",),
     "env": (),
     "cli": ("accy",),
     "api": ("accy",),
@@ -72,6 +76,7 @@ THIRD_PARTY: dict[str, tuple[str, ...] | None] = {
     "frontends": ("xdsl", "numpy", "onnx"),
     "reference": ("xdsl", "numpy"),
     "debug": (),
+    "progress": (),
     "env": (),
 }
 #: The sub-layers of `passes`, lowest first: a module may import its own

@@ -76,6 +76,7 @@ from accy.dialects.types import RUNNABLE_ELEMENTS, element_bytes, is_row_major, 
 from accy.passes.analyses import kinds
 from accy.passes.analyses.bufferization import BufferPlan, BufferRef
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
+from accy.passes.decompose import WINDOW_OPS, decompose_ops
 from accy.passes.kernel_ir.bounds import LaunchSizes, bounds_requested_by_env, verify_bounds
 from accy.passes.kernel_ir.kernel_checks import check_dominance, simplify_kernel
 from accy.passes.kernelization.dot import lower_dot
@@ -89,6 +90,7 @@ from accy.passes.kernelization.reduction import lower_reduction
 from accy.passes.kernelization.row_pipeline import lower_row_pipeline
 from accy.passes.kernelization.scan import lower_scan
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
+from accy.progress import Bar
 
 Lowering = Callable[[OutlinedKernel, BufferPlan, TargetProfile], LoweredKernel]
 
@@ -134,14 +136,20 @@ class KernelizePass(AccyPass):
             return PreservedAnalyses.all()
         for f in funcs:
             _check_runnable_elements(f)
+        # accy.conv and accy.pool seed no kind: their primitive forms (decompose.py) make the kernels.
+        if decompose_ops(module, WINDOW_OPS):
+            am.invalidate(PreservedAnalyses.none())
         kernels = _kernels_module(module)
-        for f in funcs:
-            if f.body.blocks and not f.is_declaration:
+        bodies = [f for f in funcs if f.body.blocks and not f.is_declaration]
+        work = sum(len(am.get(Outlining, f).kernels) for f in bodies)
+        with Bar("kernelize", work, "kernels") as bar:  # one update per work item
+            for f in bodies:
                 outlining = am.get(Outlining, f)
                 plan = am.get(BufferPlan, f)
                 host = _HostBuilder(f, outlining.kernels, plan, profile, kernels, self.strict, ctx, am)
                 # The variable is read either way: a value it does not take is an error wherever it is set.
                 host.verify_bounds = bounds_requested_by_env() or self.verify_bounds
+                host.progress = bar
                 host.build()
         drop_serialized(module)
         module.attributes["gpu.container_module"] = UnitAttr()
@@ -229,6 +237,7 @@ class _HostBuilder:
         self.scratch_bytes = 0
         #: Whether each kernel is proved in bounds (bounds.py) as it is made.
         self.verify_bounds = False
+        self.progress: Bar | None = None  # counts the work items scheduled
 
     def _key(self, v: SSAValue) -> tuple[int, Attribute]:
         """A host memref per (plan buffer, stored element type)."""
@@ -298,6 +307,8 @@ class _HostBuilder:
 
         for i, k in enumerate(self.kernels):
             self._schedule(k)
+            if self.progress is not None:
+                self.progress.update()
             for key, last in last_use.items():
                 if last == i and key not in self.pinned and key in self.buffers:
                     self.block.add_op(memref.DeallocOp.get(self.buffers[key]))
