@@ -13,7 +13,7 @@ accy's named ops (`softmax`, `log_softmax`, `layer_norm`, `attention`) and
 elementwise ops with no numpy function (`sigmoid`, `relu`, `gelu`, `erf`)
 are here too. numpy's own functions called on traced values dispatch here
 (`np.exp(x)` traces); one that needs an op the dialect lacks (`argmax`,
-`take`, `flip`, `sort`) raises `UnsupportedError` naming it. The dtypes
+`flip`, `sort`) raises `UnsupportedError` naming it. The dtypes
 (`anp.float32`, ...) and constants are numpy's.
 """
 

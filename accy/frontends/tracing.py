@@ -29,8 +29,11 @@ Numpy's rules are followed and made explicit, since the dialect has none:
   bool` is `accy.and`, `max`/`min` of bools go through i8.
 
 The accy dtypes are f16, f32, f64, bool (i1), i8, i16, i32 and i64; unsigned
-and complex dtypes are refused. Where numpy needs an op the dialect lacks
-(gather for integer-array indexing, an argmax reduction, a reverse for
+and complex dtypes are refused. Integer-array indexing (one integer array, with
+basic indexing around it) and `take` are `accy.gather`s: a traced index out
+of range is clamped to the nearest end (numpy raises; accy cannot look at
+run-time values), a literal one raises as numpy does. Where numpy needs an
+op the dialect lacks (boolean indexing, an argmax reduction, a reverse for
 negative slice steps, fmod for float `%`), the function raises
 `UnsupportedError` naming the function and what is missing. Python control
 flow on a traced value (`if x > 0:`, `bool(x)`, `float(x)`, iterating)
@@ -91,6 +94,7 @@ from accy.dialects.accy import (
     ErfOp,
     ExpOp,
     FloorOp,
+    GatherOp,
     GeluOp,
     LayerNormOp,
     LogOp,
@@ -163,8 +167,7 @@ def unsupported(what: str, why: str) -> UnsupportedError:
 MISSING: dict[str, str] = {
     "argmax": "the dialect has no argmax reduction (accy.reduce kinds: sum, prod, max, min, mean)",
     "argmin": "the dialect has no argmin reduction (accy.reduce kinds: sum, prod, max, min, mean)",
-    "take": "the dialect has no gather op",
-    "take_along_axis": "the dialect has no gather op",
+    "take_along_axis": "the dialect has no gather along an axis by indices of the array's rank",
     "flip": "the dialect has no reverse op (accy.slice strides are positive)",
     "sort": "the dialect has no sort op",
     "argsort": "the dialect has no sort op",
@@ -1226,13 +1229,84 @@ def stack(arrays: Sequence[Operand], axis: int = 0) -> Any:
     return concatenate([expand_dims(t, ax) for t in ts], axis=ax)
 
 
+def _index_array(item: Any) -> bool:
+    """Whether an index item is an array (a tracer, a numpy array, a list),
+    which makes the indexing numpy's advanced indexing."""
+    return isinstance(item, Tracer | np.ndarray | list | bool | np.bool_)
+
+
+def _gather(t: Tracer, indices: Any, axis: int, what: str) -> Tracer:
+    """`t` taken at `indices` along `axis` (numpy.take), one accy.gather.
+    Literal indices must lie in [-n, n) (numpy's IndexError otherwise);
+    traced ones are clamped into the dim by the op (docs/op-contract.md)."""
+    n = t.shape[axis]
+    if isinstance(indices, Tracer):
+        if indices.dtype == BOOL:
+            raise unsupported("boolean indexing", "its result's shape depends on the values (shapes are static)")
+        if indices.dtype.kind != "i":
+            raise _located(IndexError, f"{what}: arrays used as indices must be of integer type, not {indices.dtype}")
+        idx = indices if indices.dtype in (np.dtype(np.int32), np.dtype(np.int64)) else _cast(indices, np.dtype(np.int64))
+    else:
+        array = np.asarray(indices)
+        if array.dtype == BOOL or (array.size and array.dtype.kind not in "iu"):
+            raise unsupported("boolean indexing" if array.dtype == BOOL else f"{what} with a {array.dtype} index array",
+                              "only integer arrays index (a boolean mask's result has a shape that depends on the values)")
+        array = array.astype(np.int64)
+        bad = array[(array < -n) | (array >= n)]
+        if bad.size:
+            raise _located(IndexError, f"index {int(bad[0])} is out of bounds for axis {axis} with size {n}")
+        idx = t.trace.literal(array)
+    value = t.trace.emit(GatherOp(t.value, idx.value, axis))
+    return Tracer(t.trace, value, (*t.shape[:axis], *idx.shape, *t.shape[axis + 1 :]), t.dtype)
+
+
+def take(a: Operand, indices: Any, axis: int | None = None) -> Any:
+    """numpy.take: one accy.gather (the array flattened first when `axis` is
+    None); see `_gather` for indices out of range."""
+    t = _trace_of(a, indices)
+    if t is None:
+        return np.take(a, indices, axis=axis)
+    x = _tracer(_prepare(a), t)
+    if axis is None:
+        x, axis = _reshape(x, (math.prod(x.shape),)), 0
+    if x.ndim == 0:
+        raise _located(IndexError, "numpy.take: cannot take from a 0-d array along an axis")
+    return _gather(x, indices, _axis(axis, x.ndim, "numpy.take"), "numpy.take")
+
+
+def _advanced(t: Tracer, items: list[Any]) -> Tracer:
+    """Indexing with one integer array among basic items: the basic indexing
+    with the array's dim kept whole, then a gather along where that dim
+    went. Integer items must sit next to the array (numpy moves the array's
+    dims to the front otherwise), and two arrays are not supported."""
+    arrays = [i for i, item in enumerate(items) if _index_array(item)]
+    if len(arrays) > 1:
+        raise unsupported("indexing with several index arrays", "one integer array with basic indexing around it is supported")
+    (at,) = arrays
+    ints = [i for i, item in enumerate(items) if not _index_array(item) and isinstance(item, int | np.integer)]
+    block = sorted([at, *ints])
+    if ints and block != list(range(block[0], block[-1] + 1)):
+        raise unsupported("integers apart from the index array", "numpy moves the array's dims first then; keep integers next to the array")
+    if builtins.sum(item is Ellipsis for item in items) == 1:
+        used = builtins.sum(item is not None and item is not Ellipsis for item in items)
+        e = next(i for i, item in enumerate(items) if item is Ellipsis)
+        items = [*items[:e], *[slice(None)] * builtins.max(t.ndim - used, 0), *items[e + 1 :]]
+        at = next(i for i, item in enumerate(items) if _index_array(item))
+    array = items[at]
+    basic = [*items[:at], slice(None), *items[at + 1 :]]
+    # The array's dim lands after the dims the items before it keep (slices,
+    # None); integers drop theirs.
+    axis = builtins.sum(not isinstance(item, int | np.integer) for item in items[:at])
+    return _gather(_getitem(t, tuple(basic)), array, axis, "indexing")
+
+
 def _getitem(t: Tracer, key: Any) -> Tracer:
     """Basic indexing: ints, slices with positive steps, None and `...`, as
-    one accy.slice and one accy.reshape."""
+    one accy.slice and one accy.reshape; with one integer array among them,
+    also one accy.gather (`_advanced`)."""
     items = list(key) if isinstance(key, tuple) else [key]
-    for item in items:
-        if isinstance(item, Tracer | np.ndarray | list | bool | np.bool_):
-            raise unsupported("integer-array and boolean indexing", "the dialect has no gather op (basic indexing, slices with positive steps, None and ... are supported)")
+    if builtins.any(_index_array(item) for item in items):
+        return _advanced(t, items)
     if builtins.sum(item is Ellipsis for item in items) > 1:
         raise _located(IndexError, "an index can only have a single ellipsis ('...')")
     used = builtins.sum(item is not None and item is not Ellipsis for item in items)
@@ -1487,7 +1561,6 @@ def _unsupported_function(name: str) -> Callable[..., Any]:
 
 argmax = _unsupported_function("argmax")
 argmin = _unsupported_function("argmin")
-take = _unsupported_function("take")
 take_along_axis = _unsupported_function("take_along_axis")
 flip = _unsupported_function("flip")
 sort = _unsupported_function("sort")
