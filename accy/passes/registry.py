@@ -57,6 +57,7 @@ PASSES: dict[str, str] = {
     "inline": "accy.passes.inline:InlinePass",
     "loop-invariant-code-motion": "accy.passes.loop_invariants:LoopInvariantCodeMotionPass",
     "widen-accumulation": "accy.passes.widen_accumulation:WidenAccumulationPass",
+    "compute-half-in-f32": "accy.passes.half_compute:ComputeHalfInF32Pass",
     "print-analysis": "accy.passes.print_analysis:PrintAnalysisPass",
     "test-analysis-cache": "accy.passes.testing:TestAnalysisCachePass",
     "test-rewrite-claiming-preserved": "accy.passes.testing:TestRewriteClaimingPreservedPass",
@@ -154,7 +155,7 @@ class Pipeline(ArgSpecConvertible):
 @dataclass(frozen=True)
 class DevicePipeline(Pipeline):
     """What `accy.compile` runs on a kernel device (OpenCL, LLVM):
-    loop-invariant-code-motion, widen-accumulation, then kernelize with the
+    loop-invariant-code-motion, widen-accumulation, compute-half-in-f32, then kernelize with the
     options strict and verify-bounds (on by default: every compile proves its
     kernels in bounds).
 
@@ -171,7 +172,10 @@ class DevicePipeline(Pipeline):
 
     def specs(self) -> list[ArgSpec]:
         kernelize = {"strict": (self.strict,), "verify-bounds": (self.verify_bounds,)}
-        return [ArgSpec("loop-invariant-code-motion", {}), ArgSpec("widen-accumulation", {}), ArgSpec("kernelize", kernelize)]
+        return [
+            ArgSpec("loop-invariant-code-motion", {}), ArgSpec("widen-accumulation", {}),
+            ArgSpec("compute-half-in-f32", {}), ArgSpec("kernelize", kernelize),
+        ]
 
 
 #: name -> pipeline (`accy-opt --list-passes` prints each with its docstring's first paragraph).

@@ -83,10 +83,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
+import ml_dtypes
 import numpy as np
 from llvmlite import ir
 from xdsl.dialects import arith, gpu
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
@@ -103,6 +105,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from accy.backends import kernels as backend_kernels
 from accy.backends.llvm import vector_math
+from accy.dialects.dense import bf16_bits
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.kernel import VCastOp, VCmpOp, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
@@ -152,6 +155,7 @@ def host_target() -> CodegenTarget:
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
+I16 = ir.IntType(16)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
@@ -168,6 +172,8 @@ def scalar_type(t: Attribute) -> ir.Type:
         return ir.DoubleType()
     if isinstance(t, Float16Type):
         return ir.HalfType()
+    if isinstance(t, BFloat16Type):
+        return I16  # its bits: only loaded, stored, selected and converted (`bf16_to_float`)
     raise LLVMEmitError(f"llvm: no LLVM type for {t}")
 
 
@@ -237,6 +243,35 @@ def splat(builder: ir.IRBuilder, x: ir.Value, width: int) -> ir.Value:
         return ir.Constant(vt, [x] * width)
     one = builder.insert_element(ir.Constant(vt, None), x, ir.Constant(I32, 0))
     return builder.shuffle_vector(one, ir.Constant(vt, None), ir.Constant(ir.VectorType(I32, width), [0] * width))
+
+
+def _scalar_elem(t: Attribute) -> Attribute:
+    return t.element_type if isinstance(t, VectorType) else t
+
+
+def _like(t: ir.Type, e: ir.Type) -> ir.Type:
+    """`e`, or a vector of it as wide as `t`."""
+    return ir.VectorType(e, t.count) if isinstance(t, ir.VectorType) else e
+
+
+def bf16_to_float(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
+    """The f32 of bf16 `bits` (i16, or a vector of them): the upper half of
+    an f32, so exact (NaNs, infinities and subnormals included)."""
+    i32 = _like(bits.type, I32)
+    return b.bitcast(b.shl(b.zext(bits, i32), _constant_like(i32, 16)), _like(bits.type, ir.FloatType()))
+
+
+def float_to_bf16(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """The bits of the bf16 nearest f32 `x` (ties to even, as ml_dtypes):
+    (u + 0x7FFF + ((u >> 16) & 1)) >> 16 of its bits u; a NaN keeps its
+    sign and upper payload and is made quiet (| 0x40)."""
+    i32 = _like(x.type, I32)
+    u = b.bitcast(x, i32)
+    odd = b.and_(b.lshr(u, _constant_like(i32, 16)), _constant_like(i32, 1))
+    rounded = b.lshr(b.add(b.add(u, _constant_like(i32, 0x7FFF)), odd), _constant_like(i32, 16))
+    quiet = b.or_(b.lshr(u, _constant_like(i32, 16)), _constant_like(i32, 0x40))
+    nan = b.fcmp_unordered("uno", x, x)
+    return b.trunc(b.select(nan, quiet, rounded), _like(x.type, I16))
 
 
 def _constant_like(t: ir.Type, value: float | int) -> ir.Constant:
@@ -473,6 +508,8 @@ class _KernelEmitter:
         if isinstance(value, IntegerAttr):
             v = value.value.data
             self.set(op, ir.Constant(ty, v & 1 if ty == I1 else v))
+        elif isinstance(value, FloatAttr) and isinstance(value.type, BFloat16Type):
+            self.set(op, ir.Constant(ty, bf16_bits(float(value.value.data))))
         elif isinstance(value, FloatAttr):
             self.set(op, ir.Constant(ty, float(value.value.data)))
         else:
@@ -482,6 +519,8 @@ class _KernelEmitter:
                 values = values * ty.count
             if ty.element == I1:
                 values = [int(v) & 1 for v in values]
+            if isinstance(value.get_element_type(), BFloat16Type):
+                values = [bf16_bits(float(v)) for v in values]
             self.set(op, ir.Constant(ty, [ir.Constant(ty.element, v) for v in values]))
 
     def binary(self, op: Operation, inst: str) -> None:
@@ -550,10 +589,20 @@ class _KernelEmitter:
 
     def vcast(self, op: Operation) -> None:
         assert isinstance(op, VCastOp)
-        self.set(op, self.convert(_VCAST[op.kind.data], self.get(op.operands[0]), llvm_type(op.results[0].type)))
+        self.cast(op, _VCAST[op.kind.data])
 
-    def cast(self, op: Operation) -> None:
-        self.set(op, self.convert(type(op), self.get(op.operands[0]), llvm_type(op.results[0].type)))
+    def cast(self, op: Operation, kind: type[Operation] | None = None) -> None:
+        """`op`'s conversion; bf16 (held as its i16 bits) converts through f32."""
+        kind = type(op) if kind is None else kind
+        src, dst = (_scalar_elem(v.type) for v in (op.operands[0], op.results[0]))
+        x, to = self.get(op.operands[0]), llvm_type(op.results[0].type)
+        if isinstance(src, BFloat16Type) and not isinstance(dst, BFloat16Type):
+            self.set(op, self.convert(arith.ExtFOp, bf16_to_float(self.builder, x), to))
+        elif isinstance(dst, BFloat16Type) and not isinstance(src, BFloat16Type):
+            f32 = ir.VectorType(ir.FloatType(), to.count) if isinstance(to, ir.VectorType) else ir.FloatType()
+            self.set(op, float_to_bf16(self.builder, self.convert(arith.TruncFOp, x, f32)))
+        else:
+            self.set(op, self.convert(kind, x, to))
 
     def convert(self, kind: type[Operation], x: ir.Value, dst: ir.Type) -> ir.Value:
         """`x` converted to `dst` as the arith op class `kind` (of CASTS) does."""
@@ -861,7 +910,7 @@ class BufferArg:
     written: bool  # whether the kernel stores to it
 
 
-_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.uint8, "i8": np.int8,
+_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64, "i1": np.uint8, "i8": np.int8,
            "i16": np.int16, "i32": np.int32, "i64": np.int64}  # fmt: skip
 
 

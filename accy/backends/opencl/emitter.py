@@ -54,6 +54,7 @@ import numpy as np
 from xdsl.dialects import arith, gpu, scf
 from xdsl.dialects import math as math_dialect
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
@@ -71,6 +72,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from accy.backends import kernels as backend_kernels
 from accy.backends.kernels import written_arguments
+from accy.dialects.dense import bf16_bits
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.kernel import VCmpOp, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
@@ -99,6 +101,8 @@ def scalar_c_type(t: Attribute) -> str:
         return "double"
     if isinstance(t, Float16Type):
         return "half"
+    if isinstance(t, BFloat16Type):
+        return "ushort"  # its bits: only loaded, stored, selected and converted (`convert`)
     raise OpenCLEmitError(f"opencl: no OpenCL C type for {t}")
 
 
@@ -138,10 +142,21 @@ def _bits(t: Attribute) -> int:
         return 64
     if isinstance(e, IntegerType):
         return e.width.data
-    return {Float16Type: 16, Float32Type: 32, Float64Type: 64}[type(e)]
+    return {Float16Type: 16, BFloat16Type: 16, Float32Type: 32, Float64Type: 64}[type(e)]
+
+
+#: float -> bf16 bits, to nearest even: (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+#: of the float's bits u; a NaN keeps its sign and upper payload, made quiet.
+_BF16_ROUNDING = """static inline ushort{w} {name}(float{w} x) {{
+  uint{w} u = as_uint{w}(x);
+  uint{w} rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  return convert_ushort{w}(select(rounded, (u >> 16) | 0x40u, as_uint{w}(isnan(x))));
+}}"""
 
 
 def float_literal(value: float, t: Attribute) -> str:
+    if isinstance(t, BFloat16Type):
+        return f"((ushort)0x{bf16_bits(value):04X})"
     if math.isnan(value):
         text = "NAN"
     elif math.isinf(value):
@@ -367,7 +382,20 @@ class _KernelEmitter:
         self.line(f"{c_type(v.type)} {name} = {expr};")
 
     def convert(self, expr: str, src: Attribute, dst: Attribute) -> str:
-        """`expr` of type `src` as type `dst` (C cast for scalars, convert_ for vectors)."""
+        """`expr` of type `src` as type `dst` (C cast for scalars, convert_ for
+        vectors); bf16 (its bits in a ushort) through f32: widened by a shift,
+        narrowed by `accy_bf16` (round to nearest even, NaN kept quiet)."""
+        from_bf16, to_bf16 = isinstance(_elem(src), BFloat16Type), isinstance(_elem(dst), BFloat16Type)
+        if from_bf16 != to_bf16:
+            w = _width(dst)
+            suffix = str(w) if isinstance(dst, VectorType) else ""
+            f32 = VectorType(Float32Type(), [w]) if isinstance(dst, VectorType) else Float32Type()
+            if from_bf16:
+                widened = f"as_float{suffix}(convert_uint{suffix}({expr}) << 16)"
+                return self.convert(widened, f32, dst)
+            name = f"accy_bf16{suffix}"
+            self.helpers.setdefault(name, _BF16_ROUNDING.format(name=name, w=suffix))
+            return f"{name}({self.convert(expr, src, f32)})"
         if c_type(src) == c_type(dst):
             return expr
         if isinstance(dst, VectorType):
@@ -492,7 +520,7 @@ class _KernelEmitter:
             assert isinstance(value, DenseIntOrFPElementsAttr) and isinstance(t, VectorType)
             elem = t.element_type
             values = value.get_values()
-            lit = float_literal if isinstance(elem, Float16Type | Float32Type | Float64Type) else int_literal
+            lit = float_literal if isinstance(elem, Float16Type | BFloat16Type | Float32Type | Float64Type) else int_literal
             if _is_bool(elem):
                 lanes = ["-1" if v else "0" for v in values]
             else:

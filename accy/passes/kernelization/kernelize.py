@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
     Float16Type,
+    Float32Type,
     Float64Type,
     IndexType,
     IntegerAttr,
@@ -77,6 +78,7 @@ from accy.passes.analyses import kinds
 from accy.passes.analyses.bufferization import BufferPlan, BufferRef
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
 from accy.passes.decompose import WINDOW_OPS, decompose_ops
+from accy.passes.half_compute import STORAGE_OPS, narrow_types
 from accy.passes.kernel_ir.bounds import LaunchSizes, bounds_requested_by_env, verify_bounds
 from accy.passes.kernel_ir.kernel_checks import check_dominance, simplify_kernel
 from accy.passes.kernelization.dot import lower_dot
@@ -194,18 +196,36 @@ OPTIONAL_TYPES = ((Float16Type, "fp16", "cl_khr_fp16"), (Float64Type, "fp64", "c
 
 
 def check_element_types(k: OutlinedKernel, profile: TargetProfile) -> None:
-    """Declines a kernel that reads, computes or writes an element type the
-    target cannot compute in (`fp16` / `fp64` false in its profile)."""
+    """Declines a kernel that computes in an element type the target cannot
+    compute in (`fp64` false; f16 with `fp16` false and bf16 are stored in
+    16 bits and may only be loaded, stored, moved and cast to or from f32,
+    which is what compute-half-in-f32 leaves of them)."""
     values = [*k.inputs, *k.outputs, *(v for op in k.ops for v in (*op.operands, *op.results))]
-    if any(isinstance(v.type, TensorType) and isinstance(v.type.element_type, BFloat16Type) for v in values):
-        # No backend loads, stores or converts bf16 yet (issue 23's half storage).
-        raise Decline("bfloat16 has no kernel lowering yet")
+    narrow = narrow_types(profile)
+    for op in k.ops:
+        if isinstance(op, STORAGE_OPS) or not any(
+            isinstance(v.type, TensorType) and isinstance(v.type.element_type, narrow) for v in (*op.operands, *op.results)
+        ):
+            continue
+        if isinstance(op, accy.CastOp) and _half_storage_cast(op):
+            continue
+        name = "bfloat16" if any(isinstance(getattr(v.type, "element_type", None), BFloat16Type) for v in op.results) else "float16"
+        raise Decline(f"'{op.name}' computes in {name}, which the target has no arithmetic for")
     for t, field, extension in OPTIONAL_TYPES:
         if getattr(profile, field):
             continue
         if any(isinstance(v.type, TensorType) and isinstance(v.type.element_type, t) for v in values):
             name = "float16" if field == "fp16" else "float64"
             raise Decline(f"{name} needs the OpenCL extension {extension}, which the target lacks ({field} = false)")
+
+
+def _half_storage_cast(op: accy.CastOp) -> bool:
+    """A cast the backends convert 16-bit floats by: with f32 on the other
+    side, or f64 -> f16."""
+    src, dst = (getattr(v.type, "element_type", None) for v in (op.operands[0], op.result))
+    return isinstance(src, Float32Type) or isinstance(dst, Float32Type) or (
+        isinstance(src, Float64Type) and isinstance(dst, Float16Type)
+    )
 
 
 def _kernels_module(module: ModuleOp) -> gpu.ModuleOp:
