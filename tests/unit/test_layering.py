@@ -72,9 +72,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 #: types (`numpy_dtype`) is the reference's.
 THIRD_PARTY: dict[str, tuple[str, ...] | None] = {
     "dialects": ("xdsl",),
-    # A frontend reads its format's package; numpy for traced constants.
-    "frontends": ("xdsl", "numpy", "onnx"),
-    "reference": ("xdsl", "numpy"),
+    # A frontend reads its format's package; numpy for traced constants
+    # (ml_dtypes: numpy's bfloat16 dtype, for bf16).
+    "frontends": ("xdsl", "numpy", "ml_dtypes", "onnx"),
+    "reference": ("xdsl", "numpy", "ml_dtypes"),
     "debug": (),
     "progress": (),
     "env": (),
