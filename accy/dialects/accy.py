@@ -945,6 +945,88 @@ class IotaOp(IRDLOperation):
         _axis(self, self.dimension.value.data, len(t.get_shape()), "dimension")
 
 
+#: How `accy.pad` fills the padding (ONNX Pad's modes).
+PAD_MODES = ("constant", "edge", "reflect", "wrap")
+
+
+def pad_extent(size: int, low: int, high: int) -> tuple[int, int, int, int]:
+    """One dim of `accy.pad`: (crop start, cropped size, positive low pad,
+    result size). A negative pad crops that many elements first."""
+    start = max(-low, 0)
+    kept = size - start - max(-high, 0)
+    lo = max(low, 0)
+    return start, kept, lo, lo + max(kept, 0) + max(high, 0)
+
+
+def infer_pad(shape: Sequence[int], low: Sequence[int], high: Sequence[int]) -> tuple[int, ...]:
+    """`accy.pad`'s result shape: low[d] + shape[d] + high[d] per dim."""
+    if len(low) != len(shape) or len(high) != len(shape):
+        raise ValueError(f"low and high need {len(shape)} entries (the operand rank), got {len(low)} and {len(high)}")
+    out = []
+    for d, (n, lo, hi) in enumerate(zip(shape, low, high, strict=True)):
+        _, kept, _, size = pad_extent(n, lo, hi)
+        if kept < 0:
+            raise ValueError(f"crops {max(-lo, 0) + max(-hi, 0)} elements of dim {d}, which has {n}")
+        out.append(size)
+    return tuple(out)
+
+
+@irdl_op_definition
+class PadOp(IRDLOperation):
+    """ONNX Pad (StableHLO pad without interior padding): `low[d]` elements
+    before and `high[d]` after each dim d. A negative pad crops that many
+    elements first (ONNX's negative pads); the kept elements are then padded.
+    `mode` fills the padding: "constant" with `value` (a rank-0 tensor of
+    x's element type, read only in this mode), "edge" with the nearest kept
+    element, "reflect" by mirroring about the edge element without repeating
+    it (numpy.pad's reflect, repeated for pads longer than the dim), "wrap"
+    periodically (numpy.pad's wrap). Modes other than constant need at least
+    one kept element in every padded dim."""
+
+    name = "accy.pad"
+    x = operand_def(TensorType)
+    value = operand_def(TensorType)
+    low = prop_def(DenseArrayBase)
+    high = prop_def(DenseArrayBase)
+    mode = prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$x `,` $value attr-dict `:` type($x) `,` type($value) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        x: SSAValue | Operation,
+        value: SSAValue | Operation,
+        low: Sequence[int],
+        high: Sequence[int],
+        mode: str = "constant",
+    ) -> None:
+        x, value = SSAValue.get(x), SSAValue.get(value)
+        super().__init__(
+            operands=[x, value],
+            properties={"low": i64_array(low), "high": i64_array(high), "mode": StringAttr(mode)},
+            result_types=[tensor(infer_pad(shape_of(x), low, high), elem_of(x))],
+        )
+
+    def verify_(self) -> None:
+        mode = _str_choice(self, "mode", PAD_MODES)
+        t = _ranked_tensor(self, self.x, "operand")
+        v = _ranked_tensor(self, self.value, "value")
+        if v.get_shape() or v.element_type != t.element_type:
+            raise VerifyException(f"'{self.name}' value must be a rank-0 tensor of {t.element_type}, got {v}")
+        shape, low, high = t.get_shape(), self.low.get_values(), self.high.get_values()
+        try:
+            out = infer_pad(shape, low, high)
+        except ValueError as e:
+            raise VerifyException(f"'{self.name}' {e}") from None
+        if mode != "constant":
+            for d, (n, lo, hi) in enumerate(zip(shape, low, high, strict=True)):
+                if pad_extent(n, lo, hi)[1] == 0 and (lo > 0 or hi > 0):
+                    raise VerifyException(f"'{self.name}' mode {mode} pads dim {d}, which keeps no element to repeat")
+        _expect_type(self, self.result.type, tensor(out, t.element_type))
+
+
 @irdl_op_definition
 class DotGeneralOp(IRDLOperation):
     """StableHLO dot_general: result dims are the batch dims, then lhs free
@@ -1004,13 +1086,21 @@ class DotGeneralOp(IRDLOperation):
         _expect_type(self, self.result.type, tensor(shape, a.element_type))
 
 
-REDUCE_KINDS = ("sum", "prod", "max", "min", "mean")
+REDUCE_KINDS = ("sum", "prod", "max", "min", "mean", "argmax", "argmin")
+#: Reduction kinds whose result is a position (an index of `INDEX_WIDTHS`), not a value.
+ARG_KINDS = ("argmax", "argmin")
 SCAN_KINDS = ("sum", "prod", "max", "min")
 
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
-    """Reduces `axes` with `kind`; the reduced dims are removed."""
+    """Reduces `axes` with `kind`; the reduced dims are removed.
+
+    `argmax` / `argmin` give the position of the first greatest / least
+    element (the smallest position on ties), as a row-major flat index over
+    the reduced dims, in the result's element type (i32 or i64); a NaN is
+    greater and less than every number, so the first NaN wins (numpy's
+    argmax/argmin). They need at least one reduced element."""
 
     name = "accy.reduce"
     x = operand_def(TensorType)
@@ -1021,12 +1111,16 @@ class ReduceOp(IRDLOperation):
     assembly_format = "$x attr-dict `:` type($x) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, x: SSAValue | Operation, kind: str, axes: Sequence[int]) -> None:
+    def __init__(
+        self, x: SSAValue | Operation, kind: str, axes: Sequence[int], index_type: Attribute = i64
+    ) -> None:
+        """`index_type` is the result element type of `argmax`/`argmin` (i32 or i64)."""
         x = SSAValue.get(x)
+        et = index_type if kind in ARG_KINDS else elem_of(x)
         super().__init__(
             operands=[x],
             properties={"kind": StringAttr(kind), "axes": i64_array(axes)},
-            result_types=[tensor(infer_reduce(shape_of(x), axes), elem_of(x))],
+            result_types=[tensor(infer_reduce(shape_of(x), axes), et)],
         )
 
     def norm_axes(self) -> tuple[int, ...]:
@@ -1038,8 +1132,21 @@ class ReduceOp(IRDLOperation):
         t = _ranked_tensor(self, self.x, "operand")
         if is_bool(t.element_type) or (kind == "mean" and not is_float(t.element_type)):
             raise VerifyException(f"'{self.name}' {kind} does not take element type {t.element_type}")
-        _distinct_axes(self, self.axes.get_values(), len(t.get_shape()), "axes")
-        _expect_type(self, self.result.type, tensor(infer_reduce(t.get_shape(), self.axes.get_values()), t.element_type))
+        axes = _distinct_axes(self, self.axes.get_values(), len(t.get_shape()), "axes")
+        shape = infer_reduce(t.get_shape(), self.axes.get_values())
+        if kind not in ARG_KINDS:
+            _expect_type(self, self.result.type, tensor(shape, t.element_type))
+            return
+        count = numel([t.get_shape()[a] for a in axes])
+        if count == 0:
+            raise VerifyException(f"'{self.name}' {kind} of no element: the reduced dims {axes} have 0 elements")
+        r = _ranked_tensor(self, self.result, "result")
+        et = r.element_type
+        if not (isinstance(et, IntegerType) and et.width.data in INDEX_WIDTHS):
+            raise VerifyException(f"'{self.name}' {kind} result element type must be i32 or i64, got {et}")
+        if count > 2 ** (et.width.data - 1):
+            raise VerifyException(f"'{self.name}' {kind} over {count} elements does not fit result element type {et}")
+        _expect_type(self, self.result.type, tensor(shape, et))
 
 
 @irdl_op_definition
@@ -1599,6 +1706,7 @@ Accy = Dialect(
         ConcatOp,
         GatherOp,
         IotaOp,
+        PadOp,
         DotGeneralOp,
         ReduceOp,
         ScanOp,

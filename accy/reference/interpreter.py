@@ -51,6 +51,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import ConstantLike, SymbolTable
 
 from accy.dialects.accy import (
+    ARG_KINDS,
     AbsOp,
     AddOp,
     AndOp,
@@ -82,6 +83,7 @@ from accy.dialects.accy import (
     NegOp,
     NotOp,
     OrOp,
+    PadOp,
     PoolOp,
     PowOp,
     ReciprocalOp,
@@ -403,6 +405,19 @@ def _iota(op: IotaOp, args: list[np.ndarray]) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(values.reshape(placed), shape))
 
 
+@_semantics(PadOp)
+def _pad(op: PadOp, args: list[np.ndarray]) -> np.ndarray:
+    """Crop by the negative pads, then numpy.pad by the positive ones."""
+    x, value = args
+    low, high = op.low.get_values(), op.high.get_values()
+    kept = x[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, lo, hi in zip(x.shape, low, high, strict=True))]
+    widths = [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high, strict=True)]
+    mode = op.mode.data
+    if mode == "constant":
+        return np.pad(kept, widths, mode="constant", constant_values=value[()])
+    return np.pad(kept, widths, mode=mode)
+
+
 @_semantics(DotGeneralOp)
 def _dot_general(op: DotGeneralOp, args: list[np.ndarray]) -> np.ndarray:
     a, b = args
@@ -434,6 +449,15 @@ def _reduce(op: ReduceOp, args: list[np.ndarray]) -> np.ndarray:
         return np.prod(x, axis=axes, dtype=accumulator(x.dtype)).astype(x.dtype)
     if kind == "mean":
         return np.mean(x, axis=axes)
+    if kind in ARG_KINDS:
+        # The reduced dims last, flattened: numpy's argmax/argmin take the
+        # first extreme, and the first NaN (half floats compared in f32).
+        kept = [d for d in range(x.ndim) if d not in axes]
+        rows = np.transpose(x, [*kept, *axes]).reshape(*(x.shape[d] for d in kept), -1)
+        if rows.dtype in (np.float16, BFLOAT16):
+            rows = rows.astype(np.float32)
+        where = np.argmax(rows, axis=-1) if kind == "argmax" else np.argmin(rows, axis=-1)
+        return np.asarray(where).astype(_result_dtype(op.result.type))
     ufunc = np.maximum if kind == "max" else np.minimum
     return ufunc.reduce(x, axis=axes, initial=scan_identity(kind, x.dtype))
 
