@@ -6,7 +6,7 @@ constants (splat, stored as ONE element read with strides 0, or not; i1,
 rank 0, empty, also read by a kernel, also returned) and views of constants
 — must match the reference interpreter, both when its body is a kernel
 (`lowered`) and when the body's work item runs on the host reference path
-(`host`: the target computes no float16 and the body's tanh is float16)."""
+(`host`: the target computes no float64 and the body's tanh is float64)."""
 
 from __future__ import annotations
 
@@ -70,10 +70,10 @@ def fallbacks(mode: str) -> int:
 
 
 def tanh(mode: str, x: str, out: str, t: str = T) -> list[str]:
-    """`out = tanh(x)`, in float16 on a target without it in the host mode."""
+    """`out = tanh(x)`, in float64 on a target without it in the host mode."""
     if mode == "lowered":
         return [f'    {out} = "accy.tanh"({x}) : ({t}) -> {t}']
-    h = t.replace("f32", "f16")
+    h = t.replace("f32", "f64")
     return [
         f'    {out}_h = "accy.cast"({x}) : ({t}) -> {h}',
         f'    {out}_t = "accy.tanh"({out}_h) : ({h}) -> {h}',
@@ -84,7 +84,7 @@ def tanh(mode: str, x: str, out: str, t: str = T) -> list[str]:
 def module(mode: str, lines: list[str]) -> str:
     if mode == "lowered":
         return "\n".join(lines)
-    return "\n".join(["builtin.module attributes {accy.target = #accy.target<fp16 = false>} {", *lines, "}"])
+    return "\n".join(["builtin.module attributes {accy.target = #accy.target<fp64 = false>} {", *lines, "}"])
 
 
 def program(prelude: list[str], value: str, init: str = "%x", extra: str = "", mode: str = "lowered") -> str:

@@ -46,6 +46,7 @@ This module reads IR only; it never imports the runtime.
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TypeVar
@@ -145,6 +146,17 @@ def _bits(t: Attribute) -> int:
     return {Float16Type: 16, BFloat16Type: 16, Float32Type: 32, Float64Type: 64}[type(e)]
 
 
+#: f16 bits -> float and float (or double) -> f16 bits, rounded to nearest
+#: even, through a private `half*`: vload_half / vstore_half_rte need no
+#: cl_khr_fp16.
+_HALF_LOAD = """static inline float{w} {name}(ushort{w} h) {{
+  return vload_half{w}(0, (const half*)&h);
+}}"""
+_HALF_STORE = """static inline ushort{w} {name}({c}{w} x) {{
+  ushort{w} h;
+  vstore_half{w}_rte(x, 0, (half*)&h);
+  return h;
+}}"""
 #: float -> bf16 bits, to nearest even: (u + 0x7FFF + ((u >> 16) & 1)) >> 16
 #: of the float's bits u; a NaN keeps its sign and upper payload, made quiet.
 _BF16_ROUNDING = """static inline ushort{w} {name}(float{w} x) {{
@@ -350,7 +362,11 @@ _SIGNED_OF_BITS = {8: "char", 16: "short", 32: "int", 64: "long"}
 class _KernelEmitter:
     """Prints one `gpu.func` kernel; collects the helpers it needs."""
 
-    def __init__(self, func: gpu.FuncOp, helpers: dict[str, str]) -> None:
+    def __init__(self, func: gpu.FuncOp, helpers: dict[str, str], half_bits: bool = False) -> None:
+        #: f16 held as its bits in a ushort (a target without cl_khr_fp16):
+        #: loaded and stored as 16-bit words, converted with vload_half /
+        #: vstore_half_rte, which need no extension.
+        self.half_bits = half_bits
         self.func = func
         self.kernel = func.sym_name.data
         self.helpers = helpers
@@ -379,7 +395,20 @@ class _KernelEmitter:
     def define(self, v: SSAValue, expr: str) -> None:
         name = self.fresh("v")
         self.names[v] = name
-        self.line(f"{c_type(v.type)} {name} = {expr};")
+        self.line(f"{self.c_type(v.type)} {name} = {expr};")
+
+    def scalar_c_type(self, t: Attribute) -> str:
+        return "ushort" if self.half_bits and isinstance(t, Float16Type) else scalar_c_type(t)
+
+    def c_type(self, t: Attribute) -> str:
+        if self.half_bits and isinstance(_elem(t), Float16Type):
+            return f"ushort{_width(t)}" if isinstance(t, VectorType) else "ushort"
+        return c_type(t)
+
+    def float_literal(self, value: float, t: Attribute) -> str:
+        if self.half_bits and isinstance(t, Float16Type):
+            return f"((ushort)0x{int.from_bytes(struct.pack('<e', value), 'little'):04X})"
+        return float_literal(value, t)
 
     def convert(self, expr: str, src: Attribute, dst: Attribute) -> str:
         """`expr` of type `src` as type `dst` (C cast for scalars, convert_ for
@@ -396,11 +425,26 @@ class _KernelEmitter:
             name = f"accy_bf16{suffix}"
             self.helpers.setdefault(name, _BF16_ROUNDING.format(name=name, w=suffix))
             return f"{name}({self.convert(expr, src, f32)})"
-        if c_type(src) == c_type(dst):
+        from_half = self.half_bits and isinstance(_elem(src), Float16Type)
+        to_half = self.half_bits and isinstance(_elem(dst), Float16Type)
+        if from_half != to_half:
+            w = _width(dst)
+            suffix = str(w) if isinstance(dst, VectorType) else ""
+            wide = Float64Type() if isinstance(_elem(dst if from_half else src), Float64Type) else Float32Type()
+            f32 = VectorType(Float32Type(), [w]) if suffix else Float32Type()
+            if from_half:
+                name = f"accy_from_half{suffix}"
+                self.helpers.setdefault(name, _HALF_LOAD.format(name=name, w=suffix))
+                return self.convert(f"{name}({expr})", f32, dst)
+            c = "double" if isinstance(wide, Float64Type) else "float"
+            name = f"accy_to_half_{c}{suffix}"
+            self.helpers.setdefault(name, _HALF_STORE.format(name=name, w=suffix, c=c))
+            return f"{name}({self.convert(expr, src, VectorType(wide, [w]) if suffix else wide)})"
+        if self.c_type(src) == self.c_type(dst):
             return expr
         if isinstance(dst, VectorType):
-            return f"convert_{c_type(dst)}({expr})"
-        return f"({c_type(dst)})({expr})"
+            return f"convert_{self.c_type(dst)}({expr})"
+        return f"({self.c_type(dst)})({expr})"
 
     def as_unsigned(self, expr: str, t: Attribute) -> str:
         if isinstance(t, VectorType):
@@ -438,7 +482,7 @@ class _KernelEmitter:
             name = f"b{i}"
             self.names[arg] = name
             const = "" if i in written else "const "
-            params.append(f"__global {const}{scalar_c_type(t.element_type)}* restrict {name}")
+            params.append(f"__global {const}{self.scalar_c_type(t.element_type)}* restrict {name}")
         self.emit_block(block)
         header = []
         kind = func.attributes.get("accy.kind")
@@ -476,7 +520,7 @@ class _KernelEmitter:
     def unsigned_binary(self, op: Operation, c_op: str) -> None:
         t = op.results[0].type
         a, b = (self.as_unsigned(self.get(v), t) for v in op.operands)
-        back = f"as_{c_type(t)}" if isinstance(t, VectorType) else f"({c_type(t)})"
+        back = f"as_{self.c_type(t)}" if isinstance(t, VectorType) else f"({self.c_type(t)})"
         if isinstance(op, backend_kernels.DIVISIONS) and backend_kernels.division_needs_guard(op):
             ut = _unsigned(t)
             ua, ub = self.fresh("v"), self.fresh("v")
@@ -493,7 +537,7 @@ class _KernelEmitter:
         b is -1), then x / 0 = 0 and x % 0 = x. Lane-wise with select() on
         vectors, whose comparisons are masks."""
         t = op.results[0].type
-        ct = ct or c_type(t)
+        ct = ct or self.c_type(t)
         zero, one = f"(({ct})0)", f"(({ct})1)"
         by_zero = f"({b} == {zero})"
         bad = by_zero
@@ -515,7 +559,7 @@ class _KernelEmitter:
         if isinstance(value, IntegerAttr):
             self.names[op.results[0]] = int_literal(value.value.data, t)
         elif isinstance(value, FloatAttr):
-            self.names[op.results[0]] = float_literal(value.value.data, t)
+            self.names[op.results[0]] = self.float_literal(value.value.data, t)
         else:
             assert isinstance(value, DenseIntOrFPElementsAttr) and isinstance(t, VectorType)
             elem = t.element_type
@@ -526,9 +570,9 @@ class _KernelEmitter:
             else:
                 lanes = [lit(v, elem) for v in values]  # type: ignore[operator]
             if len(set(lanes)) == 1:
-                self.names[op.results[0]] = f"(({c_type(t)})({lanes[0]}))"
+                self.names[op.results[0]] = f"(({self.c_type(t)})({lanes[0]}))"
             else:
-                self.names[op.results[0]] = f"(({c_type(t)})({', '.join(lanes)}))"
+                self.names[op.results[0]] = f"(({self.c_type(t)})({', '.join(lanes)}))"
 
     def call(self, op: Operation, fn: str) -> None:
         """`fn(operands...)`: an OpenCL built-in of the same meaning."""
@@ -559,9 +603,9 @@ class _KernelEmitter:
         makes the overload ambiguous (`max(v, 0)` on a char), so constants
         are cast to the result's scalar type there."""
         t = op.results[0].type
-        literal_int = isinstance(t, IntegerType | IndexType) and not _is_bool(t) and c_type(t) != "int"
+        literal_int = isinstance(t, IntegerType | IndexType) and not _is_bool(t) and self.c_type(t) != "int"
         return [
-            f"(({c_type(t)}){self.get(v)})" if literal_int and isinstance(v.owner, arith.ConstantOp) else self.get(v)
+            f"(({self.c_type(t)}){self.get(v)})" if literal_int and isinstance(v.owner, arith.ConstantOp) else self.get(v)
             for v in op.operands
         ]
 
@@ -584,7 +628,7 @@ class _KernelEmitter:
         res = op.results[0].type
         if pred in _CONSTANT_PREDICATES:
             truth = _CONSTANT_PREDICATES[pred]
-            expr = (f"(({c_type(res)})({-1 if truth else 0}))" if isinstance(res, VectorType)
+            expr = (f"(({self.c_type(res)})({-1 if truth else 0}))" if isinstance(res, VectorType)
                     else ("true" if truth else "false"))  # fmt: skip
             self.names[op.results[0]] = expr
             return
@@ -620,23 +664,23 @@ class _KernelEmitter:
         if _is_bool(_elem(src)) and isinstance(op, (*_ZERO_EXTEND, *_SIGN_EXTEND, arith.IndexCastOp)):
             if vec:  # lanes are -1/0
                 x = f"({x} & 1)" if isinstance(op, _ZERO_EXTEND) else x
-                return self.define(op.results[0], f"convert_{c_type(dst)}({x})")
+                return self.define(op.results[0], f"convert_{self.c_type(dst)}({x})")
             if isinstance(op, _SIGN_EXTEND):
-                return self.define(op.results[0], f"-({c_type(dst)})({x})")
-            return self.define(op.results[0], f"({c_type(dst)})({x})")
+                return self.define(op.results[0], f"-({self.c_type(dst)})({x})")
+            return self.define(op.results[0], f"({self.c_type(dst)})({x})")
         if _is_bool(_elem(dst)):  # trunci to i1: the low bit
             if vec:
-                return self.define(op.results[0], f"-(convert_{c_type(dst)}({x} & 1))")
+                return self.define(op.results[0], f"-(convert_{self.c_type(dst)}({x} & 1))")
             return self.define(op.results[0], f"({x} & 1) != 0")
         if isinstance(op, _ZERO_EXTEND):  # zero-extend: from unsigned
             u = self.as_unsigned(x, src)
-            return self.define(op.results[0], f"convert_{c_type(dst)}({u})" if vec else f"({c_type(dst)})({u})")
+            return self.define(op.results[0], f"convert_{self.c_type(dst)}({u})" if vec else f"({self.c_type(dst)})({u})")
         if isinstance(op, arith.FPToUIOp):
             if vec:
-                return self.define(op.results[0], f"as_{c_type(dst)}(convert_{_unsigned(dst)}({x}))")
-            return self.define(op.results[0], f"({c_type(dst)})({_unsigned(dst)})({x})")
+                return self.define(op.results[0], f"as_{self.c_type(dst)}(convert_{_unsigned(dst)}({x}))")
+            return self.define(op.results[0], f"({self.c_type(dst)})({_unsigned(dst)})({x})")
         if isinstance(op, arith.BitcastOp):
-            return self.define(op.results[0], f"as_{c_type(dst)}({x})")
+            return self.define(op.results[0], f"as_{self.c_type(dst)}({x})")
         self.define(op.results[0], self.convert(x, src, dst))
 
     # -- math ----------------------------------------------------------
@@ -645,7 +689,7 @@ class _KernelEmitter:
         t = op.results[0].type
         x = self.get(op.operands[0])
         # OpenCL's abs returns the unsigned type; reinterpret it (abs(INT_MIN) wraps as in MLIR).
-        self.define(op.results[0], f"as_{c_type(t)}(abs({x}))" if isinstance(t, VectorType) else f"({c_type(t)})abs({x})")
+        self.define(op.results[0], f"as_{self.c_type(t)}(abs({x}))" if isinstance(t, VectorType) else f"({self.c_type(t)})abs({x})")
 
     # -- gpu -----------------------------------------------------------
 
@@ -662,7 +706,7 @@ class _KernelEmitter:
     def alloca(self, op: Operation) -> None:
         t = op.results[0].type
         assert isinstance(t, MemRefType)
-        elem = scalar_c_type(t.element_type)
+        elem = self.scalar_c_type(t.element_type)
         size = max(1, math.prod(t.get_shape()))
         space = t.memory_space
         if isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP:
@@ -692,7 +736,7 @@ class _KernelEmitter:
         at = f"{self.get(memref)} + {self.address(memref, indices)}"
         if is_stream_store(op) and memref in self.func.body.block.args:
             self.helpers.setdefault(_STREAM_STORE, _STREAM_STORE_TEXT)
-            self.line(f"{_STREAM_STORE}({c_type(value.type)}, {self.get(value)}, {at});")
+            self.line(f"{_STREAM_STORE}({self.c_type(value.type)}, {self.get(value)}, {at});")
             return
         self.line(f"vstore{w}({self.get(value)}, 0, {at});")
 
@@ -706,12 +750,12 @@ class _KernelEmitter:
         x = self.get(src)
         if _is_bool(src.type):
             x = f"-(int)({x})"
-        self.define(op.results[0], f"({c_type(t)})({x})")
+        self.define(op.results[0], f"({self.c_type(t)})({x})")
 
     def reduction(self, op: Operation) -> None:
         vec = op.operands[0]
         kind = backend_kernels.reduction_kind(op)
-        elem = scalar_c_type(_elem(vec.type))
+        elem = self.scalar_c_type(_elem(vec.type))
         name, text = _reduction_helper(kind, elem, _width(vec.type))
         self.helpers.setdefault(name, text)
         expr = f"{name}({self.get(vec)})"
@@ -729,7 +773,7 @@ class _KernelEmitter:
         if len(mask) not in (2, 4, 8, 16):
             raise self.fail(op, f"OpenCL's shuffle2 gives 2, 4, 8 or 16 lanes, not {len(mask)}")
         elem = _elem(op.results[0].type)
-        name = "int" if _is_bool(elem) else scalar_c_type(elem)
+        name = "int" if _is_bool(elem) else self.scalar_c_type(elem)
         unsigned = {"half": "ushort", "float": "uint", "double": "ulong"}.get(name) or ("u" + name.removeprefix("u"))
         lanes = ", ".join(map(str, mask))
         a, b = self.get(op.operands[0]), self.get(op.operands[1])
@@ -752,7 +796,7 @@ class _KernelEmitter:
             name = self.fresh("a")
             self.names[r] = name
             init = f" = {inits[i]}" if inits is not None else ""
-            self.line(f"{c_type(r.type)} {name}{init};")
+            self.line(f"{self.c_type(r.type)} {name}{init};")
             names.append(name)
         return names
 
@@ -764,7 +808,7 @@ class _KernelEmitter:
         self.names[body.args[0]] = iv
         for arg, name in zip(body.args[1:], carried, strict=True):
             self.names[arg] = name
-        ty = c_type(lb.type)
+        ty = self.c_type(lb.type)
         self.line(f"for ({ty} {iv} = {self.get(lb)}; {iv} < {self.get(ub)}; {iv} += {self.get(step)}) {{")
         self.nested(body, carried)
         self.line("}")
@@ -792,7 +836,7 @@ class _KernelEmitter:
             temps = []
             for v, t in zip(values, types, strict=True):
                 tmp = self.fresh("t")
-                self.line(f"{c_type(t)} {tmp} = {v};")
+                self.line(f"{self.c_type(t)} {tmp} = {v};")
                 temps.append(tmp)
             values = temps
         for t, v in zip(targets, values, strict=True):
@@ -881,11 +925,12 @@ def emit_opencl(module: ModuleOp) -> str:
     check_format(module)
     gmod = kernel_module(module)
     helpers: dict[str, str] = {}
-    kernels = [_KernelEmitter(f, helpers).emit() for f in kernel_funcs(module)]
+    half_bits = not TargetProfile.of_module(module).fp16
+    kernels = [_KernelEmitter(f, helpers, half_bits).emit() for f in kernel_funcs(module)]
     head = [f"// OpenCL C for gpu.module @{backend_kernels.symbol(gmod.sym_name)}, generated by accy"]
     if _uses_type(gmod, (Float64Type,)):
         head.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
-    if _uses_type(gmod, (Float16Type,)):
+    if _uses_type(gmod, (Float16Type,)) and not half_bits:
         head.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
     parts = ["\n".join(head), *helpers.values(), *kernels]
     return "\n\n".join(parts) + "\n"

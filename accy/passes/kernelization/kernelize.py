@@ -212,7 +212,7 @@ def check_element_types(k: OutlinedKernel, profile: TargetProfile) -> None:
         name = "bfloat16" if any(isinstance(getattr(v.type, "element_type", None), BFloat16Type) for v in op.results) else "float16"
         raise Decline(f"'{op.name}' computes in {name}, which the target has no arithmetic for")
     for t, field, extension in OPTIONAL_TYPES:
-        if getattr(profile, field):
+        if getattr(profile, field) or t is Float16Type:  # f16 without fp16 is storage (above)
             continue
         if any(isinstance(v.type, TensorType) and isinstance(v.type.element_type, t) for v in values):
             name = "float16" if field == "fp16" else "float64"
