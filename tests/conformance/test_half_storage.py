@@ -1,5 +1,7 @@
-"""bf16 tensors as kernels (issue 23's half storage): stored in 16 bits,
-computed in f32 (compute-half-in-f32), rounded to nearest even on store.
+"""f16 and bf16 tensors as kernels (issue 23's half storage): stored in 16
+bits, computed in f32 (compute-half-in-f32) for bf16 and for f16 on a
+target with `fp16 = false`, rounded to nearest even on store; f16 computed
+in half where the target has it (LLVM; an OpenCL driver with cl_khr_fp16).
 
 Every elementwise op, compares and selects, reductions, scans, a dot,
 softmax, layer norm and casts, at odd sizes, on every device (PoCL under
@@ -77,11 +79,29 @@ def _close(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> None:
     np.testing.assert_allclose(g, w, rtol=rtol, atol=scaled)
 
 
+#: element type -> (numpy dtype, the module's target attribute or None: f16
+#: with `fp16 = false`, and f16 as the device says (half arithmetic where it
+#: has it; on PoCL, which lacks cl_khr_fp16, that is fp16 = false too).
+CASES = {"bf16": ("bf16", None), "f16": ("f16", None), "f16-fp16-false": ("f16", "fp16 = false")}
+
+
+def _for_device(src: str, target: str | None, device) -> str:
+    cl_device = getattr(device, "cl_device", None)
+    if target is None and cl_device is not None and "cl_khr_fp16" not in cl_device.extensions.split():
+        target = "fp16 = false"
+    if target is None:
+        return src
+    return f"builtin.module attributes {{accy.target = #accy.target<{target}>}} {{\n{src}\n}}"
+
+
+@pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("n", SIZES)
-def test_bf16_ops_run_as_kernels(n: int, device) -> None:
+def test_half_ops_run_as_kernels(case: str, n: int, device) -> None:
+    et, target = CASES[case]
+    dtype = BF16 if et == "bf16" else np.dtype(np.float16)
     rng = np.random.default_rng(n)
-    src = _program(n, "bf16")
-    inputs = _inputs(n, rng)
+    src = _for_device(_program(n, et), target, device)
+    inputs = [x.astype(dtype) if x.dtype == BF16 else x for x in _inputs(n, rng)]
     exe = accy.compile(src, device=device)
     outs = exe(*inputs)
     assert exe.stats.fallbacks == 0
@@ -93,9 +113,9 @@ def test_bf16_ops_run_as_kernels(n: int, device) -> None:
     # Within the op contract's bf16 tolerance of the program in f32.
     wide = accy.compile(_program(n, "f32"), device="reference")
     f32_inputs = [x.astype(np.float32) for x in inputs]
-    rtol, atol = TOLERANCES[BF16]
+    rtol, atol = TOLERANCES[dtype]
     for got, want in zip(outs, wide(*f32_inputs), strict=True):
-        _close(got.astype(np.float32) if got.dtype == BF16 else got, want, rtol, atol)
+        _close(got.astype(np.float32) if got.dtype == dtype else got, want, rtol, atol)
 
 
 def test_bf16_rounding_on_store_is_bit_exact(device) -> None:
