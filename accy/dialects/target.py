@@ -29,9 +29,11 @@ tuned) sizes compiles with them.
   `vector_width` (elements per vector load/store: the device's preferred
   float vector width);
 - element types: `fp16` and `fp64`, whether kernels may compute in half and
-  double precision (OpenCL's cl_khr_fp16 / cl_khr_fp64). A work item that
-  needs one the target lacks is not lowered: it runs on the host reference
-  path under `exact`, and is an error under `fast` or strict kernelization.
+  double precision (OpenCL's cl_khr_fp16 / cl_khr_fp64). Without `fp16`,
+  f16 is still stored in 16 bits and kernels compute it in f32 (the pass
+  compute-half-in-f32; bf16 always so). A work item that needs f64 the
+  target lacks is not lowered: it runs on the host reference path under
+  `exact`, and is an error under `fast` or strict kernelization.
   Both default to true (a file without a target assumes a capable device);
   the runtime fills them in from its device.
 - tile and work-group sizes (`TUNING_FIELDS`), the shapes lowerings give

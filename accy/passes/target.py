@@ -51,7 +51,8 @@ class SetTargetPass(AccyPass):
     vector_width: int | None = None
     """Elements per vector load and store: 1, 2, 4, 8 or 16."""
     fp16: bool | None = None
-    """Whether kernels may compute in half precision (OpenCL's cl_khr_fp16)."""
+    """Whether kernels may compute in half precision (OpenCL's cl_khr_fp16);
+    without it f16 is stored in 16 bits and computed in f32."""
     fp64: bool | None = None
     """Whether kernels may compute in double precision (OpenCL's cl_khr_fp64)."""
     group_size: int | None = None
