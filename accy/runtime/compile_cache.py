@@ -8,15 +8,21 @@ An entry is keyed by everything the result depends on:
   once per process) and the versions of xDSL and llvmlite, so that any
   change to the compiler is a miss, never a stale program;
 - the device: its class and `cache_identity()` (the LLVM device: the host's
-  triple, CPU name and features);
+  triple, CPU name and features; the OpenCL device: platform name and
+  version, device name and version, driver version and pyopencl's version);
 - the module as the device compiles it: printed in generic form after
   `prepare_function` and with the complete target profile attached (large
   literals print as hex, so this stays cheap), the function's name and
   `strict`.
 
-The payload is the device's (`KernelDevice.freeze` / `thaw`): the LLVM
-device writes its host schedule and its kernels' LLVM IR, and `thaw` gets
-the object code from its JIT cache. It is data, never a pickle (unpickling
+The payload is the device's (`KernelDevice.freeze` / `thaw`), after a line
+naming its key (`KernelDevice.prepare` refuses an entry of another key, as
+when a file is copied over another): the LLVM device writes its host
+schedule and its kernels' LLVM IR, and `thaw` gets the object code from its
+JIT cache; the OpenCL device writes its host schedule, the OpenCL C source
+and build options, and `thaw` gets the binary from the program cache
+(program_cache.py: a verified disk binary, so a second process builds
+nothing). It is data, never a pickle (unpickling
 runs whatever the bytes say): `pack_schedule` writes a JSON document of the
 schedule's steps (only the step types of schedule.py and the device's own
 launch step, fields of ints, strings, lists, dtypes and tensor types) and

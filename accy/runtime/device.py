@@ -275,7 +275,10 @@ class KernelDevice(Device):
             checked = ":bounds" if verify or report else ""
             key = compile_key(f"{type(self).__name__}:{identity}{checked}", module, fn, strict)
             payload = self.compiled.get(key)
-            program = self.thaw(payload) if payload is not None else None
+            # An entry names its key first: another key's payload (a file copied
+            # or renamed) is a miss, never the program of another module.
+            stamp = key.encode() + b"\n"
+            program = self.thaw(payload[len(stamp) :]) if payload is not None and payload.startswith(stamp) else None
             if program is not None:
                 program.compile_cached = True
                 self._debug(fn, program)
@@ -297,7 +300,7 @@ class KernelDevice(Device):
         if key is not None:
             payload = self.freeze(program)
             if payload is not None:
-                self.compiled.put(key, payload)
+                self.compiled.put(key, key.encode() + b"\n" + payload)
         self._debug(fn, program)
         return program
 

@@ -66,7 +66,7 @@ import math
 import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -80,6 +80,7 @@ from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.target import DEFAULTS, TargetProfile, target_fields
 from accy.runtime import pocl_threads
 from accy.runtime.array import Array, result_arrays
+from accy.runtime.compile_cache import pack_schedule, unpack_schedule
 from accy.runtime.device import KernelDevice, LaunchProfile, Program, RunStats, TargetMismatch
 from accy.runtime.host_memory import CONSTANT
 from accy.runtime.kernel_sources import kernel_source
@@ -100,9 +101,11 @@ from accy.runtime.schedule import (
     fallback_input_types,
     has_kernels,
     host_function,
+    map_steps,
     poison_from_env,
     poison_pattern,
     translate,
+    walk_steps,
 )
 from accy.runtime.schedule import Fallback as _Fallback
 from accy.runtime.schedule import Free as _Free
@@ -270,6 +273,8 @@ class OpenCLProgram(Program):
         self.device = device
         self.schedule = schedule
         self.source = source
+        #: The options the kernels were built with (kept in the compile cache with the source).
+        self.build_options = ""
         #: The built kernels (None when the function has none).
         self.built = built
         self.stats = RunStats(peak_bytes=schedule.peak_bytes, fallbacks=schedule.fallbacks)
@@ -758,7 +763,75 @@ class OpenCLDevice(KernelDevice):
         host = host_function(module, fn)
         gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)} if has_kernels(module) else {}
         source = kernel_source(fn, "cl", emit_opencl(module)) if gfuncs else ""
-        built = interruptible(partial(self.programs.get, source, build_options(module))) if gfuncs else None
-        return OpenCLProgram(self, _translate(host, built, gfuncs), source, built)
+        options = build_options(module)
+        built = interruptible(partial(self.programs.get, source, options)) if gfuncs else None
+        program = OpenCLProgram(self, _translate(host, built, gfuncs), source, built)
+        program.build_options = options
+        return program
+
+    # -- the compile cache (compile_cache.py) ------------------------------
+
+    def cache_identity(self) -> str:
+        """The platform, device and driver, and pyopencl's version: what the
+        kernels' binaries (program_cache.py) and the profile depend on."""
+        from importlib import metadata
+
+        import pyopencl as cl
+
+        d = self.cl_device
+        try:
+            pyopencl = metadata.version("pyopencl")
+        except metadata.PackageNotFoundError:
+            pyopencl = getattr(cl, "VERSION_TEXT", "unknown")
+        parts = (d.platform.name, d.platform.version, d.name, d.version, d.driver_version, f"pyopencl={pyopencl}")
+        return "|".join(str(p).strip() for p in parts)
+
+    def freeze(self, program: Program) -> bytes | None:
+        """The schedule (launch steps without their `cl.Kernel` and lock),
+        the OpenCL C source and its build options; None for a program with
+        host fallbacks. The binary is the program cache's (program_cache.py:
+        a verified disk binary, so `thaw` builds nothing)."""
+        assert isinstance(program, OpenCLProgram)
+        schedule = program.schedule
+        if schedule.fallbacks:
+            return None
+
+        def strip(step: _Launch) -> _Launch:
+            local = list(step.local_size) if step.local_size is not None else None
+            return replace(step, kernel=None, lock=None, global_size=list(step.global_size), local_size=local)
+
+        steps = map_steps(schedule.steps, strip, _Launch)
+        extra = {"source": program.source, "options": program.build_options}
+        try:
+            return pack_schedule(replace(schedule, steps=steps), extra, _Launch)
+        except TypeError:  # a step the payload format does not hold: not kept
+            return None
+
+    def thaw(self, payload: bytes) -> OpenCLProgram | None:
+        """The program `freeze` wrote, its kernels from the program cache."""
+        unpacked = unpack_schedule(payload, _Launch)
+        if unpacked is None:  # written by another accy, or damaged: compile again
+            return None
+        schedule, extra = unpacked
+        if not isinstance(extra, dict) or set(extra) != {"source", "options"}:
+            return None
+        source, options = extra["source"], extra["options"]
+        if not isinstance(source, str) or not isinstance(options, str):
+            return None
+        launches = [step for step in walk_steps(schedule.steps) if isinstance(step, _Launch)]
+        if launches and not source:
+            return None
+        built = interruptible(partial(self.programs.get, source, options)) if source else None
+        kernels = built.kernels if built is not None else {}
+        for step in launches:
+            if step.name not in kernels or not all(isinstance(n, int) for n in step.global_size):
+                return None
+            step.kernel = kernels[step.name]
+            step.lock = built.launch_lock  # type: ignore[union-attr]
+            step.global_size = tuple(step.global_size)
+            step.local_size = tuple(step.local_size) if step.local_size is not None else None
+        program = OpenCLProgram(self, schedule, source, built)
+        program.build_options = options
+        return program
 
 

@@ -140,3 +140,20 @@ def test_any_change_to_the_source_changes_the_digest(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not code")
     assert len({first, edited, renamed}) == 3 and source_digest(tmp_path) == renamed
     assert code_fingerprint() == code_fingerprint()  # taken once per process
+
+
+def test_another_keys_entry_is_a_miss(cache_dir: Path) -> None:
+    """An entry copied over another key's (the payload of another shape) is
+    never taken for it: the program would be another module's."""
+    text, other = SOFTMAX_SCALE.format(r=3, c=65, math="exact"), SOFTMAX_SCALE.format(r=4, c=9, math="exact")
+    accy.compile(other, device=fresh_device())
+    (other_path,) = entries(cache_dir)
+    accy.compile(text, device=fresh_device())
+    (path,) = [p for p in entries(cache_dir) if p != other_path]
+    store = DiskCache(NAMESPACE, cache_dir)
+    payload = store.get(other_path.stem)
+    assert payload is not None and store.put(path.stem, payload)
+    exe = accy.compile(text, device=fresh_device())
+    assert not exe.program.compile_cached
+    check(exe)
+    assert accy.compile(text, device=fresh_device()).program.compile_cached  # rewritten
