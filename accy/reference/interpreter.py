@@ -453,7 +453,8 @@ def _reduce(op: ReduceOp, args: list[np.ndarray]) -> np.ndarray:
         # The reduced dims last, flattened: numpy's argmax/argmin take the
         # first extreme, and the first NaN (half floats compared in f32).
         kept = [d for d in range(x.ndim) if d not in axes]
-        rows = np.transpose(x, [*kept, *axes]).reshape(*(x.shape[d] for d in kept), -1)
+        count = math.prod(x.shape[d] for d in axes)
+        rows = np.transpose(x, [*kept, *axes]).reshape(*(x.shape[d] for d in kept), count)
         if rows.dtype in (np.float16, BFLOAT16):
             rows = rows.astype(np.float32)
         where = np.argmax(rows, axis=-1) if kind == "argmax" else np.argmin(rows, axis=-1)
