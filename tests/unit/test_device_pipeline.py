@@ -37,7 +37,7 @@ func.func @main(%a: tensor<4x8xf16>, %b: tensor<8x3xf16>) -> (tensor<4x3xf16>, t
 }
 """
 #: (program, profile): a program of tests/programs or `HALF`; None keeps the
-#: program's own target (fallback.mlir's has no float16).
+#: program's own target (fallback.mlir's has no float64).
 CASES = [
     *((name, profile) for name in ("iterate", "mlp", "scan_prologue", "attention_named", "half") for profile in ("cpu", "gpu")),
     ("fallback", None),

@@ -209,8 +209,9 @@ def check_element_types(k: OutlinedKernel, profile: TargetProfile) -> None:
             continue
         if isinstance(op, accy.CastOp) and _half_storage_cast(op):
             continue
-        name = "bfloat16" if any(isinstance(getattr(v.type, "element_type", None), BFloat16Type) for v in op.results) else "float16"
-        raise Decline(f"'{op.name}' computes in {name}, which the target has no arithmetic for")
+        if any(isinstance(getattr(v.type, "element_type", None), BFloat16Type) for v in (*op.operands, *op.results)):
+            raise Decline(f"'{op.name}' computes in bfloat16, which no backend does (compute-half-in-f32 widens it)")
+        raise Decline("float16 needs the OpenCL extension cl_khr_fp16, which the target lacks (fp16 = false)")
     for t, field, extension in OPTIONAL_TYPES:
         if getattr(profile, field) or t is Float16Type:  # f16 without fp16 is storage (above)
             continue
