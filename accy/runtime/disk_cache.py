@@ -55,7 +55,7 @@ import time
 import warnings
 from pathlib import Path
 
-from accy.env import FALSE_WORDS, env_path
+from accy.env import FALSE_WORDS, env_int, env_path
 
 CACHE_DIR_ENV = "ACCY_CACHE_DIR"
 #: `ACCY_CACHE_DIR` values that turn the disk cache off (any case): a yes/no
@@ -160,6 +160,11 @@ class DiskCache:
             if data is not None or os.path.lexists(path):
                 self.corrupt += 1
                 self.discard(key)
+        else:
+            try:  # used now: the last entry least-recently-used eviction removes
+                os.utime(path, follow_symlinks=False)
+            except OSError:
+                pass
         return payload
 
     def put(self, key: str, payload: bytes) -> bool:
@@ -181,6 +186,7 @@ class DiskCache:
             if path.is_dir() and not path.is_symlink():
                 _remove_tree(path)  # a directory squatting on the entry's name
             os.replace(tmp_name, path)
+            _written(directory.parent, len(payload) + HEADER_BYTES)
             return True
         except OSError as e:
             if tmp_name is not None:
@@ -361,3 +367,81 @@ def _remove_tree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# The size bound: least recently used entries go first
+# --------------------------------------------------------------------------
+
+MAX_BYTES_ENV = "ACCY_CACHE_MAX_BYTES"
+#: The bytes of all entries of all namespaces kept by default (`$ACCY_CACHE_MAX_BYTES`).
+DEFAULT_MAX_BYTES = 4 << 30
+
+_usage_lock = threading.Lock()
+#: Per cache root, the bytes of its entries as last counted plus those written since.
+_usage: dict[Path, int] = {}
+
+
+def max_bytes() -> int:
+    """The bound on the cache's entries, in bytes (`$ACCY_CACHE_MAX_BYTES`)."""
+    return env_int(MAX_BYTES_ENV, DEFAULT_MAX_BYTES, "bytes", minimum=0)
+
+
+def entries(root: Path) -> list[tuple[Path, int, float]]:
+    """Every entry under `root` (path, bytes, last use), namespaces' `tmp/` left out."""
+    found = []
+    for path in root.glob("*/*/*.bin"):
+        if path.parent.name == "tmp":
+            continue
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            found.append((path, info.st_size, info.st_mtime))
+    return found
+
+
+def evict(root: Path, bound: int) -> int:
+    """Removes the least recently used entries under `root` until their bytes
+    are at most `bound`; the bytes left."""
+    found = sorted(entries(root), key=lambda e: e[2])
+    total = sum(size for _, size, _ in found)
+    for path, size, _ in found:
+        if total <= bound:
+            break
+        _unlink(path)
+        total -= size
+    return total
+
+
+def _written(root: Path, nbytes: int) -> None:
+    """Counts an entry written under `root`; evicts when past the bound (the
+    folder is counted once per process, then kept up to date)."""
+    bound = max_bytes()
+    with _usage_lock:
+        if root not in _usage:
+            _usage[root] = sum(size for _, size, _ in entries(root))
+        else:
+            _usage[root] += nbytes
+        if _usage[root] > bound:
+            _usage[root] = evict(root, bound)
+
+
+def usage(root: Path) -> dict[str, tuple[int, int]]:
+    """Per namespace under `root`: its entries and their bytes."""
+    out: dict[str, tuple[int, int]] = {}
+    for path, size, _ in entries(root):
+        n, b = out.get(path.parent.parent.name, (0, 0))
+        out[path.parent.parent.name] = (n + 1, b + size)
+    return out
+
+
+def clear(root: Path) -> int:
+    """Removes every entry under `root` (folders stay); the entries removed."""
+    found = entries(root)
+    for path, _, _ in found:
+        _unlink(path)
+    with _usage_lock:
+        _usage.pop(root, None)
+    return len(found)
