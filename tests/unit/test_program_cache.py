@@ -74,7 +74,8 @@ def run_worker(cache: Path | str) -> dict:
 
 
 def cache_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file())
+    """The program binaries under `root` (the compile cache's `compiled/` entries left out)."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and "compiled" not in p.relative_to(root).parts)
 
 
 def entries_verify(root: Path) -> bool:
