@@ -32,6 +32,7 @@ from accy.dialects.accy import (
     KernelCallOp,
     LayerNormOp,
     LogSoftmaxOp,
+    PadOp,
     ReduceOp,
     ScanOp,
     SoftmaxOp,
@@ -65,10 +66,10 @@ class Kind:
 
 
 # A gather loads its index and reads its table there; an iota computes its
-# value from the coordinates: both are computed per element, as elementwise
-# ops are, and fuse with them (rule 4).
+# value from the coordinates; a pad reads its operand at a computed position:
+# all are computed per element, as elementwise ops are, and fuse with them (rule 4).
 ELEMENTWISE = Kind(
-    "elementwise", seeds=(*ELEMENTWISE_OPS, GatherOp, IotaOp), anchored=False, takes_elementwise=False,
+    "elementwise", seeds=(*ELEMENTWISE_OPS, GatherOp, IotaOp, PadOp), anchored=False, takes_elementwise=False,
     lowering="elementwise.lower_elementwise",
 )
 # A copy (a returned view, a reshape strides cannot express, a concat): a

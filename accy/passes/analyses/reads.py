@@ -47,6 +47,9 @@ def _operand_coords(op: Operation, coords: tuple[Coord, ...]) -> list[tuple[SSAV
     if isinstance(op, accy.GatherOp):
         axis, rank = op.norm_axis(), len(accy.shape_of(op.indices))
         return [(op.x, (*coords[:axis], ANY, *coords[axis + rank :])), (op.indices, coords[axis : axis + rank])]
+    if isinstance(op, accy.PadOp):
+        padded = zip(coords, op.low.get_values(), op.high.get_values(), strict=True)
+        return [(op.x, tuple(c if (lo, hi) == (0, 0) else ANY for c, lo, hi in padded)), (op.value, ())]
     if not isinstance(op, VIEWS):
         return []
     src = accy.shape_of(op.operands[0])

@@ -92,6 +92,7 @@ from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
 from accy.dialects.accy import (
+    ARG_KINDS,
     ELEMENTWISE_OPS,
     BroadcastOp,
     ConstantOp,
@@ -488,7 +489,8 @@ class _Fuser:
     def _row_seed(op: Operation) -> tuple[tuple[int, ...], int] | None:
         if isinstance(op, ReduceOp):
             shape = shape_of(op.x)
-            if shape and op.norm_axes() == (len(shape) - 1,):
+            # An argmax/argmin's position is no value a row pipeline carries.
+            if shape and op.norm_axes() == (len(shape) - 1,) and op.kind.data not in ARG_KINDS:
                 return shape[:-1], shape[-1]
         elif isinstance(op, SoftmaxOp | LogSoftmaxOp) and _last_axis(op) or isinstance(op, LayerNormOp):
             shape = shape_of(op.operands[0])

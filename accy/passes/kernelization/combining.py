@@ -3,6 +3,10 @@
 - `combine` and `identity`: the binary operation of a reduction or scan kind
   (`sum`, `mean`, `prod`, `max`, `min`) on scalars or lane-wise on vectors,
   and its neutral element (max/min propagate NaN, as the reference does);
+- `combine_all` and `identities`: the same on a reduction's accumulator as a
+  list of values, which for `argmax`/`argmin` is the pair (value, position):
+  the greater (lesser) value wins, a NaN beats a number, and on a tie the
+  smaller position, so any order of combining gives the first extreme;
 - `vector_total`: the lanes of one vector combined (`vector.reduction`);
 - `vector_prefix`, `shifted_lanes`, `last_lane`, `reversed_lanes`: the
   inclusive scan of one vector's lanes (log2 W shuffles), lanes moved up
@@ -24,12 +28,12 @@ import math
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, memref, vector
-from xdsl.dialects.builtin import DenseArrayBase, VectorType, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, VectorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from accy.dialects import accy
 from accy.dialects.target import TargetProfile
-from accy.passes.kernelization.kernel_builder import KernelBuilder, element_type_of
+from accy.passes.kernelization.kernel_builder import KernelBuilder, cmp, element_type_of
 
 _COMBINE: dict[str, tuple[type[Operation], type[Operation]]] = {
     "sum": (arith.AddfOp, arith.AddiOp),
@@ -57,6 +61,36 @@ def identity(kind: str, t: Attribute) -> float | int:
         return -math.inf if kind == "max" else math.inf
     bits = et.width.data
     return -(2 ** (bits - 1)) if kind == "max" else 2 ** (bits - 1) - 1
+
+
+def identities(kind: str, t: Attribute, index_type: Attribute | None = None) -> list[float | int]:
+    """The neutral accumulator of `kind` for element type `t` (`combine_all`):
+    for `argmax`/`argmin` the identity of max/min at the last position that
+    `index_type` holds, which every element beats or ties at a smaller one."""
+    if kind not in accy.ARG_KINDS:
+        return [identity(kind, t)]
+    assert isinstance(index_type, IntegerType)
+    return [identity(kind[3:], t), 2 ** (index_type.width.data - 1) - 1]
+
+
+def combine_all(kb: KernelBuilder, kind: str, a: Sequence[SSAValue], b: Sequence[SSAValue]) -> list[SSAValue]:
+    """Accumulators `a` and `b` combined (`combine` of their one value, or
+    for `argmax`/`argmin` the winning (value, position) pair: see the
+    module docstring)."""
+    if kind not in accy.ARG_KINDS:
+        return [combine(kb, kind, a[0], b[0])]
+    (va, ia), (vb, ib) = a, b
+    integer = not accy.is_float(element_type_of(va.type))
+    beats = cmp(kb, "gt" if kind == "argmax" else "lt", vb, va, integer)
+    ties = cmp(kb, "eq", vb, va, integer)
+    if not integer:
+        # x != x is true for NaN only, x == x for numbers only.
+        nan_a, nan_b, number_a = cmp(kb, "ne", va, va, False), cmp(kb, "ne", vb, vb, False), cmp(kb, "eq", va, va, False)
+        beats = kb.val(arith.OrIOp(beats, kb.val(arith.AndIOp(nan_b, number_a))))
+        ties = kb.val(arith.OrIOp(ties, kb.val(arith.AndIOp(nan_a, nan_b))))
+    earlier = kb.val(arith.CmpiOp(ib, ia, "slt"))
+    take_b = kb.val(arith.OrIOp(beats, kb.val(arith.AndIOp(ties, earlier))))
+    return [kb.select(take_b, vb, va), kb.select(take_b, ib, ia)]
 
 
 def vector_total(kb: KernelBuilder, kind: str, v: SSAValue) -> SSAValue:
@@ -124,15 +158,20 @@ def work_group_size(n: int, cap: int, profile: TargetProfile) -> int:
 
 
 def work_group_tree(
-    kb: KernelBuilder, kind: str, share: SSAValue, scratch: SSAValue, tid: SSAValue, size: int, segment: int | None = None
+    kb: KernelBuilder, kind: str, share: SSAValue | Sequence[SSAValue], scratch: SSAValue | Sequence[SSAValue],
+    tid: SSAValue, size: int, segment: int | None = None,
 ) -> None:
     """Combines the `size` shares of a work-group (`share` of work-item `tid`;
     `size` a power of two) by a tree in the local array `scratch`: after the
     last barrier its element 0 holds the total (`work_group_total`), for
     every work-item to read. With `segment` (a power of two dividing
     `size`), each run of `segment` work-items is combined apart: element
-    `s·segment` holds the total of run s."""
-    kb.op(memref.StoreOp.get(share, scratch, [tid]))
+    `s·segment` holds the total of run s. A share of several values (an
+    `argmax` accumulator, `combine_all`) takes one local array per value."""
+    shares = [share] if isinstance(share, SSAValue) else list(share)
+    arrays = [scratch] if isinstance(scratch, SSAValue) else list(scratch)
+    for v, array in zip(shares, arrays, strict=True):
+        kb.op(memref.StoreOp.get(v, array, [tid]))
     kb.barrier()
     span = size if segment is None else segment
     # Work-item tid is lane `lane` of the run starting at `base` (written so
@@ -143,9 +182,11 @@ def work_group_tree(
 
         def fold(half: int = half) -> list[SSAValue]:
             at = lane if base is None else kb.add(base, lane)
-            a = kb.val(memref.LoadOp.get(scratch, [at]))
-            b = kb.val(memref.LoadOp.get(scratch, [kb.add(at, half)]))
-            kb.op(memref.StoreOp.get(combine(kb, kind, a, b), scratch, [at]))
+            a = [kb.val(memref.LoadOp.get(array, [at])) for array in arrays]
+            there = kb.add(at, half)
+            b = [kb.val(memref.LoadOp.get(array, [there])) for array in arrays]
+            for v, array in zip(combine_all(kb, kind, a, b), arrays, strict=True):
+                kb.op(memref.StoreOp.get(v, array, [at]))
             return []
 
         kb.if_(kb.lt(lane, half), fold)

@@ -227,6 +227,8 @@ class Expr:
             return self._gather(op, coords, operands)
         if isinstance(op, accy.IotaOp):
             return self._iota(op, coords)
+        if isinstance(op, accy.PadOp):
+            return self._pad(op, coords)
         if isinstance(op, VIEWS):
             return operands[0]
         raise Decline(f"{op.name} cannot be computed elementwise")
@@ -274,6 +276,52 @@ class Expr:
         axis, rank = op.norm_axis(), len(accy.shape_of(op.indices))
         position = self.gather_position(op, operands[0]) if operands else self.kb.idx(0)
         return self.at(op.x, [*coords[:axis], position, *coords[axis + rank :]])
+
+    def clamp(self, i: SSAValue, hi: int) -> SSAValue:
+        """i clamped into [0, hi] by an explicit `minsi` / `maxsi` (what the
+        bounds proof, passes/kernel_ir/bounds.py, reads a read's range from)."""
+        kb = self.kb
+        return kb.val(arith.MaxSIOp(kb.val(arith.MinSIOp(i, kb.idx(hi))), kb.idx(0)))
+
+    def pad_position(self, mode: str, j: SSAValue, low: int, kept: int) -> SSAValue:
+        """Where `accy.pad` in `mode` reads a dim of `kept` elements for
+        position `j` (= result coordinate - low, so j >= -low) relative to
+        the kept elements: clamped (edge and constant, whose padding the
+        caller selects away), mirrored with period 2·(kept - 1) (reflect), or
+        modulo kept (wrap); made non-negative by a multiple of the period
+        before `remsi`, and clamped into [0, kept - 1] at the end."""
+        kb = self.kb
+        period = {"reflect": 2 * (kept - 1), "wrap": kept}.get(mode, 0)
+        if period == 0:
+            return self.clamp(j, kept - 1)
+        m = kb.rem(kb.add(j, -(-low // period) * period), period)
+        if mode == "reflect":
+            m = kb.select(kb.lt(m, kept), m, kb.sub(period, m))
+        return self.clamp(m, kept - 1)
+
+    def _pad(self, op: accy.PadOp, coords: list[SSAValue]) -> SSAValue:
+        """x at the position `pad_position` gives in every padded dim; in
+        mode constant, `value` where a coordinate falls outside the kept
+        elements (an `arith.select`, so the read stays in bounds), and
+        `value` alone when a dim keeps nothing."""
+        kb = self.kb
+        mode = op.mode.data
+        where: list[SSAValue] = []
+        inside: SSAValue | None = None
+        for d, (n, lo, hi) in enumerate(zip(accy.shape_of(op.x), op.low.get_values(), op.high.get_values(), strict=True)):
+            start, kept, low, _ = accy.pad_extent(n, lo, hi)
+            if kept == 0:
+                return self.at(op.value, [])
+            if (lo, hi) == (0, 0):
+                where.append(coords[d])
+                continue
+            j = kb.sub(coords[d], low)
+            where.append(kb.add(self.pad_position(mode, j, low, kept), start))
+            if mode == "constant" and (low > 0 or hi > 0):
+                ok = kb.val(arith.AndIOp(kb.lt(-1, j), kb.lt(j, kept)))
+                inside = ok if inside is None else kb.val(arith.AndIOp(inside, ok))
+        x = self.at(op.x, where)
+        return x if inside is None else kb.select(inside, x, self.at(op.value, []))
 
     def _iota(self, op: accy.IotaOp, coords: list[SSAValue]) -> SSAValue:
         """The coordinate along `dimension`, converted as `accy.cast` from

@@ -27,6 +27,12 @@ every work-item), then a tree in local memory
 reads the total, runs the epilogue (or stores the partial) and stores.
 
 `mean` is a sum divided by the reduced count.
+
+`argmax` / `argmin` accumulate (value, position) pairs (`combine_all`:
+ties to the smaller position, a NaN beats a number) on the scalar paths,
+the position being the flat index over the reduced dims in the result's
+element type; a GPU work-group's tree carries the pair in two local arrays.
+A position is exact, so they never split into two launches.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.combining import (
     combine,
+    combine_all,
+    identities,
     identity,
     place,
     pow2_at_most,
@@ -92,6 +100,9 @@ class _Reduction:
         self.out_shape = accy.shape_of(red.result)
         self.n_out = numel(self.out_shape)
         self.et = accy.elem_of(red.x)
+        self.arg = self.kind in accy.ARG_KINDS
+        self.index_type = accy.elem_of(red.result) if self.arg else None
+        """argmax/argmin: the type positions are counted in (the result's element type)."""
         self.prologue = [op for op in kernel.ops if op is not red]
         self.width = self.profile.vector_width
         lanes_ok = (
@@ -100,13 +111,14 @@ class _Reduction:
             and self.shape[-1] >= self.width
             and vectorizable(self.prologue, kb)
             and (accy.is_float(self.et) or self.kind in ("sum", "prod", "mean"))
+            and not self.arg
         )
         self.use_vector = lanes_ok and not self.gpu
         self.threads = work_group_size(self.count, self.profile.reduce_threads, self.profile)
         self.vector_shares = lanes_ok and self.gpu and self.shape[-1] % (self.width * self.threads) == 0
         """GPU: each work-item's share of a row is W consecutive elements at a time (vector loads)."""
         lanes = self.threads if self.gpu else self.width if self.use_vector else 1
-        self.chunk = lanes * self.profile.reduce_chunk
+        self.chunk = max(self.count, 1) if self.arg else lanes * self.profile.reduce_chunk
         """Reduced elements per output that one launch takes (per work-item on the CPU, per work-group on the GPU)."""
 
     def _full(self, reduced: list[SSAValue], kept: list[SSAValue]) -> list[SSAValue]:
@@ -115,18 +127,28 @@ class _Reduction:
     def _init(self, kb: KernelBuilder, t: Attribute | None = None) -> SSAValue:
         return kb.const(identity(self.kind, self.et), t or self.et)
 
+    def _inits(self, kb: KernelBuilder) -> list[SSAValue]:
+        """The neutral accumulator (`combining.identities`): one value, or a
+        (value, position) pair for argmax/argmin."""
+        types = [self.et] if self.index_type is None else [self.et, self.index_type]
+        return [kb.const(v, t) for v, t in zip(identities(self.kind, self.et, self.index_type), types, strict=True)]
+
     # -- accumulating a range of the reduced elements ----------------------------
 
     def _scalar_accumulate(
-        self, kb: KernelBuilder, kept: list[SSAValue], lo: SSAValue | int, hi: SSAValue | int, step: int, acc: SSAValue
-    ) -> SSAValue:
-        """acc combined with x at reduced flat indices lo, lo+step, ... < hi."""
+        self, kb: KernelBuilder, kept: list[SSAValue], lo: SSAValue | int, hi: SSAValue | int, step: int,
+        acc: list[SSAValue],
+    ) -> list[SSAValue]:
+        """acc combined with x at reduced flat indices lo, lo+step, ... < hi
+        (with its position r, for argmax/argmin)."""
 
         def body(r: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             x = Expr(kb, self.prologue).at(self.x, self._full(kb.delinearize(r, self.red_shape), kept))
-            return [combine(kb, self.kind, carried[0], x)]
+            if self.index_type is None:
+                return combine_all(kb, self.kind, carried, [x])
+            return combine_all(kb, self.kind, carried, [x, kb.val(arith.IndexCastOp(r, self.index_type))])
 
-        return kb.for_(lo, hi, step, [acc], body)[0]
+        return kb.for_(lo, hi, step, acc, body)
 
     def _vector_accumulate(
         self, kb: KernelBuilder, kept: list[SSAValue], rows: tuple[SSAValue | int, SSAValue | int],
@@ -173,14 +195,16 @@ class _Reduction:
         v, s = kb.for_(rows[0], rows[1], 1, init, outer)
         return combine(kb, self.kind, vector_total(kb, self.kind, v), s)
 
-    def _accumulate_all(self, kb: KernelBuilder, kept: list[SSAValue]) -> SSAValue:
+    def _accumulate_all(self, kb: KernelBuilder, kept: list[SSAValue]) -> list[SSAValue]:
         """Every reduced element of one output (at most one chunk of them)."""
         if self.use_vector:
-            return self._vector_accumulate(kb, kept, (0, numel(self.red_shape[:-1])), (0, self.shape[-1]))
-        return self._scalar_accumulate(kb, kept, 0, self.count, 1, self._init(kb))
+            return [self._vector_accumulate(kb, kept, (0, numel(self.red_shape[:-1])), (0, self.shape[-1]))]
+        return self._scalar_accumulate(kb, kept, 0, self.count, 1, self._inits(kb))
 
-    def _finish(self, kb: KernelBuilder, kept: list[SSAValue], total: SSAValue) -> None:
-        """Epilogue and stores of one output element."""
+    def _finish(self, kb: KernelBuilder, kept: list[SSAValue], acc: list[SSAValue]) -> None:
+        """Epilogue and stores of one output element (the accumulator's
+        value, or for argmax/argmin its position)."""
+        total = acc[-1]
         if self.kind == "mean":
             total = kb.val(arith.DivfOp(total, kb.const(float(self.count), self.et)))
         epilogue = Expr(kb, self.prologue)
@@ -199,7 +223,7 @@ class _Reduction:
 
     def _work_group_share(
         self, kb: KernelBuilder, groups: int, threads: int,
-        work: Callable[[SSAValue, SSAValue], tuple[SSAValue, Callable[[SSAValue], None]]],
+        work: Callable[[SSAValue, SSAValue], tuple[list[SSAValue], Callable[[list[SSAValue]], None]]],
         per_group: int = 1,
     ) -> LoweredKernel:
         """`per_group` units a work-group of `per_group` x `threads`
@@ -211,7 +235,9 @@ class _Reduction:
         last work-group not full) compute the last unit again and hand
         nothing on."""
         size = per_group * threads
-        scratch = kb.local_array(size, buffer_element_type(self.et), workgroup=True)
+        scratch = [kb.local_array(size, buffer_element_type(self.et), workgroup=True)]
+        if self.index_type is not None:
+            scratch.append(kb.local_array(size, self.index_type, workgroup=True))
 
         def body(group: SSAValue, flat: SSAValue) -> None:
             if per_group == 1:
@@ -225,7 +251,7 @@ class _Reduction:
 
             def first() -> list[SSAValue]:
                 start = kb.idx(0) if per_group == 1 else segment_start(kb, flat, threads)
-                finish(kb.val(memref.LoadOp.get(scratch, [start])))
+                finish([kb.val(memref.LoadOp.get(array, [start])) for array in scratch])
                 return []
 
             lead = kb.lt(tid, 1)
@@ -239,13 +265,13 @@ class _Reduction:
         # to a work-group, a power of two of them: the work-group's size is one.
         per_group = pow2_at_most(min(GPU_REDUCE_GROUP // self.threads, self.n_out))
 
-        def work(group: SSAValue, tid: SSAValue) -> tuple[SSAValue, Callable[[SSAValue], None]]:
+        def work(group: SSAValue, tid: SSAValue) -> tuple[list[SSAValue], Callable[[list[SSAValue]], None]]:
             kept = kb.delinearize(group, self.out_shape)
             if self.vector_shares:
                 rows = numel(self.red_shape[:-1])
-                share = self._vector_accumulate(kb, kept, (0, rows), (0, self.shape[-1]), tid, self.threads)
+                share = [self._vector_accumulate(kb, kept, (0, rows), (0, self.shape[-1]), tid, self.threads)]
             else:
-                share = self._scalar_accumulate(kb, kept, tid, self.count, self.threads, self._init(kb))
+                share = self._scalar_accumulate(kb, kept, tid, self.count, self.threads, self._inits(kb))
             return share, lambda total: self._finish(kb, kept, total)
 
         return self._work_group_share(kb, self.n_out, self.threads, work, per_group)
@@ -282,7 +308,7 @@ class _Reduction:
         """The partial result of chunk `p` of one output (CPU)."""
         if not self.use_vector:
             lo = kb.mul(p, self.chunk)
-            return self._scalar_accumulate(kb, kept, lo, kb.min(kb.add(lo, self.chunk), self.count), 1, self._init(kb))
+            return self._scalar_accumulate(kb, kept, lo, kb.min(kb.add(lo, self.chunk), self.count), 1, self._inits(kb))[0]
         last, rows = self.shape[-1], numel(self.red_shape[:-1])
         if last >= self.chunk:
             per_row = -(-last // self.chunk)
@@ -301,12 +327,12 @@ class _Reduction:
         return work_item_per(kb, total, body)
 
     def _partials_gpu(self, kb: KernelBuilder, out: SSAValue, parts: int) -> LoweredKernel:
-        def work(group: SSAValue, tid: SSAValue) -> tuple[SSAValue, Callable[[SSAValue], None]]:
+        def work(group: SSAValue, tid: SSAValue) -> tuple[list[SSAValue], Callable[[list[SSAValue]], None]]:
             kept = kb.delinearize(kb.div(group, parts), self.out_shape)
             lo = kb.mul(kb.rem(group, parts), self.chunk)
             hi = kb.min(kb.add(lo, self.chunk), self.count)
-            share = self._scalar_accumulate(kb, kept, kb.add(lo, tid), hi, self.threads, self._init(kb))
-            return share, lambda partial: kb.op(memref.StoreOp.get(partial, out, [group]))
+            share = self._scalar_accumulate(kb, kept, kb.add(lo, tid), hi, self.threads, self._inits(kb))
+            return share, lambda partial: kb.op(memref.StoreOp.get(partial[0], out, [group]))
 
         return self._work_group_share(kb, self.n_out * parts, self.threads, work)
 
@@ -331,7 +357,7 @@ class _Reduction:
         kb = self.kb
         def body(gid: SSAValue) -> None:
             total = self._blocked_sum_of_partials(kb, partials, kb.mul(gid, parts), 0, parts, 1)
-            self._finish(kb, kb.delinearize(gid, self.out_shape), total)
+            self._finish(kb, kb.delinearize(gid, self.out_shape), [total])
 
         return work_item_per(kb, self.n_out, body)
 
@@ -339,9 +365,9 @@ class _Reduction:
         kb = self.kb
         threads = work_group_size(parts, self.profile.reduce_threads, self.profile)
 
-        def work(group: SSAValue, tid: SSAValue) -> tuple[SSAValue, Callable[[SSAValue], None]]:
+        def work(group: SSAValue, tid: SSAValue) -> tuple[list[SSAValue], Callable[[list[SSAValue]], None]]:
             kept = kb.delinearize(group, self.out_shape)
-            share = self._blocked_sum_of_partials(kb, partials, kb.mul(group, parts), tid, parts, threads)
+            share = [self._blocked_sum_of_partials(kb, partials, kb.mul(group, parts), tid, parts, threads)]
             return share, lambda total: self._finish(kb, kept, total)
 
         return self._work_group_share(kb, self.n_out, threads, work)
