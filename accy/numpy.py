@@ -19,7 +19,6 @@ are here too. numpy's own functions called on traced values dispatch here
 
 from __future__ import annotations
 
-import ml_dtypes as _ml_dtypes
 import numpy as _np
 
 from accy.frontends.tracing import (
@@ -129,7 +128,6 @@ from accy.frontends.tracing import (
 
 bool_ = _np.bool_
 float16, float32, float64 = _np.float16, _np.float32, _np.float64
-bfloat16 = _ml_dtypes.bfloat16  # numpy has none; ml_dtypes' rounds to nearest even
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
 e, pi, inf, nan = _np.e, _np.pi, _np.inf, _np.nan
 newaxis = None
@@ -154,7 +152,7 @@ __all__ = [
     "asarray",
     "astype",
     "attention",
-    "bfloat16",
+    "bfloat16",  # noqa: F822 (module __getattr__: imported lazily)
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -252,3 +250,13 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """`bfloat16` (numpy has none; ml_dtypes' rounds to nearest even), imported
+    on first use (PEP 562): ml_dtypes takes over a second to import."""
+    if name == "bfloat16":
+        from accy.dialects.types import bfloat16_dtype
+
+        return bfloat16_dtype().type
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,8 +8,10 @@ types (`numpy_dtype`) is the reference interpreter's (`accy.reference`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -23,6 +25,25 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 FLOAT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type)
+
+
+@functools.cache
+def bfloat16_dtype() -> Any:
+    """The numpy dtype of bf16 (`ml_dtypes.bfloat16`; casts round to nearest
+    even): a `numpy.dtype`, untyped here since the dialects do not import numpy.
+
+    ml_dtypes is imported on first call only: importing it costs over a second,
+    so only programs that hold bf16 values pay for it."""
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16(0).dtype
+
+
+def is_bfloat16(dtype: object) -> bool:
+    """Whether `dtype` (a numpy dtype, or anything with a `name`) is bf16,
+    decided by name so that ml_dtypes need not be imported."""
+    return getattr(dtype, "name", None) == "bfloat16"
+
 
 #: The 16-bit floats: stored in 16 bits; computed in f32 wherever the target
 #: has no native arithmetic for them (bf16 always; docs/op-contract.md).

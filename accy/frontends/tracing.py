@@ -62,7 +62,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -122,7 +121,7 @@ from accy.dialects.accy import (
     TransposeOp,
     XorOp,
 )
-from accy.dialects.types import tensor
+from accy.dialects.types import is_bfloat16, tensor
 
 Shape = tuple[int, ...]
 
@@ -185,7 +184,6 @@ MISSING: dict[str, str] = {
 # `numpy_dtype` is the inverse of this table.
 _ELEMENT_TYPES: dict[np.dtype, Attribute] = {
     np.dtype(np.float16): Float16Type(),
-    np.dtype(ml_dtypes.bfloat16): BFloat16Type(),
     np.dtype(np.float32): Float32Type(),
     np.dtype(np.float64): Float64Type(),
     np.dtype(np.bool_): IntegerType(1),
@@ -204,7 +202,7 @@ WEAK_STORAGE: dict[type, np.dtype] = {bool: BOOL, int: INT64, float: FLOAT64}
 def element_type(dtype: np.dtype | type | str) -> Attribute:
     """The accy element type of numpy `dtype`; TypeError for one accy lacks."""
     dt = np.dtype(dtype)
-    found = _ELEMENT_TYPES.get(dt.newbyteorder("=") if dt.byteorder not in "=|" else dt)
+    found = BFloat16Type() if is_bfloat16(dt) else _ELEMENT_TYPES.get(dt.newbyteorder("=") if dt.byteorder not in "=|" else dt)
     if found is None:
         raise _located(TypeError, f"accy has no element type for numpy dtype {dt} (accy's: float16/32/64, bfloat16, bool, int8/16/32/64)")
     return found
@@ -1680,7 +1678,7 @@ def leaf_spec(leaf: Any, where: str) -> tuple[Shape, np.dtype, bool]:
             "make it a static argument (static_argnums)"
         )
     dt = np.dtype(dtype)
-    if dt not in _ELEMENT_TYPES:
+    if dt not in _ELEMENT_TYPES and not is_bfloat16(dt):
         raise TypeError(f"{where} has dtype {dt}, which accy has no element type for (accy's: float16/32/64, bfloat16, bool, int8/16/32/64)")
     return tuple(int(n) for n in shape), dt, False
 

@@ -13,7 +13,6 @@ reading treats any non-zero byte as true and writing emits 0xFF.
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -28,11 +27,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from accy.dialects.types import numel
+from accy.dialects.types import bfloat16_dtype, is_bfloat16, numel
 
 _FLOATS: dict[type[Attribute], np.dtype] = {
     Float16Type: np.dtype(np.float16),
-    BFloat16Type: np.dtype(ml_dtypes.bfloat16),
     Float32Type: np.dtype(np.float32),
     Float64Type: np.dtype(np.float64),
 }
@@ -49,6 +47,8 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
 
     Raises ValueError for an element type accy does not compute in.
     """
+    if isinstance(element_type, BFloat16Type):
+        return bfloat16_dtype()
     for cls, dtype in _FLOATS.items():
         if isinstance(element_type, cls):
             return dtype
@@ -66,7 +66,7 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
 def is_float_dtype(dtype: np.dtype) -> bool:
     """Whether numpy `dtype` holds floats: numpy's own (kind "f") or bfloat16
     (ml_dtypes' kind is "V")."""
-    return dtype.kind == "f" or dtype == np.dtype(ml_dtypes.bfloat16)
+    return dtype.kind == "f" or is_bfloat16(dtype)
 
 
 def element_type_for_dtype(dtype: np.dtype | type) -> Attribute:
@@ -79,6 +79,8 @@ def element_type_for_dtype(dtype: np.dtype | type) -> Attribute:
         return IntegerType(1)
     if dtype.kind == "i" and dtype.itemsize * 8 in _INTS:
         return IntegerType(dtype.itemsize * 8)
+    if is_bfloat16(dtype):
+        return BFloat16Type()
     for cls, d in _FLOATS.items():
         if d == dtype:
             return cls()

@@ -43,7 +43,6 @@ from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
@@ -104,10 +103,10 @@ from accy.dialects.accy import (
     XorOp,
     YieldOp,
 )
+from accy.dialects.types import is_bfloat16
 from accy.reference.constants import dense_view, numpy_dtype
 
 #: numpy's view of accy's bf16.
-BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
 Env = ChainMap[SSAValue, np.ndarray]
 
@@ -203,9 +202,9 @@ def int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Element-type conversion with accy's rules (see the module docstring)."""
-    if x.dtype == BFLOAT16:
+    if is_bfloat16(x.dtype):
         x = x.astype(np.float32)  # exact
-    if dtype == BFLOAT16 and x.dtype not in (np.float16, np.float32):
+    if is_bfloat16(dtype) and x.dtype not in (np.float16, np.float32):
         return cast(x, np.dtype(np.float32)).astype(dtype)
     if dtype == np.bool_:
         return x != 0
@@ -455,7 +454,7 @@ def _reduce(op: ReduceOp, args: list[np.ndarray]) -> np.ndarray:
         kept = [d for d in range(x.ndim) if d not in axes]
         count = math.prod(x.shape[d] for d in axes)
         rows = np.transpose(x, [*kept, *axes]).reshape(*(x.shape[d] for d in kept), count)
-        if rows.dtype in (np.float16, BFLOAT16):
+        if rows.dtype == np.float16 or is_bfloat16(rows.dtype):
             rows = rows.astype(np.float32)
         where = np.argmax(rows, axis=-1) if kind == "argmax" else np.argmin(rows, axis=-1)
         return np.asarray(where).astype(_result_dtype(op.result.type))
@@ -467,7 +466,7 @@ def accumulator(dtype: np.dtype) -> np.dtype:
     """The type sums and products of `dtype` accumulate in: float32 for
     float16 (rounded once at the end, as numpy's sum and matmul and torch do),
     else the type itself (integers wrap)."""
-    return np.dtype(np.float32) if dtype in (np.float16, BFLOAT16) else dtype
+    return np.dtype(np.float32) if dtype == np.float16 or is_bfloat16(dtype) else dtype
 
 
 _ACCUMULATE: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
@@ -657,7 +656,7 @@ def _evaluate(op: Operation, args: list[np.ndarray], env: Env) -> list[np.ndarra
         raise ValueError(f"the reference interpreter has no semantics for '{op.name}'")
     if not isinstance(op, ConstantOp | CastOp):
         # bf16 computes in float32; `_as_value` rounds the result back.
-        args = [a.astype(np.float32) if a.dtype == BFLOAT16 else a for a in args]
+        args = [a.astype(np.float32) if is_bfloat16(a.dtype) else a for a in args]
     with np.errstate(all="ignore"):  # inf/NaN and integer wrap-around are defined results here
         result = semantics(op, args)
     return [_as_value(result, op.results[0].type, op)]

@@ -71,7 +71,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 #: stay numpy-free (xDSL does not need numpy): numpy's view of the element
 #: types (`numpy_dtype`) is the reference's.
 THIRD_PARTY: dict[str, tuple[str, ...] | None] = {
-    "dialects": ("xdsl",),
+    # ml_dtypes: only inside `types.bfloat16_dtype`, imported on first bf16 use.
+    "dialects": ("xdsl", "ml_dtypes"),
     # A frontend reads its format's package; numpy for traced constants
     # (ml_dtypes: numpy's bfloat16 dtype, for bf16).
     "frontends": ("xdsl", "numpy", "ml_dtypes", "onnx"),
@@ -301,3 +302,36 @@ def test_import_accy_is_lazy() -> None:
     assert not _heavy(loaded), f"import accy loaded {sorted(_heavy(loaded))}"
     loaded = _loaded_after("import accy\nassert callable(accy.compile)")
     assert "accy.runtime.executable" in loaded
+
+
+F32_EXP = (
+    'func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n  %e = "accy.exp"(%x) : (tensor<3xf32>) -> tensor<3xf32>\n'
+    "  func.return %e : tensor<3xf32>\n}\n"
+)
+
+
+def test_ml_dtypes_only_for_bf16(tmp_path: Path) -> None:
+    """ml_dtypes takes over a second to import: only a program with bf16
+    values loads it (accy.dialects.types.bfloat16_dtype)."""
+    prog = tmp_path / "f32.mlir"
+    prog.write_text(F32_EXP)
+    f32_run = f"""
+        import contextlib, io
+        import numpy as np
+        import accy, accy.numpy, accy.frontends.tracing, accy.cli.opt
+        (got,) = accy.compile({F32_EXP!r}, device="llvm")(np.array([0.0, 1.0, -2.0], np.float32))
+        np.testing.assert_allclose(got, np.exp(np.array([0.0, 1.0, -2.0], np.float32)), rtol=1e-5)
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert accy.cli.opt.main([{str(prog)!r}]) == 0
+        """
+    loaded = _loaded_after(f32_run)
+    assert "accy.backends.llvm.emitter" in loaded and "accy.reference.interpreter" in loaded
+    assert "ml_dtypes" not in loaded, "an f32 program imported ml_dtypes"
+    bf16_run = """
+        import numpy as np
+        import accy.numpy as anp
+        x = np.array([1.5, -2.0], anp.bfloat16)
+        src = x.dtype.name
+        assert src == "bfloat16", src
+        """
+    assert "ml_dtypes" in _loaded_after(bf16_run)

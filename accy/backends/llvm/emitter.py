@@ -83,7 +83,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
-import ml_dtypes
 import numpy as np
 from llvmlite import ir
 from xdsl.dialects import arith, gpu
@@ -109,6 +108,7 @@ from accy.dialects.dense import bf16_bits
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.kernel import VCastOp, VCmpOp, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
+from accy.dialects.types import bfloat16_dtype
 
 #: The artifact format (`accy.target`'s `format`) this backend prints.
 FORMAT = "llvm-ir"
@@ -910,7 +910,7 @@ class BufferArg:
     written: bool  # whether the kernel stores to it
 
 
-_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64, "i1": np.uint8, "i8": np.int8,
+_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.uint8, "i8": np.int8,
            "i16": np.int16, "i32": np.int32, "i64": np.int64}  # fmt: skip
 
 
@@ -923,9 +923,10 @@ def kernel_arguments(module: ModuleOp) -> dict[str, list[BufferArg]]:
         bufs = []
         for i, t in enumerate(_read(backend_kernels.kernel_buffers, func)):
             name = str(t.element_type)
-            if name not in _DTYPES:
+            if name not in _DTYPES and name != "bf16":
                 raise LLVMEmitError(f"llvm: kernel @{func.sym_name.data} argument {i}: no buffer of element type {name}")
-            bufs.append(BufferArg(name, np.dtype(_DTYPES[name]), t.get_shape()[0], i in written))
+            dtype = bfloat16_dtype() if name == "bf16" else np.dtype(_DTYPES[name])
+            bufs.append(BufferArg(name, dtype, t.get_shape()[0], i in written))
         out[func.sym_name.data] = bufs
     return out
 
