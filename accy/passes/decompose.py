@@ -19,17 +19,30 @@ maximum and the softmax never divides by zero. Literals are `accy.constant`s:
 a scalar (the scale, epsilon, the masked score) is a rank-0 literal
 broadcast to the shape it is used at, so a decomposition costs the same at
 any size; the causal mask's two index vectors hold one element per index.
+
+`accy.conv` and `accy.pool` (no kind of kernel takes them: `kernelize`
+decomposes them first) become the padded input (a concat with splat
+blocks), one strided slice of it per tap of the window, and then
+
+    conv    = dot_general(weight [G, M/G, T, C/G], taps stacked [N, T, G, C/G, y...])
+              (im2col as slices, batched over the groups), back to [N, M, y...]
+    pool    = max or sum of the taps (max pads with -inf or the integer
+              type's lowest); average divides by each window's count of
+              input elements (a literal over the spatial dims) or, with
+              count_include_pad, by the window's size
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, ModuleOp, i32
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, IntegerType, ModuleOp, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -43,19 +56,26 @@ from accy.dialects.accy import (
     AttentionOp,
     BroadcastOp,
     CmpOp,
+    ConcatOp,
     ConstantOp,
+    ConvOp,
     DivOp,
     DotGeneralOp,
     ExpOp,
     LayerNormOp,
     LogOp,
     LogSoftmaxOp,
+    MaxOp,
     MulOp,
+    PoolOp,
     ReduceOp,
+    ReshapeOp,
     RsqrtOp,
     SelectOp,
+    SliceOp,
     SoftmaxOp,
     SubOp,
+    TransposeOp,
     elem_of,
     shape_of,
     tensor,
@@ -68,7 +88,19 @@ DECOMPOSABLE: dict[str, type[Operation]] = {
     "log_softmax": LogSoftmaxOp,
     "layer_norm": LayerNormOp,
     "attention": AttentionOp,
+    "conv": ConvOp,
+    "pool": PoolOp,
 }
+
+#: The ops no kind of kernel takes: kernelize decomposes them first.
+WINDOW_OPS: tuple[type[Operation], ...] = (ConvOp, PoolOp)
+
+
+def lowest_value(element_type: Attribute) -> float:
+    """The value a max pool pads with: -inf, or an integer type's lowest."""
+    if isinstance(element_type, IntegerType):
+        return float(-(1 << (element_type.width.data - 1)))
+    return -math.inf
 
 
 class _Emitter:
@@ -128,6 +160,87 @@ class _Emitter:
         probs = self.softmax(scores, rank - 1)
         return self(DotGeneralOp(probs, v, batch, batch, [rank - 1], [rank - 2]))
 
+    # -- windows: accy.conv and accy.pool ----------------------------------
+
+    def pad_spatial(self, x: SSAValue, low: Sequence[int], high: Sequence[int], value: float) -> SSAValue:
+        """x [N, C, spatial...] with `value` before/after each spatial dim
+        (a concat with splat blocks)."""
+        et = elem_of(x)
+        for d, (lo, hi) in enumerate(zip(low, high, strict=True)):
+            axis = 2 + d
+            pieces = []
+            for size in (lo, None, hi):
+                if size is None:
+                    pieces.append(x)
+                elif size:
+                    shape = list(shape_of(x))
+                    shape[axis] = size
+                    pieces.append(self.splat(value, shape, et))
+            if len(pieces) > 1:
+                x = self(ConcatOp(pieces, axis))
+        return x
+
+    def taps(
+        self, xp: SSAValue, window: Sequence[int], strides: Sequence[int], dilations: Sequence[int], out: Sequence[int]
+    ) -> list[SSAValue]:
+        """For each tap of the window (row-major), the strided slice of the
+        padded xp [N, C, spatial...] it reads at every output position."""
+        shape = shape_of(xp)
+        found = []
+        for tap in itertools.product(*(range(k) for k in window)):
+            start = [0, 0, *(t * d for t, d in zip(tap, dilations, strict=True))]
+            limit = [*shape[:2], *(t * d + (o - 1) * s + 1 for t, d, o, s in zip(tap, dilations, out, strides, strict=True))]
+            found.append(self(SliceOp(xp, start, limit, [1, 1, *strides])))
+        return found
+
+    def conv(self, op: ConvOp) -> SSAValue:
+        """im2col as slices: the taps' slices of the padded input stacked
+        [N, T, G, C/G, y...] and contracted with the weights [G, M/G, T, C/G]
+        in one dot_general batched over the groups."""
+        g = op.geometry()
+        N, C, *_ = shape_of(op.input)
+        M, Cg, *kernel = shape_of(op.weight)
+        out = shape_of(op.result)[2:]
+        sp, G = len(kernel), op.groups.value.data
+        xp = self.pad_spatial(op.input, g["pads_low"], g["pads_high"], 0.0)
+        slices = self.taps(xp, kernel, g["strides"], g["dilations"], out)
+        T = len(slices)
+        stacked = slices[0] if T == 1 else self(ConcatOp([self(ReshapeOp(t, (N, 1, C, *out))) for t in slices], 1))
+        cols = self(ReshapeOp(stacked, (N, T, G, Cg, *out)))
+        wt = self(ReshapeOp(self(TransposeOp(op.weight, (0, *range(2, 2 + sp), 1))), (G, M // G, T, Cg)))
+        r = self(DotGeneralOp(wt, cols, (0,), (2,), (2, 3), (1, 3)))  # [G, M/G, N, y...]
+        return self(TransposeOp(self(ReshapeOp(r, (M, N, *out))), (1, 0, *range(2, 2 + sp))))
+
+    def pool(self, op: PoolOp) -> SSAValue:
+        """The taps' slices of the padded input combined elementwise (max or
+        add), an average divided by each window's count (a literal over the
+        spatial dims, broadcast over N and C)."""
+        g = op.geometry()
+        x, kind = op.x, op.kind.data
+        shape, et = shape_of(x), elem_of(x)
+        out = shape_of(op.result)
+        window = op.window.get_values()
+        fill = lowest_value(et) if kind == "max" else 0.0
+        taps = self.taps(self.pad_spatial(x, g["pads_low"], g["pads_high"], fill), window, g["strides"], g["dilations"], out[2:])
+        combine = MaxOp if kind == "max" else AddOp
+        acc = taps[0]
+        for t in taps[1:]:
+            acc = self(combine(acc, t))
+        if kind != "average":
+            return acc
+        if op.count_include_pad.value:
+            return self(DivOp(acc, self.splat(float(len(taps)), out, et)))
+        inside = np.pad(np.ones(shape[2:]), list(zip(g["pads_low"], g["pads_high"], strict=True)))
+        count = np.zeros(out[2:])
+        for tap in itertools.product(*(range(k) for k in window)):
+            index = tuple(
+                slice(t * d, t * d + (o - 1) * s + 1, s)
+                for t, d, o, s in zip(tap, g["dilations"], out[2:], g["strides"], strict=True)
+            )
+            count += inside[index]
+        literal = self(ConstantOp(DenseIntOrFPElementsAttr.from_list(tensor(out[2:], et), count.ravel().tolist())))
+        return self(DivOp(acc, self(BroadcastOp(literal, list(range(2, len(out))), out))))
+
     def _index(self, shape: Sequence[int], dim: int) -> SSAValue:
         """The index along `dim` at every element of `shape` (an i32 iota)."""
         # Packed by numpy: one C loop over the dim, no Python int per element.
@@ -146,6 +259,10 @@ def decompose(op: Operation) -> tuple[list[Operation], SSAValue] | None:
         out = emit.layer_norm(op.x, op.gamma, op.beta, op.epsilon.value.data)
     elif isinstance(op, AttentionOp):
         out = emit.attention(op.q, op.k, op.v, op.scale.value.data, op.causal.value.data)
+    elif isinstance(op, ConvOp):
+        out = emit.conv(op)
+    elif isinstance(op, PoolOp):
+        out = emit.pool(op)
     else:
         return None
     return emit.ops, out
@@ -168,16 +285,17 @@ class DecomposeNamedOps(RewritePattern):
 
 @dataclass(frozen=True)
 class DecomposePass(AccyPass):
-    """Rewrites accy.softmax, accy.log_softmax, accy.layer_norm and
-    accy.attention into reductions, broadcasts, elementwise ops and
-    dot_generals (numerically stable forms). Option `ops` limits it to the
-    listed ones (softmax, log_softmax, layer_norm, attention)."""
+    """Rewrites accy.softmax, accy.log_softmax, accy.layer_norm,
+    accy.attention, accy.conv and accy.pool into reductions, broadcasts,
+    slices, elementwise ops and dot_generals (numerically stable forms).
+    Option `ops` limits it to the listed ones (softmax, log_softmax,
+    layer_norm, attention, conv, pool)."""
 
     name: ClassVar[str] = "decompose"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3  # 3: conv and pool
 
     ops: tuple[str, ...] = ()
-    """The ops to decompose, of softmax, log_softmax, layer_norm, attention (empty: all of them)."""
+    """The ops to decompose, of softmax, log_softmax, layer_norm, attention, conv, pool (empty: all of them)."""
 
     def __post_init__(self) -> None:
         unknown = [o for o in self.ops if o not in DECOMPOSABLE]
@@ -186,7 +304,12 @@ class DecomposePass(AccyPass):
 
     def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         kinds = tuple(DECOMPOSABLE[o] for o in (self.ops or DECOMPOSABLE))
-        # No DCE here: removing dead ops is canonicalize's and dce's job.
-        applier = GreedyRewritePatternApplier([DecomposeNamedOps(kinds)], dce_enabled=False)
-        changed = PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(module)
-        return PreservedAnalyses.none() if changed else PreservedAnalyses.all()
+        return PreservedAnalyses.none() if decompose_ops(module, kinds) else PreservedAnalyses.all()
+
+
+def decompose_ops(module: ModuleOp, kinds: tuple[type[Operation], ...]) -> bool:
+    """Replaces every op of `kinds` in `module` by its primitive form; whether
+    anything changed."""
+    # No DCE here: removing dead ops is canonicalize's and dce's job.
+    applier = GreedyRewritePatternApplier([DecomposeNamedOps(kinds)], dce_enabled=False)
+    return PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(module)
