@@ -12,7 +12,7 @@
 // SM-NOT:     accy.softmax
 // SM:         accy.layer_norm
 // SM:         func.return
-// BAD: unknown op(s) gemm (known: softmax, log_softmax, layer_norm, attention)
+// BAD: unknown op(s) gemm (known: softmax, log_softmax, layer_norm, attention, conv, pool)
 func.func @both(%x: tensor<3x17xf32>, %g: tensor<17xf32>) -> tensor<3x17xf32> {
   %0 = "accy.softmax"(%x) <{axis = 1 : i64}> : (tensor<3x17xf32>) -> tensor<3x17xf32>
   %1 = "accy.layer_norm"(%0, %g, %g) <{epsilon = 1.0e-05 : f32}> : (tensor<3x17xf32>, tensor<17xf32>, tensor<17xf32>) -> tensor<3x17xf32>
