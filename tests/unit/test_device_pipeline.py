@@ -16,6 +16,7 @@ from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from accy.cli.opt import main
 from accy.dialects.parse import parse_module
 from accy.dialects.target import TargetProfile
+from accy.passes.half_compute import ComputeHalfInF32Pass
 from accy.passes.kernelization.kernelize import KernelizePass
 from accy.passes.loop_invariants import LoopInvariantCodeMotionPass
 from accy.passes.pass_manager import PassManager, print_ir
@@ -109,6 +110,7 @@ def test_the_pipeline_is_these_passes() -> None:
     assert DevicePipeline().passes() == [
         LoopInvariantCodeMotionPass(),
         WidenAccumulationPass(),
+        ComputeHalfInF32Pass(),
         KernelizePass(strict=False, verify_bounds=True),
     ]
     assert DevicePipeline(strict=True, verify_bounds=False).passes()[-1] == KernelizePass(strict=True, verify_bounds=False)
@@ -119,7 +121,7 @@ def test_opt_expands_it_into_its_passes(tmp_path: Path, capsys: pytest.CaptureFi
     source.write_text(targeted("mlp", "cpu"))
     assert main([str(source), "-p", "accy-device-pipeline{verify-bounds=false}", "--print-ir-after-all", "-o", str(tmp_path / "out")]) == 0
     banners = re.findall(r"// -----// IR after (\S+) //----- //", capsys.readouterr().err)
-    assert banners == ["loop-invariant-code-motion", "widen-accumulation", "kernelize"]
+    assert banners == ["loop-invariant-code-motion", "widen-accumulation", "compute-half-in-f32", "kernelize"]
 
 
 def _spec(text: str) -> ArgSpec:
@@ -132,6 +134,7 @@ def test_expand_leaves_passes_alone_and_checks_options() -> None:
     assert [str(s) for s in expand(_spec("accy-device-pipeline{strict=true}"))] == [
         "loop-invariant-code-motion",
         "widen-accumulation",
+        "compute-half-in-f32",
         "kernelize{strict=true verify-bounds=true}",
     ]
     with pytest.raises(ValueError, match="bogus"):
