@@ -172,10 +172,11 @@ class DensePrinter(Printer):
         self.digest = digest
 
     def print_attribute(self, attribute: Attribute) -> None:
-        if isinstance(attribute, DenseIntOrFPElementsAttr) and attribute.shape_is_complete:
+        # By the type's shape: a splat may be stored as its one element
+        # (xDSL then calls its shape incomplete).
+        if isinstance(attribute, DenseIntOrFPElementsAttr) and isinstance(attribute.type, TensorType | VectorType):
             data = attribute.data.data
-            itemsize = struct.calcsize(storage_format(attribute))
-            if len(data) // itemsize > _XDSL_LIST_LIMIT:
+            if math.prod(attribute.type.get_shape()) > _XDSL_LIST_LIMIT:
                 self._print_large_dense(attribute, data)
                 return
         super().print_attribute(attribute)

@@ -54,8 +54,8 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.parser import Parser
-from xdsl.printer import Printer
 
+from accy.dialects.dense import DensePrinter
 from accy.runtime.disk_cache import DiskCache
 from accy.runtime.schedule import Alloc, Constant, Copy, Free, Loop, Schedule
 
@@ -95,7 +95,9 @@ def compile_key(device: str, module: ModuleOp, fn: str, strict: bool) -> str:
     """The key of function `fn` of `module` (prepared, profile attached) on
     the device whose identity is `device`."""
     text = io.StringIO()
-    Printer(stream=text, print_generic_format=True).print_op(module)
+    # DensePrinter: a large literal prints from its bytes (xDSL's printer
+    # unpacks every element, a million-element splat included).
+    DensePrinter(stream=text, print_generic_format=True).print_op(module)
     h = hashlib.sha256()
     for part in (code_fingerprint(), device, fn, str(strict), text.getvalue()):
         h.update(part.encode())
