@@ -540,7 +540,7 @@ def parse_module(text_or_path: str | os.PathLike[str], ctx: Context | None = Non
     """
     if ctx is None:
         ctx = make_context()
-    text, name = read_source(text_or_path)
+    text, name = _read_source(text_or_path)
     try:
         module, source_map = parse_text(ctx, text, name)
     except ParseError as e:
@@ -568,9 +568,7 @@ def diagnostic_at(op: Operation, message: str, source_map: SourceMap | None) -> 
     return SourceDiagnostic(format_diagnostic(span, f"'{op.name}' op {message}", offset))
 
 
-def read_source(text_or_path: str | os.PathLike[str]) -> tuple[str, str]:
-    """The text `parse_module` parses and the name its diagnostics give it
-    (the path, or `<input>`)."""
+def _read_source(text_or_path: str | os.PathLike[str]) -> tuple[str, str]:
     if isinstance(text_or_path, os.PathLike) or (
         "\n" not in text_or_path and (text_or_path.endswith(".mlir") or os.path.isfile(text_or_path))
     ):

@@ -25,9 +25,6 @@ between the two.
 
 from __future__ import annotations
 
-import collections
-import copy
-import hashlib
 import math
 import os
 import time
@@ -40,7 +37,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 
-from accy.dialects.parse import SourceMap, diagnostic_at, parse_module, read_source, source_map_of, verify_module
+from accy.dialects.parse import SourceMap, diagnostic_at, parse_module, source_map_of, verify_module
 from accy.dialects.types import RUNNABLE_ELEMENTS, is_bfloat16, is_runnable_element
 from accy.passes.inline import CallError, callees, inline_calls
 from accy.passes.pass_manager import PassFailure
@@ -387,59 +384,14 @@ def compile(
     `to_host=False` makes calls return `accy.Array`s that stay on the device
     (a call's own `to_host=` argument overrides it).
     """
-    start = time.perf_counter()
-    target = get_device(device) if isinstance(device, str) else device
-    memo = _memo_key(module_or_path, fn, strict)
-    if memo is not None:
-        executables = _in_process(target)
-        done = executables.get(memo)
-        if done is not None:  # the same text compiled before on this device: one lookup
-            executables.move_to_end(memo)
-            exe = copy.copy(done)
-            exe.to_host, exe.run_s = to_host, 0.0
-            exe.compile_s = time.perf_counter() - start
-            return exe
     if isinstance(module_or_path, ModuleOp):
         module = module_or_path.clone()
         verify_module(module)
     else:
         module = parse_module(module_or_path)
+    target = get_device(device) if isinstance(device, str) else device
     prepare_function(module, fn, source_map_of(module))
-    exe = Executable(module, fn, target, strict, to_host)
-    if memo is not None and not exe.stats.fallbacks and exe._limit_exceeded() is None:
-        # (a fallback's remarks and the memory warning are said on every compile)
-        executables[memo] = exe
-        while len(executables) > IN_PROCESS_ENTRIES:
-            executables.popitem(last=False)
-    return exe
-
-
-#: The executables `compile` keeps per device, by source text (least recently used dropped first).
-IN_PROCESS_ENTRIES = 64
-
-
-def _memo_key(module_or_path: ModuleOp | str | os.PathLike[str], fn: str, strict: bool) -> tuple[str, str, bool] | None:
-    """What `compile` finds an executable of this process under: a digest
-    of the source text, the function and `strict`; None for a `ModuleOp`
-    (a module object may change), with `ACCY_DEBUG` (which prints what a
-    compile does) or while dumping or overriding kernel sources."""
-    from accy.debug import debug_level
-    from accy.runtime.kernel_sources import dumping_or_overriding
-
-    if isinstance(module_or_path, ModuleOp) or debug_level() >= 1 or dumping_or_overriding():
-        return None
-    try:
-        text, name = read_source(module_or_path)
-    except OSError:
-        return None  # parse_module reports it
-    return hashlib.sha256(f"{name}\0{text}".encode()).hexdigest(), fn, strict
-
-
-def _in_process(device: Device) -> collections.OrderedDict[tuple[str, str, bool], Executable]:
-    memo = device.__dict__.get("_accy_executables")
-    if memo is None:
-        memo = device.__dict__["_accy_executables"] = collections.OrderedDict()
-    return memo
+    return Executable(module, fn, target, strict, to_host)
 
 
 #: Ops a function accy runs may hold besides the accy dialect's.

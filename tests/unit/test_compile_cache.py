@@ -157,32 +157,3 @@ def test_another_keys_entry_is_a_miss(cache_dir: Path) -> None:
     assert not exe.program.compile_cached
     check(exe)
     assert accy.compile(text, device=fresh_device()).program.compile_cached  # rewritten
-
-
-def test_the_same_text_compiled_again_in_process_is_one_lookup(cache_dir: Path) -> None:
-    """`accy.compile` of the same text, function and strictness on the same
-    device takes the executable it made before (the program shared, the
-    caller's `to_host` its own); another text, function or strictness is a
-    new compile; a `ModuleOp` is always compiled."""
-    device = fresh_device()
-    text = SOFTMAX_SCALE.format(r=6, c=31, math="exact")
-    first = accy.compile(text, device=device)
-    again = accy.compile(text, device=device, to_host=False)
-    assert again is not first and again.program is first.program and not again.to_host
-    check(first, seed=2)
-    check(accy.compile(text, device=device), seed=2)
-    assert accy.compile(text, device=device, strict=True).program is not first.program
-    assert accy.compile(SOFTMAX_SCALE.format(r=6, c=32, math="exact"), device=device).program is not first.program
-    assert accy.compile(accy.parse_module(text), device=device).program is not first.program
-    assert accy.compile(text, device=fresh_device()).program is not first.program
-
-
-def test_a_program_with_fallbacks_is_compiled_again_in_process(
-    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    remarks: list[str] = []
-    monkeypatch.setattr(kernelize, "remark", remarks.append)
-    device = fresh_device()
-    first = accy.compile(ROOT / "programs" / "fallback.mlir", device=device)
-    again = accy.compile(ROOT / "programs" / "fallback.mlir", device=device)
-    assert again.program is not first.program and len(remarks) == 2 * first.stats.fallbacks > 0
