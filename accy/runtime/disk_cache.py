@@ -111,14 +111,17 @@ def decode_entry(key: str, data: bytes) -> bytes | None:
 
 class DiskCache:
     """Verified blobs by key under `<root>/<namespace>` (see the module
-    docstring). `root=None` takes `cache_root()` when first used. Safe to use
-    from several threads and processes at once."""
+    docstring). `root=None` follows `cache_root()` at each use, so setting
+    `ACCY_CACHE_DIR` (to a folder, or `off`) in a running process takes
+    effect at the next compile. Safe to use from several threads and
+    processes at once."""
 
     def __init__(self, namespace: str, root: Path | str | None = None) -> None:
         self.namespace = namespace
         self._root = Path(root) if root is not None else None
         self._dir: Path | None = None
         self._resolved = False
+        self._resolved_root: Path | None = None
         self.disabled_reason: str | None = None
         self._lock = threading.Lock()
         self._swept = False
@@ -129,10 +132,11 @@ class DiskCache:
     def directory(self) -> Path | None:
         """The namespace folder, created on first use; None when the disk
         cache is off or unusable."""
+        root = self._root if self._root is not None else cache_root()
         with self._lock:
-            if not self._resolved:
-                self._resolved = True
-                root = self._root if self._root is not None else cache_root()
+            if not self._resolved or root != self._resolved_root:
+                self._resolved, self._resolved_root = True, root
+                self._dir, self.disabled_reason, self._swept = None, None, False
                 if root is not None:
                     try:
                         _ensure_root(root)

@@ -157,3 +157,21 @@ def test_another_keys_entry_is_a_miss(cache_dir: Path) -> None:
     assert not exe.program.compile_cached
     check(exe)
     assert accy.compile(text, device=fresh_device()).program.compile_cached  # rewritten
+
+
+def test_the_cache_follows_the_environment_of_each_compile(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One device (accy.compile's default is one per process) honours
+    ACCY_CACHE_DIR as it is at each compile: `off` after a warm compile is a
+    compile again, another folder is empty, and the first folder still hits."""
+    text = SOFTMAX_SCALE.format(r=3, c=17, math="exact")
+    device = fresh_device()
+    assert not accy.compile(text, device=device).program.compile_cached
+    assert accy.compile(text, device=device).program.compile_cached
+    monkeypatch.setenv("ACCY_CACHE_DIR", "off")
+    assert not accy.compile(text, device=device).program.compile_cached
+    other = cache_dir / "other"
+    monkeypatch.setenv("ACCY_CACHE_DIR", str(other))
+    assert not accy.compile(text, device=device).program.compile_cached
+    assert entries(other) and accy.compile(text, device=device).program.compile_cached
+    monkeypatch.setenv("ACCY_CACHE_DIR", str(cache_dir))
+    assert accy.compile(text, device=device).program.compile_cached
