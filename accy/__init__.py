@@ -5,6 +5,8 @@ The Python API:
     import accy
     module = accy.parse_module("prog.mlir")          # or .mlir text
     exe = accy.compile(module, device="reference")   # or "opencl", "opencl:1"
+    exe = accy.compile(module, device="llvm", tune=True)  # tuned first (docs/tuning.md)
+    accy.tune(module, device="llvm").module           # the tuned module: #accy.target fields set
     (y,) = exe(x)                                     # numpy in, numpy out
     a = accy.device_put(x, exe.device)                # an accy.Array: stays on the device
     (h,) = exe(a, to_host=False)                      # device arrays in and out, no copy
@@ -31,8 +33,9 @@ if TYPE_CHECKING:
     from accy.passes.registry import register_pass
     from accy.runtime.array import Array, device_put
     from accy.runtime.devices import get_device
-    from accy.runtime.executable import Executable, compile
+    from accy.runtime.executable import Executable
     from accy.runtime.host_memory import DeviceMemoryError
+    from accy.tuning.api import compile, tune
 
 #: public name -> the module that defines it.
 _LAZY: dict[str, str] = {
@@ -43,13 +46,16 @@ _LAZY: dict[str, str] = {
     "SourceDiagnostic": "accy.dialects.parse",
     # pyproject.toml's version, from the package metadata (accy/cli/version.py).
     "__version__": "accy.cli.version",
-    "compile": "accy.runtime.executable",
+    # accy.runtime.executable's compile, tuned first when asked (accy/tuning/api.py).
+    "compile": "accy.tuning.api",
     "device_put": "accy.runtime.array",
     "get_device": "accy.runtime.devices",
     # numpy-style tracing, compiled per signature (accy/jit.py; accy.numpy is a module, below).
     "jit": "accy.jit",
     "parse_module": "accy.dialects.parse",
     "register_pass": "accy.passes.registry",
+    # The autotuner: a TuneResult whose module has the tuned #accy.target fields (docs/tuning.md).
+    "tune": "accy.tuning.api",
 }
 
 __all__ = [
@@ -66,6 +72,7 @@ __all__ = [
     "parse_module",
     "reference",
     "register_pass",
+    "tune",
 ]
 
 

@@ -45,6 +45,7 @@ candidate and the best median so far, on a terminal (or with
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -162,7 +163,7 @@ def compile_candidate(module: ModuleOp, device: Device, fn: str) -> Executable:
 
 
 def tune(
-    module_or_text: ModuleOp | str,
+    module_or_text: ModuleOp | str | os.PathLike[str],
     device: str | Device = "auto",
     fn: str = "main",
     budget: Budget | None = None,
