@@ -23,6 +23,12 @@ and compiles a new executable (`trace_count` counts the traces); a known
 one calls the cached executable with the arrays as they are. Calling a
 jitted function inside another's trace inlines it.
 
+A jitted function keeps the executables of its `cache_size` most recently
+called signatures (default `$ACCY_JIT_CACHE_SIZE`, else 64); an older one
+is dropped (its device programs and memory given back) and traced again
+if it comes back, so a function called with thousands of shapes stays
+bounded in memory (JAX and torch.compile bound theirs too).
+
 What tracing builds, and its numpy rules, are accy/frontends/tracing.py's
 (docs/tracing.md). Results are numpy arrays, or `accy.Array`s on the
 device with `to_host=False`, nested as the function returned them.
@@ -35,6 +41,7 @@ import io
 import sys
 import threading
 import types
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +50,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from accy.dialects.dense import DensePrinter
+from accy.env import env_int
 from accy.frontends.tracing import (
     LEAF,
     WEAK_STORAGE,
@@ -57,11 +65,20 @@ from accy.runtime.array import Array
 from accy.runtime.device import Device
 from accy.runtime.executable import Executable, compile
 
+JIT_CACHE_SIZE_ENV = "ACCY_JIT_CACHE_SIZE"
+DEFAULT_JIT_CACHE_SIZE = 64
+
+
+def default_cache_size() -> int:
+    """`$ACCY_JIT_CACHE_SIZE` (signatures a jitted function keeps, >= 1), else 64."""
+    return env_int(JIT_CACHE_SIZE_ENV, DEFAULT_JIT_CACHE_SIZE, "signatures")
+
 
 @dataclass
 class _Entry:
-    """One signature: what tracing built, and its executable once compiled."""
+    """One signature: its key, what tracing built, and its executable once compiled."""
 
+    key: Any
     traced: Traced
     rebuild: Callable[[tuple[Any, ...]], Any]
     executable: Executable | None = None
@@ -135,6 +152,7 @@ class JitFunction:
         static_argnames: str | Sequence[str] = (),
         to_host: bool = True,
         strict: bool = False,
+        cache_size: int | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"accy.jit takes a function, got a {type(fn).__name__}")
@@ -145,9 +163,15 @@ class JitFunction:
         self.static_argnames = frozenset([static_argnames] if isinstance(static_argnames, str) else static_argnames)
         self.to_host = to_host
         self.strict = strict
+        if cache_size is None:
+            cache_size = default_cache_size()
+        elif not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
+            raise ValueError(f"accy.jit's cache_size is a number of signatures >= 1, got {cache_size!r}")
+        #: Signatures kept, least recently called dropped first (module docstring).
+        self.max_signatures = cache_size
         #: How many times the Python function has been traced (once per new signature).
         self.trace_count = 0
-        self._cache: dict[Any, _Entry] = {}
+        self._cache: OrderedDict[Any, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         # Without static arguments, a call of arrays alone is keyed by their
         # shapes and dtypes only: the warm path.
@@ -164,6 +188,7 @@ class JitFunction:
             else:
                 entry = self._cache.get(tuple(key))
                 if entry is not None and entry.executable is not None:
+                    self._touch(entry.key)
                     return entry.rebuild(entry.executable(*args))
         leaves, key = self._signature(args, kwargs)
         if any(isinstance(leaf, Tracer) for leaf in leaves):
@@ -178,7 +203,7 @@ class JitFunction:
         return Lowered(self, key, self._entry(key, args, kwargs))
 
     def cache_size(self) -> int:
-        """How many signatures have been traced."""
+        """How many signatures are kept (traced, at most `max_signatures`)."""
         return len(self._cache)
 
     def clear_cache(self) -> None:
@@ -205,16 +230,26 @@ class JitFunction:
             ) from None
         return leaves, key
 
+    def _touch(self, key: Any) -> None:
+        """Marks `key` most recently called (it may have just been dropped by another thread)."""
+        try:
+            self._cache.move_to_end(key)
+        except KeyError:
+            pass
+
     def _entry(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Entry:
         entry = self._cache.get(key)
         if entry is not None:
+            self._touch(key)
             return entry
         with self._lock:
             entry = self._cache.get(key)
             if entry is None:
                 traced = trace(self._fn, args, kwargs, tuple(self.static_argnums), tuple(self.static_argnames))
                 self.trace_count += 1
-                entry = self._cache[key] = _Entry(traced, _rebuild(traced.out_tree))
+                entry = self._cache[key] = _Entry(key, traced, _rebuild(traced.out_tree))
+                while len(self._cache) > self.max_signatures:
+                    self._cache.popitem(last=False)
         return entry
 
     def _executable(self, entry: _Entry) -> Executable:
@@ -244,14 +279,16 @@ def jit(
     static_argnames: str | Sequence[str] = (),
     to_host: bool = True,
     strict: bool = False,
+    cache_size: int | None = None,
 ) -> Any:
     """`fn` traced and compiled per input signature for `device` (module
     docstring): `@accy.jit`, `@accy.jit(device="llvm")` or
     `accy.jit(fn, static_argnums=(1,))`. `to_host=False` returns
-    `accy.Array`s; `strict` is `accy.compile`'s (no host fallbacks)."""
+    `accy.Array`s; `strict` is `accy.compile`'s (no host fallbacks);
+    `cache_size` the signatures kept (default `$ACCY_JIT_CACHE_SIZE`, else 64)."""
     options = {
         "device": device, "static_argnums": static_argnums, "static_argnames": static_argnames, "to_host": to_host,
-        "strict": strict,
+        "strict": strict, "cache_size": cache_size,
     }
     if fn is None:
         return lambda f: JitFunction(f, **options)

@@ -14,7 +14,11 @@ and accy.Array inputs, results to the host and on the device:
    `--distinct` more (default 9,000: 10,000 in all), each compiled, called once, checked
    and dropped (`exp(a) + b` over a length of its own), read the same way.
    What a tracing frontend or a tuner does: the caches fill and evict, and
-   nothing may grow with the number of programs seen.
+   nothing may grow with the number of programs seen;
+4. the same through `@accy.jit` (`retraces`): one jitted function called
+   with an array of a new length each time, so each call traces and
+   compiles anew and the function's bounded signature cache
+   (`$ACCY_JIT_CACHE_SIZE`) drops the oldest.
 
 A case passes when RSS grew by at most `targets.MEMORY` bytes from the end
 of warm-up to the end, and the pool's state was the same at every reading.
@@ -108,6 +112,7 @@ def track(
 def measure_device(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every case on device `name`, in this process."""
     import accy
+    import accy.numpy  # noqa: F401  (the retraces' function)
 
     exe = accy.compile(PROGRAM, device=name)
     device = exe.device
@@ -147,6 +152,18 @@ def measure_device(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
             print_python_growth(compile_distinct_and_call, args.distinct, args.tracemalloc)
         row = track(compile_distinct_and_call, device, args.distinct_warm_up, args.distinct, held_state)
         rows.append({"device": name, "case": "distinct", "inputs": "numpy", "to_host": True, "ok": not wrong, **row})
+        retraced = accy.jit(lambda a, b: accy.numpy.exp(a) + b, device=device)
+        wrong_traces: list[int] = []
+
+        def retrace_and_call() -> None:
+            n = next(lengths)
+            a = np.linspace(-1.0, 1.0, n, dtype=np.float32)
+            if not np.allclose(retraced(a, a), np.exp(a) + a, rtol=1e-5, atol=1e-6):
+                wrong_traces.append(n)
+
+        row = track(retrace_and_call, device, args.distinct_warm_up, args.distinct, held_state)
+        ok = not wrong_traces and retraced.trace_count == args.distinct_warm_up + args.distinct
+        rows.append({"device": name, "case": "retraces", "inputs": "numpy", "to_host": True, "ok": ok, **row})
     return rows
 
 

@@ -98,6 +98,9 @@ MEMORY: list[Target] = [
     # 10 MB in all (~1 KB a program), and the pool as it was.
     Target("memory_distinct", "after warm-up", 10_000_000, RSS_GROWTH),
     Target("memory_distinct", "after warm-up", 0, POOL_CHANGES),
+    # ... and the same through @accy.jit retracing a function for each new shape.
+    Target("memory_retraces", "after warm-up", 10_000_000, RSS_GROWTH),
+    Target("memory_retraces", "after warm-up", 0, POOL_CHANGES),
 ]
 
 
