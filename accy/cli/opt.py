@@ -66,6 +66,18 @@ LLVM_TARGET = "accy.backends.llvm.target"
 #: The frontend of ONNX models (`accy-opt model.onnx`, `-f onnx`), loaded when one is read.
 ONNX_FRONTEND = "accy.frontends.onnx"
 KERNELIZE = "accy.passes.kernelization.kernelize"
+#: The autotuner's pass (accy/tuning/tune_pass.py), which accy-opt registers: the passes' registry must not import the tuner.
+TUNE_PASS = "tune"
+
+
+def register_tuner() -> None:
+    """Registers the `tune` pass (accy/tuning/tune_pass.py) beside accy's
+    passes; its module loads neither the runtime nor the search."""
+    from accy.tuning.tune_pass import TunePass
+
+    registry.register_pass(TunePass, "accy-opt (accy/tuning)")
+
+
 #: The input file name that reads standard input (as no file name does).
 STDIN = "-"
 #: How diagnostics name standard input (as MLIR does).
@@ -176,6 +188,8 @@ class AccyOptMain(xDSLOptMain):
     # -- pipeline ------------------------------------------------------
 
     def setup_pipeline(self) -> None:
+        if TUNE_PASS in self.args.passes:  # no pipeline without the word names the pass
+            register_tuner()
         for entry in self.args.load_pass:
             registry.load_pass(entry)
         self.passes = tuple(registry.passes_from_text(self.args.passes))
@@ -369,6 +383,7 @@ class AccyOptMain(xDSLOptMain):
     def _listing(self) -> str:
         lines = []
         if self.args.list_passes:
+            register_tuner()
             names = registry.pass_names()
             lines += _table("Passes:", names, registry.get_pass, _described)
             # A pipeline has no version: each of its passes has its own.
@@ -501,6 +516,7 @@ def _loaded_from(argv: Sequence[str]) -> list[str]:
 
 def _help_epilog(load: Sequence[str]) -> str:
     """Every pass and named pipeline with its options, then the exit statuses."""
+    register_tuner()
     for entry in load:
         registry.load_pass(entry)
     width = 100

@@ -4,6 +4,7 @@
     accy-run prog.mlir --inputs in.npz --out out.npz   # arg0, arg1, ... -> out0, ...
     accy-run prog.mlir --device opencl --check         # against the reference
     accy-run prog.mlir --stats --profile
+    accy-run prog.mlir --tune                          # tuned first (docs/tuning.md)
     cat prog.mlir | accy-run -                         # the program from standard input
 
 `--stats` prints one JSON object on one line, the last line of stdout.
@@ -46,6 +47,7 @@ from accy.progress import quieted
 from accy.runtime.devices import AUTO, get_device, known_devices
 from accy.runtime.executable import Executable, compile
 from accy.runtime.host_memory import DeviceMemoryWarning
+from accy.tuning.api import tune_requested
 
 if TYPE_CHECKING:
     from accy.cli.onnx_backend import OnnxProgram
@@ -109,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="fail instead of running a work item on the host reference path")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr (drawn on a terminal when a compile runs past a second)")
+    p.add_argument("--tune", action="store_true", help="tune the program on the device first (as ACCY_TUNE=1; docs/tuning.md): one summary line on stderr")
     p.add_argument("--version", action=VersionAction)
     return p
 
@@ -174,7 +177,7 @@ def load_inputs(path: str, exe: Executable, arrays: dict[str, np.ndarray] | None
     it), checked against the signature."""
     if arrays is None:
         arrays = read_npz(path)
-    want = [f"arg{i}" for i in range(len(exe.input_types))]
+    want = [f"arg{i}" for i in range(len(exe.input_specs or exe.input_types))]
     missing = [k for k in want if k not in arrays]
     extra = [k for k in arrays if k not in want]
     if missing or extra:
@@ -208,7 +211,8 @@ def write_outputs(path: Path, outputs: Sequence[np.ndarray]) -> None:
 
 def _print_outputs(exe: Executable, outputs: Sequence[np.ndarray]) -> None:
     with np.printoptions(threshold=32, edgeitems=3, linewidth=100):
-        for i, (value, t) in enumerate(zip(outputs, exe.output_types, strict=True)):
+        # The specs need no parse (a program from the compile cache is not parsed); None for bf16.
+        for i, (value, t) in enumerate(zip(outputs, exe.output_specs or exe.output_types, strict=True)):
             print(f"out{i}: {t}")
             print(repr(value))
 
@@ -234,7 +238,15 @@ def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         # Said once, as the error check_memory raises next.
         warnings.simplefilter("ignore", DeviceMemoryWarning)
-        exe = compile(program if model is None else model.module, device=device, fn=args.fn, strict=args.strict)
+        source = program if model is None else model.module
+        if tune_requested(True if args.tune else None):
+            from accy.tuning.api import tune
+
+            tuned = tune(source, device, args.fn)
+            source = tuned.module
+            if not args.quiet:
+                print(f"{TOOL}: {tuned.summary()}", file=sys.stderr)
+        exe = compile(source, device=device, fn=args.fn, strict=args.strict)
     try:
         exe.check_memory()
         if args.inputs is not None:

@@ -1,0 +1,266 @@
+"""The autotuner (accy/tuning/, docs/tuning.md): small budgets and tiny
+spaces on the LLVM device; every check is on results or counts, never on
+how long anything took."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import accy
+import accy.progress
+from accy.dialects.parse import parse_module
+from accy.dialects.target import target_fields
+from accy.env import EnvVarError
+from accy.runtime.devices import get_device
+from accy.runtime.executable import Executable
+from accy.tuning import api, search
+from accy.tuning.search import Budget, Timing, differs, tune
+
+SOFTMAX = """func.func @main(%x: tensor<8x33xf32>) -> tensor<8x33xf32> {
+  %0 = "accy.softmax"(%x) <{axis = -1 : i64}> : (tensor<8x33xf32>) -> tensor<8x33xf32>
+  func.return %0 : tensor<8x33xf32>
+}
+"""
+#: A quick timing: the tests count candidates, they do not compare times.
+QUICK = Timing(min_runs=1, max_runs=2, seconds=0.0)
+#: A tiny space for the softmax's row pipeline: two candidates besides the current values.
+TINY = {"row_pipeline": lambda p: [{"vector_width": 4}, {"vector_width": 8}]}
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache folder of the test's own (the tuning store is a namespace of it)."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("ACCY_CACHE_DIR", str(folder))
+    monkeypatch.delenv("ACCY_TUNE", raising=False)
+    monkeypatch.delenv("ACCY_TUNE_BUDGET", raising=False)
+    return folder
+
+
+@pytest.fixture
+def llvm() -> object:
+    return get_device("llvm")
+
+
+def _run_matches_reference(module: object, seed: int = 3) -> None:
+    exe = accy.compile(module, device="llvm", tune=False)
+    inputs = exe.random_inputs(seed)
+    (got,) = exe(*inputs)
+    (want,) = exe.reference_outputs(inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+class _Counting:
+    """The search's compile seam, counting compiles; `broken(fields)` says
+    which candidates compute a wrong result (their outputs plus one) and
+    `refused(fields)` which fail to compile."""
+
+    def __init__(self, broken=lambda f: False, refused=lambda f: False) -> None:  # noqa: ANN001
+        self.broken, self.refused, self.count = broken, refused, 0
+
+    def __call__(self, module, device, fn):  # noqa: ANN001, ANN204
+        self.count += 1
+        fields = target_fields(module)
+        if self.refused(fields):
+            raise ValueError("this candidate does not compile")
+        return _OffByOne(module, fn, device) if self.broken(fields) else Executable(module, fn, device)
+
+
+class _OffByOne(Executable):
+    """An executable whose results on the host are off by one: a wrong candidate."""
+
+    def __call__(self, *arrays: object, profile: bool = False, to_host: bool | None = None) -> tuple[object, ...]:
+        outputs = super().__call__(*arrays, profile=profile, to_host=to_host)
+        return outputs if to_host is False else tuple(np.asarray(o) + 1 for o in outputs)
+
+
+def test_the_tuned_module_prints_parses_and_sets_the_fields(llvm: object) -> None:
+    result = tune(SOFTMAX, llvm, timing=QUICK, space=TINY)
+    assert result.kinds == ["row_pipeline"]
+    assert result.trials[0].fields == {} and result.trials[0].status == "ok"  # the module as given, first
+    assert {t.fields.get("vector_width") for t in result.trials if t.status in ("ok", "same")} >= {4, 8}
+    text = str(result.module)
+    again = parse_module(text)
+    fields = target_fields(again)
+    assert fields["profile"] == "cpu"
+    assert fields["vector_width"] in (4, 8, llvm.profile_for(parse_module(SOFTMAX)).vector_width)
+    assert fields == {**fields, **result.fields}
+    assert "#accy.target<" in text
+    _run_matches_reference(again)
+
+
+def test_the_module_as_given_is_kept_unless_beaten(llvm: object) -> None:
+    """Every candidate wrong: the fields are the device's (the given module's) own."""
+    given = llvm.profile_for(parse_module(SOFTMAX))
+    seam = _Counting(broken=lambda f: f.get("vector_width") in (4, 8))
+    result = tune(SOFTMAX, llvm, timing=QUICK, space=TINY, compile=seam, use_cache=False)
+    assert result.fields["vector_width"] == given.vector_width
+    assert result.best_ms == result.baseline_ms
+
+
+def test_a_wrong_candidate_is_rejected_never_chosen(llvm: object) -> None:
+    seam = _Counting(broken=lambda f: f.get("vector_width") == 4, refused=lambda f: f.get("vector_width") == 8)
+    result = tune(SOFTMAX, llvm, timing=QUICK, space=TINY, compile=seam, use_cache=False)
+    by_width = {t.fields.get("vector_width"): t for t in result.trials}
+    assert by_width[4].status == "wrong" and by_width[4].ms is None and "differs" in by_width[4].detail
+    assert by_width[8].status == "failed" and "does not compile" in by_width[8].detail
+    assert result.fields["vector_width"] not in (4, 8)
+    assert not any(t.status == "confirmed" and t.fields.get("vector_width") in (4, 8) for t in result.trials)
+
+
+def test_a_second_tune_of_the_same_module_comes_from_the_store(llvm: object) -> None:
+    first = tune(SOFTMAX, llvm, timing=QUICK, space=TINY)
+    assert not first.cached
+    seam = _Counting()
+    second = tune(SOFTMAX, llvm, timing=QUICK, space=TINY, compile=seam)
+    assert second.cached and seam.count == 0
+    assert second.fields == first.fields and str(second.module) == str(first.module)
+    # Another module (its target differs) is another key: searched again.
+    other = tune(str(first.module), llvm, timing=QUICK, space=TINY, compile=seam)
+    assert not other.cached and seam.count > 0
+
+
+def test_a_store_entry_that_does_not_decode_is_a_miss(llvm: object, own_cache: Path) -> None:
+    tune(SOFTMAX, llvm, timing=QUICK, space=TINY)
+    (entry,) = (own_cache / "tuning").glob("*/*.bin")
+    entry.write_bytes(b"garbage")
+    seam = _Counting()
+    again = tune(SOFTMAX, llvm, timing=QUICK, space=TINY, compile=seam)
+    assert not again.cached and seam.count > 0
+
+
+def test_a_kinds_candidate_count_is_respected(llvm: object) -> None:
+    space = {"row_pipeline": lambda p: [{"vector_width": w} for w in (1, 2, 4, 8)]}
+    seam = _Counting()
+    result = tune(SOFTMAX, llvm, budget=Budget(kernel_candidates=2), timing=QUICK, space=space, compile=seam, use_cache=False)
+    timed = [t for t in result.trials if t.status not in ("confirmed", "unconfirmed")]
+    assert len(timed) == 2  # the current values and one more
+
+
+def test_the_program_budget_is_respected() -> None:
+    """A clock that moves one second a reading: the search reads it at its
+    start, at each kind's start and before each candidate, so a 3 s budget
+    lets two candidates past the current values begin."""
+    ticks = itertools.count()
+    space = {"row_pipeline": lambda p: [{"vector_width": w} for w in (1, 2, 4, 8)]}
+    result = tune(
+        SOFTMAX, "llvm", budget=Budget(program_s=3, kernel_s=100), timing=QUICK, space=space, use_cache=False,
+        clock=lambda: float(next(ticks)),
+    )
+    timed = [t for t in result.trials if t.status not in ("confirmed", "unconfirmed")]
+    assert len(timed) == 3
+
+
+def test_the_reference_device_has_nothing_to_tune() -> None:
+    result = tune(SOFTMAX, "reference", timing=QUICK)
+    assert result.kinds == [] and result.fields == {} and "no kernel" in result.summary()
+
+
+def test_differs_rejects_unwritten_and_wrong_elements_and_takes_float_drift() -> None:
+    want = np.linspace(-3, 3, 101, dtype=np.float32)
+    assert differs(want.copy(), want) is None
+    poisoned = want.copy()
+    poisoned[17] = np.nan  # an element no kernel wrote
+    assert differs(poisoned, want) is not None
+    assert differs(want + 1, want) is not None
+    drift = want.copy()
+    drift[50] += 1e-4  # near zero: past the elementwise bound, within the output's scale
+    assert differs(drift, want) is None
+    ints = np.arange(5, dtype=np.int32)
+    assert differs(ints, ints) is None and differs(ints + 1, ints) is not None
+    assert differs(want[:5], want) is not None
+
+
+@pytest.mark.parametrize(("value", "expected"), [("1", True), ("YES", True), ("0", False), ("off", False), ("", False)])
+def test_accy_tune_is_read_strictly(monkeypatch: pytest.MonkeyPatch, value: str, expected: bool) -> None:
+    monkeypatch.setenv("ACCY_TUNE", value)
+    assert api.tune_requested(None) is expected
+    assert api.tune_requested(False) is False and api.tune_requested(True) is True
+
+
+def test_accy_tune_rejects_other_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCY_TUNE", "maybe")
+    with pytest.raises(EnvVarError, match="ACCY_TUNE='maybe'"):
+        api.tune_requested(None)
+    with pytest.raises(EnvVarError, match="ACCY_TUNE"):
+        accy.compile(SOFTMAX, device="llvm")
+
+
+def test_accy_tune_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCY_TUNE_BUDGET", "7")
+    assert api.default_budget().program_s == 7 and api.default_budget().kernel_s == 7
+    monkeypatch.setenv("ACCY_TUNE_BUDGET", "0")
+    with pytest.raises(EnvVarError, match="ACCY_TUNE_BUDGET='0'"):
+        api.default_budget()
+
+
+def test_compile_with_tune_compiles_the_tuned_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search, "Timing", lambda: QUICK)
+    monkeypatch.setenv("ACCY_TUNE_BUDGET", "1")
+    exe = accy.compile(SOFTMAX, device="llvm", tune=True)
+    tuned = accy.tune(SOFTMAX, device="llvm")
+    assert tuned.cached  # the compile's search was kept
+    assert target_fields(exe.source) == target_fields(tuned.module)
+    inputs = exe.random_inputs(5)
+    np.testing.assert_allclose(exe(*inputs)[0], exe.reference_outputs(inputs)[0], rtol=1e-5, atol=1e-6)
+    monkeypatch.setenv("ACCY_TUNE", "1")  # the environment asks for it when compile does not say
+    assert target_fields(accy.compile(SOFTMAX, device="llvm").source) == target_fields(tuned.module)
+
+
+def test_accy_opt_p_tune_prints_the_tuned_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import accy.cli.opt
+
+    monkeypatch.setattr(search, "Timing", lambda: QUICK)
+    prog = tmp_path / "softmax.mlir"
+    prog.write_text(SOFTMAX)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert accy.cli.opt.main([str(prog), "-p", "tune{device=llvm budget=1}"]) == 0
+    fields = target_fields(parse_module(out.getvalue()))
+    assert fields["profile"] == "cpu" and {"vector_width", "stream_bytes"} <= set(fields)
+    assert "accy-opt: tune row_pipeline" in err.getvalue()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as bad:
+        assert accy.cli.opt.main([str(prog), "-p", "tune{budget=0}"]) != 0
+    assert "budget" in bad.getvalue()
+
+
+def test_accy_run_tune(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import accy.cli.run
+
+    monkeypatch.setattr(search, "Timing", lambda: QUICK)
+    monkeypatch.setenv("ACCY_TUNE_BUDGET", "1")
+    prog = tmp_path / "softmax.mlir"
+    prog.write_text(SOFTMAX)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert accy.cli.run.main([str(prog), "--device", "llvm", "--tune", "--check"]) == 0
+    assert "accy-run: tune row_pipeline" in err.getvalue()
+    assert "check out0:" in out.getvalue() and ": ok" in out.getvalue()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as second:
+        assert accy.cli.run.main([str(prog), "--device", "llvm", "--tune"]) == 0
+    assert "from the tuning cache" in second.getvalue()
+
+
+def test_the_progress_bar_leaves_the_best_so_far(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ACCY_PROGRESS", "1")
+    monkeypatch.setattr(accy.progress, "DELAY", 0.0)
+    monkeypatch.setattr(accy.progress, "INTERVAL", 0.0)
+    tune(SOFTMAX, "llvm", timing=QUICK, space=TINY, use_cache=False)
+    err = capsys.readouterr().err
+    assert "tune @main on llvm" in err and "best so far" in err and "candidates" in err
+    assert err.endswith("\n")  # left on its line (leave=True)
+
+
+def test_the_tune_pass_loads_neither_the_runtime_nor_the_search() -> None:
+    code = "import accy.tuning.tune_pass, sys; print('\\n'.join(sys.modules))"
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+    assert "accy.tuning.tune_pass" in loaded
+    assert not {m for m in loaded if m.startswith(("accy.runtime", "accy.tuning.search"))}
