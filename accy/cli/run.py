@@ -177,7 +177,7 @@ def load_inputs(path: str, exe: Executable, arrays: dict[str, np.ndarray] | None
     it), checked against the signature."""
     if arrays is None:
         arrays = read_npz(path)
-    want = [f"arg{i}" for i in range(len(exe.input_specs or exe.input_types))]
+    want = [f"arg{i}" for i in range(len(exe.input_types))]
     missing = [k for k in want if k not in arrays]
     extra = [k for k in arrays if k not in want]
     if missing or extra:
@@ -211,8 +211,7 @@ def write_outputs(path: Path, outputs: Sequence[np.ndarray]) -> None:
 
 def _print_outputs(exe: Executable, outputs: Sequence[np.ndarray]) -> None:
     with np.printoptions(threshold=32, edgeitems=3, linewidth=100):
-        # The specs need no parse (a program from the compile cache is not parsed); None for bf16.
-        for i, (value, t) in enumerate(zip(outputs, exe.output_specs or exe.output_types, strict=True)):
+        for i, (value, t) in enumerate(zip(outputs, exe.output_types, strict=True)):
             print(f"out{i}: {t}")
             print(repr(value))
 
