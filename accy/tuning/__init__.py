@@ -10,4 +10,12 @@ search finds is written into the module as plain `#accy.target` fields, so
 a tuned module is ordinary `.mlir` that reproduces the tuned kernels on any
 machine without this package (tests/unit/test_layering.py checks the
 direction).
+
+- `space.py`: the candidates per kind of kernel and per profile;
+- `search.py`: `tune`, the search (set fields, compile, check, time);
+- `store.py`: the tuning store, the `tuning` namespace of the disk cache;
+- `api.py`: `accy.compile(..., tune=True)`, `accy.tune`, `ACCY_TUNE`;
+- `tune_pass.py`: the `tune` pass of `accy-opt -p tune`.
+
+docs/tuning.md is the user's guide.
 """

@@ -53,6 +53,7 @@ import memory
 import numpy as np
 import rnn
 import targets
+import tuning
 from measure import REL_TOLERANCE, RESULT_PREFIX, Settings, measure
 from workloads import BY_NAME, Workload, select
 
@@ -246,6 +247,8 @@ SIDE_SCRIPTS = {
     "dispatch": (dispatch, [], ["--calls", "1000"]),
     "memory": (memory, [], ["--calls", "2000", "--warm-up", "200", "--compiles", "200", "--compile-warm-up", "50", "--distinct", "1000", "--distinct-warm-up", "200"]),
     "rnn": (rnn, [], ["--trips", "20", "--repeat", "3"]),
+    # Tuned against untuned (issue 24 item 3): only with --tune (the searches take minutes).
+    "tuning": (tuning, [], ["--quick"]),
 }
 
 
@@ -473,6 +476,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-dispatch", action="store_true", help="skip the dispatch cost of a tiny call (dispatch.py)")
     p.add_argument("--no-memory", action="store_true", help="skip memory over many calls and compiles (memory.py)")
     p.add_argument("--no-rnn", action="store_true", help="skip the RNN cell iterated on the device (rnn.py)")
+    p.add_argument(
+        "--tune", action="store_true",
+        help="also tune cumsum, softmax and matmul and time them tuned against untuned (tuning.py; minutes)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument(
         "--json", metavar="FILE", help="also write the results as JSON to FILE, and their chart beside it (FILE.png)"
@@ -543,6 +550,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name}.py on {', '.join(args.devices)} ...", file=sys.stderr, flush=True)
             time.sleep(SETTLE_S)
             sides[name] = side_script(name, args.devices, args.quick)
+    if args.tune:
+        print(f"  tuning.py on {', '.join(args.devices)} ...", file=sys.stderr, flush=True)
+        time.sleep(SETTLE_S)
+        sides["tuning"] = side_script("tuning", args.devices, args.quick)
     print()
     print("Times in ms (median and min of the timed runs); X/Y = X median / Y median, below 1 is X faster.")
     print(times_table(records, args.devices, baselines, cpus))
@@ -567,9 +578,13 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print("RNN cell iterated on the device (rnn.py): ms a call; us a trip beyond the kernels' device time")
         print(rnn.table(sides["rnn"]))
+    if "tuning" in sides:
+        print()
+        print("Tuned against untuned (tuning.py): medians of calls in turn; x untuned = untuned / tuned (above 1, tuned is faster)")
+        print(tuning.table(sides["tuning"]))
     ratios = ratio_entries(records, args.devices, baselines, cpus)
     ratios += dispatch.entries(sides.get("dispatch", [])) + memory.entries(sides.get("memory", []))
-    ratios += rnn.entries(sides.get("rnn", []))
+    ratios += rnn.entries(sides.get("rnn", [])) + tuning.entries(sides.get("tuning", []))
     summary = chart.target_summary(ratios)
     ran = {rec["workload"] for rec in records}
     unchecked = list(
@@ -605,6 +620,7 @@ def main(argv: list[str] | None = None) -> int:
             "dispatch": sides.get("dispatch"),
             "memory": sides.get("memory"),
             "rnn": sides.get("rnn"),
+            "tuning": sides.get("tuning"),
         }
         chart.write_results(doc, args.json, chart_title(cpus))
     # A wrong or failed accy result fails the run (after printing everything).
