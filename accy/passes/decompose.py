@@ -21,11 +21,13 @@ broadcast to the shape it is used at, so a decomposition costs the same at
 any size; the causal mask's two index vectors hold one element per index.
 
 `accy.conv` and `accy.pool` (no kind of kernel takes them: `kernelize`
-decomposes them first) become the padded input (a concat with splat
-blocks), one strided slice of it per tap of the window, and then
+decomposes them first) become the padded input (one `accy.pad`, mode
+constant), one strided slice of it per tap of the window, and then
 
-    conv    = dot_general(weight [G, M/G, T, C/G], taps stacked [N, T, G, C/G, y...])
-              (im2col as slices, batched over the groups), back to [N, M, y...]
+    conv    = dot_general(weight [G, M/G, T, C/G] broadcast over N,
+                          taps stacked [N, T, G, C/G, y...])
+              (im2col as slices, batched over N and the groups): [N, G, M/G, y...],
+              reshaped to [N, M, y...] (one group: no group dim, [N, M, y...])
     pool    = max or sum of the taps (max pads with -inf or the integer
               type's lowest); average divides by each window's count of
               input elements (a literal over the spatial dims) or, with
@@ -67,6 +69,7 @@ from accy.dialects.accy import (
     LogSoftmaxOp,
     MaxOp,
     MulOp,
+    PadOp,
     PoolOp,
     ReduceOp,
     ReshapeOp,
@@ -99,7 +102,7 @@ WINDOW_OPS: tuple[type[Operation], ...] = (ConvOp, PoolOp)
 def lowest_value(element_type: Attribute) -> float:
     """The value a max pool pads with: -inf, or an integer type's lowest."""
     if isinstance(element_type, IntegerType):
-        return float(-(1 << (element_type.width.data - 1)))
+        return -(1 << (element_type.width.data - 1))
     return -math.inf
 
 
@@ -163,22 +166,16 @@ class _Emitter:
     # -- windows: accy.conv and accy.pool ----------------------------------
 
     def pad_spatial(self, x: SSAValue, low: Sequence[int], high: Sequence[int], value: float) -> SSAValue:
-        """x [N, C, spatial...] with `value` before/after each spatial dim
-        (a concat with splat blocks)."""
+        """x [N, C, spatial...] with `value` before/after each spatial dim: one
+        `accy.pad` in mode constant (an elementwise-kind op, so it fuses into
+        whatever reads it), or x itself when nothing is padded."""
+        if not any(low) and not any(high):
+            return x
         et = elem_of(x)
-        for d, (lo, hi) in enumerate(zip(low, high, strict=True)):
-            axis = 2 + d
-            pieces = []
-            for size in (lo, None, hi):
-                if size is None:
-                    pieces.append(x)
-                elif size:
-                    shape = list(shape_of(x))
-                    shape[axis] = size
-                    pieces.append(self.splat(value, shape, et))
-            if len(pieces) > 1:
-                x = self(ConcatOp(pieces, axis))
-        return x
+        fill = self(ConstantOp(DenseIntOrFPElementsAttr.from_list(
+            tensor([], et), [int(value) if isinstance(et, IntegerType) else value]
+        )))
+        return self(PadOp(x, fill, [0, 0, *low], [0, 0, *high]))
 
     def taps(
         self, xp: SSAValue, window: Sequence[int], strides: Sequence[int], dilations: Sequence[int], out: Sequence[int]
@@ -196,7 +193,9 @@ class _Emitter:
     def conv(self, op: ConvOp) -> SSAValue:
         """im2col as slices: the taps' slices of the padded input stacked
         [N, T, G, C/G, y...] and contracted with the weights [G, M/G, T, C/G]
-        in one dot_general batched over the groups."""
+        (broadcast over N) in one dot_general batched over N and the groups,
+        whose result [N, G, M/G, y...] is the conv's [N, M, y...] by a
+        reshape (no transpose); with one group, no group dim at all."""
         g = op.geometry()
         N, C, *_ = shape_of(op.input)
         M, Cg, *kernel = shape_of(op.weight)
@@ -205,11 +204,16 @@ class _Emitter:
         xp = self.pad_spatial(op.input, g["pads_low"], g["pads_high"], 0.0)
         slices = self.taps(xp, kernel, g["strides"], g["dilations"], out)
         T = len(slices)
-        stacked = slices[0] if T == 1 else self(ConcatOp([self(ReshapeOp(t, (N, 1, C, *out))) for t in slices], 1))
+        columns = [self(ReshapeOp(t, (N, 1, C, *out))) for t in slices]
+        stacked = columns[0] if T == 1 else self(ConcatOp(columns, 1))  # [N, T, C, y...]
+        wt = self(TransposeOp(op.weight, (0, *range(2, 2 + sp), 1)))  # [M, k..., C/G]
+        if G == 1:  # no group dim: the dot's result is the conv's, with no reshape to copy it
+            wb = self(BroadcastOp(self(ReshapeOp(wt, (M, T, C))), (1, 2, 3), (N, M, T, C)))
+            return self(DotGeneralOp(wb, stacked, (0,), (0,), (2, 3), (1, 2)))
         cols = self(ReshapeOp(stacked, (N, T, G, Cg, *out)))
-        wt = self(ReshapeOp(self(TransposeOp(op.weight, (0, *range(2, 2 + sp), 1))), (G, M // G, T, Cg)))
-        r = self(DotGeneralOp(wt, cols, (0,), (2,), (2, 3), (1, 3)))  # [G, M/G, N, y...]
-        return self(TransposeOp(self(ReshapeOp(r, (M, N, *out))), (1, 0, *range(2, 2 + sp))))
+        wb = self(BroadcastOp(self(ReshapeOp(wt, (G, M // G, T, Cg))), (1, 2, 3, 4), (N, G, M // G, T, Cg)))
+        r = self(DotGeneralOp(wb, cols, (0, 1), (0, 2), (3, 4), (1, 3)))  # [N, G, M/G, y...]
+        return self(ReshapeOp(r, (N, M, *out)))
 
     def pool(self, op: PoolOp) -> SSAValue:
         """The taps' slices of the padded input combined elementwise (max or
@@ -292,7 +296,7 @@ class DecomposePass(AccyPass):
     layer_norm, attention, conv, pool)."""
 
     name: ClassVar[str] = "decompose"
-    version: ClassVar[int] = 3  # 3: conv and pool
+    version: ClassVar[int] = 4  # 3: conv and pool; 4: their pads are accy.pad
 
     ops: tuple[str, ...] = ()
     """The ops to decompose, of softmax, log_softmax, layer_norm, attention, conv, pool (empty: all of them)."""
