@@ -73,13 +73,15 @@ def _streaming(profile: TargetProfile) -> tuple[int, ...]:
 
 def _cpu_dot(p: TargetProfile) -> list[Candidate]:
     # Register tiles within the accumulator budget of the vector width
-    # (register_tiles.tile_shape clamps a larger one: it would be the same kernel).
+    # (register_tiles.tile_shape clamps a larger one: it would be the same
+    # kernel), at least half of it used; the fullest tiles first, so that a
+    # budget that cuts the list short has tried the likeliest.
     found = []
     for width in _widths(p)[:2]:
         budget = ACCUMULATORS.get(width, DEFAULT_ACCUMULATORS)
-        for rows, vectors in itertools.product((4, 6, 8, 12, 16), (1, 2, 3, 4)):
-            if rows * vectors <= budget and rows * vectors >= budget // 2:
-                found.append({"vector_width": width, "dot_rows": rows, "dot_vectors": vectors})
+        tiles = [(r, v) for r, v in itertools.product((4, 6, 8, 12, 16), (1, 2, 3, 4)) if budget // 2 <= r * v <= budget]
+        for rows, vectors in sorted(tiles, key=lambda t: (-t[0] * t[1], abs(t[0] - 4 * t[1]))):
+            found.append({"vector_width": width, "dot_rows": rows, "dot_vectors": vectors})
     return found
 
 

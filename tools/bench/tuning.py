@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(DEFAULT), help=f"workloads, comma-separated (default {','.join(DEFAULT)})")
     parser.add_argument("--quick", action="store_true", help="the bench's quick sizes")
     parser.add_argument("--budget", type=float, help="seconds a search may take (default ACCY_TUNE_BUDGET, else 50)")
-    parser.add_argument("--repeat", type=int, default=15, help="timed calls of each executable (default 15)")
+    parser.add_argument("--repeat", type=int, default=30, help="timed calls of each executable (default 30)")
     parser.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE (- for stdout)")
     args = parser.parse_args(argv)
     devices = [d.strip() for d in args.device.split(",") if d.strip()]
