@@ -41,6 +41,8 @@ from workloads import WORKLOADS, Workload
 import accy
 
 DEFAULT = ("cumsum", "softmax", "matmul")
+#: `--gpu`: the GPU bench's sizes (tools/gpu/bench.py), large enough for the H200's kernels to outweigh a launch.
+GPU_DIMS = {"cumsum": (16384, 4096), "softmax": (16384, 4096), "matmul": (4096,)}
 REL_TOLERANCE = 1e-3
 
 
@@ -64,13 +66,13 @@ def _ok(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.max(np.abs(got - want)) <= REL_TOLERANCE * np.max(np.abs(want)))
 
 
-def measure_one(w: Workload, size: str, device: str, budget: float | None, repeat: int) -> dict[str, Any]:
+def measure_one(w: Workload, dims: tuple[int, ...], device: str, budget: float | None, repeat: int) -> dict[str, Any]:
     from accy.dialects.target import target_fields
     from accy.tuning.api import default_budget
     from accy.tuning.search import Budget
 
-    row: dict[str, Any] = {"device": device, "workload": w.name, "size": w.label(size)}
-    text = w.program(w.size_dims(size))
+    row: dict[str, Any] = {"device": device, "workload": w.name, "size": "x".join(map(str, dims))}
+    text = w.program(dims)
     chosen = default_budget() if budget is None else Budget(program_s=budget, kernel_s=min(Budget().kernel_s, budget))
     t0 = time.perf_counter()
     result = accy.tune(text, device=device, budget=chosen)
@@ -81,7 +83,8 @@ def measure_one(w: Workload, size: str, device: str, budget: float | None, repea
     tuned = accy.compile(result.module, device=device)
     defaults = untuned.device.profile_for(accy.parse_module(text))
     row["fields"] = {k: v for k, v in target_fields(result.module).items() if getattr(defaults, k) != v}
-    inputs = w.inputs(size)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(s, dtype=np.float32) for s in w.shapes(dims)]
     want = w.numpy_fn(*inputs)
     row["ok"] = all(_ok(np.asarray(exe(*inputs)[0]), want) for exe in (untuned, tuned))
     args_u = [accy.device_put(x, untuned.device) for x in inputs]
@@ -91,7 +94,10 @@ def measure_one(w: Workload, size: str, device: str, budget: float | None, repea
     return row
 
 
-def measure(devices: list[str], names: list[str], size: str, budget: float | None, repeat: int) -> list[dict[str, Any]]:
+def measure(
+    devices: list[str], names: list[str], size: str, budget: float | None, repeat: int
+) -> list[dict[str, Any]]:
+    """Rows for `devices` x workloads `names` at `size` ("quick", "default" or "gpu": `GPU_DIMS`)."""
     rows = []
     chosen = [w for w in WORKLOADS if w.name in names]
     with tempfile.TemporaryDirectory(prefix="accy-tune-bench-") as cache:
@@ -100,7 +106,8 @@ def measure(devices: list[str], names: list[str], size: str, budget: float | Non
             for w in chosen:
                 print(f"  tune {w.name} on {device} ...", file=sys.stderr, flush=True)
                 try:
-                    rows.append(measure_one(w, size, device, budget, repeat))
+                    dims = GPU_DIMS[w.name] if size == "gpu" else w.size_dims(size)
+                    rows.append(measure_one(w, dims, device, budget, repeat))
                 except Exception as e:  # a device that is not here, a failed compile: a row that says so
                     rows.append({"device": device, "workload": w.name, "error": f"{type(e).__name__}: {e}"})
     return rows
@@ -136,13 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="opencl,llvm", help="devices, comma-separated (default opencl,llvm)")
     parser.add_argument("--only", default=",".join(DEFAULT), help=f"workloads, comma-separated (default {','.join(DEFAULT)})")
     parser.add_argument("--quick", action="store_true", help="the bench's quick sizes")
+    parser.add_argument("--gpu", action="store_true", help="the GPU bench's sizes (cumsum, softmax 16384x4096; matmul 4096)")
     parser.add_argument("--budget", type=float, help="seconds a search may take (default ACCY_TUNE_BUDGET, else 50)")
     parser.add_argument("--repeat", type=int, default=30, help="timed calls of each executable (default 30)")
     parser.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE (- for stdout)")
     args = parser.parse_args(argv)
     devices = [d.strip() for d in args.device.split(",") if d.strip()]
     names = [n.strip() for n in args.only.split(",") if n.strip()]
-    rows = measure(devices, names, "quick" if args.quick else "default", args.budget, args.repeat)
+    size = "gpu" if args.gpu else "quick" if args.quick else "default"
+    rows = measure(devices, names, size, args.budget, args.repeat)
     title = "Tuned against untuned (tuning.py): medians of calls in turn; x untuned = untuned / tuned, above 1 tuned is faster"
     chart.print_rows(rows, args.json, title, table(rows))
     return 0 if all(r.get("ok") for r in rows) else 1
