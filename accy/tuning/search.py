@@ -22,8 +22,9 @@ For a function of a module on a kernel device (LLVM, OpenCL):
    `Timing.seconds` have passed (at most `Timing.max_runs`); the median counts.
 4. A kind's best candidate replaces the incumbent only if its median is
    faster by `margin` (5%). Then both are timed again, interleaved (ABAB...),
-   and the challenger must still be faster by the margin: on a shared, noisy
-   machine one lucky median must not win. So a tuned function is never
+   and the median of the pairs' ratios must still say the challenger is
+   faster by the margin: on a shared, noisy machine one lucky median must
+   not win, and the two calls of a pair see the same load. So a tuned function is never
    slower than the untuned one, within the noise the confirmation leaves.
 5. The budget (`Budget`): a kind's candidates stop when its seconds (or its
    count of candidates) are spent, the search when the program's seconds
@@ -391,8 +392,9 @@ class _Search:
         _call(a, args_a)
         _call(b, args_b)
         pairs = [(_timed_call(a, args_a), _timed_call(b, args_b)) for _ in range(max(self.timing.min_runs, 7))]
-        ma, mb = (statistics.median(times) * 1e3 for times in zip(*pairs, strict=True))
-        return mb if mb < ma * (1 - MARGIN) else None
+        # The median of the pairs' ratios: a pair's two calls see the same load.
+        ratio = statistics.median(tb / ta for ta, tb in pairs)
+        return statistics.median(tb for _, tb in pairs) * 1e3 if ratio < 1 - MARGIN else None
 
 
 def differs(got: np.ndarray, want: np.ndarray) -> str | None:
