@@ -72,10 +72,13 @@ TUNE_PASS = "tune"
 
 def register_tuner() -> None:
     """Registers the `tune` pass (accy/tuning/tune_pass.py) beside accy's
-    passes; its module loads neither the runtime nor the search."""
+    passes, once; its module loads neither the runtime nor the search. The
+    entry points are read first, so a broken one is the `PluginError` it
+    always was; a pass of that name from elsewhere keeps the name."""
     from accy.tuning.tune_pass import TunePass
 
-    registry.register_pass(TunePass, "accy-opt (accy/tuning)")
+    if TUNE_PASS not in registry.pass_names():
+        registry.register_pass(TunePass, "accy-opt (accy/tuning)")
 
 
 #: The input file name that reads standard input (as no file name does).
@@ -516,17 +519,17 @@ def _loaded_from(argv: Sequence[str]) -> list[str]:
 
 def _help_epilog(load: Sequence[str]) -> str:
     """Every pass and named pipeline with its options, then the exit statuses."""
-    register_tuner()
     for entry in load:
         registry.load_pass(entry)
     width = 100
     lines = ["passes (-p name{option=value ...}, an option written with - or _; each: type = default, what it does):"]
     # A plugin that does not load is said where it would be listed: --help still helps.
     try:
-        names = registry.pass_names()
+        register_tuner()
     except registry.PluginError as e:
         lines.append(f"  (a pass from elsewhere is not registered: {e})")
-        names = registry.pass_names()
+        register_tuner()  # the entry points are read now
+    names = registry.pass_names()
     for name in names:
         origin = registry.pass_origin(name)
         try:
