@@ -35,15 +35,16 @@ What happens to each node:
 Handlers cover every opset onnx defines for their ops (where an attribute
 became an input, both). Gather, GatherElements, GatherND, ReverseSequence
 and reversals are `accy.gather`s (the last three over a flattened view at
-computed linear indices). Where the dialect has no op yet (scatter,
-convolution, pool, sort), the handler writes an exact composition of
-the ops it has, up to a size past which it refuses naming the op it needs
-(docs/onnx.md, "Decompositions"): scatters by run-time indices
-as compares and reductions (GATHER_LIMIT), reflect pads as slices
-(SLICE_LIMIT), pools and convolutions as strided slices of the padded input
-(TAP_LIMIT, IM2COL_LIMIT), recurrences and loops unrolled (STEP_LIMIT,
-UNROLL_LIMIT), Resize as each axis's interpolation matrix, TopK as K rounds
-of an extreme (TOPK_LIMIT). An unsigned type is held in the signed type
+computed linear indices); Pad is `accy.pad`, ArgMax/ArgMin `accy.reduce`'s
+argmax/argmin, Conv (ConvTranspose, ConvInteger) `accy.conv`, the pools
+`accy.pool`. Where the dialect has no op yet (scatter, sort), the handler
+writes an exact composition of the ops it has, up to a size past which it
+refuses naming the op it needs (docs/onnx.md, "Decompositions"): scatters
+by run-time indices as compares and reductions (GATHER_LIMIT), MaxPool's
+Indices output as strided slices of the padded input (TAP_LIMIT),
+recurrences and loops unrolled (STEP_LIMIT, UNROLL_LIMIT), Resize as each
+axis's interpolation matrix, TopK as K rounds of an extreme (TOPK_LIMIT).
+An unsigned type is held in the signed type
 twice as wide (UNSIGNED).
 
 This module imports only `accy.dialects`, numpy, onnx and xDSL
@@ -981,6 +982,18 @@ class _Node:
         vs = [v for v in vs if shape_of(v)[axis] > 0] or list(vs[:1])
         return vs[0] if len(vs) == 1 else self.emit(A.ConcatOp(list(vs), axis))
 
+    def pad(
+        self, v: SSAValue, low: Sequence[int], high: Sequence[int], mode: str = "constant",
+        value: SSAValue | float | int = 0,
+    ) -> SSAValue:
+        """One `accy.pad` of `v` (negative pads crop); `value`, a literal or a
+        one-element tensor, fills the padding in mode constant."""
+        if not any(low) and not any(high):
+            return v
+        et = elem_of(v)
+        fill = self.reshape(self.cast(value, et), ()) if isinstance(value, SSAValue) else self.full(value, (), et)
+        return self.emit(A.PadOp(v, fill, low, high, mode))
+
     def pick(self, v: SSAValue, axis: int, indices: Sequence[int]) -> SSAValue:
         """The elements at `indices` along `axis` (each in range), as runs of
         strided slices joined by a concat (views, no index load), or one
@@ -1522,25 +1535,6 @@ def _matmul_integer(n: _Node) -> list[Value]:
     return [_matmul_values(n, _zero_shifted(n, 0, 2, per_row), _zero_shifted(n, 1, 3, per_column))]
 
 
-@handles("ConvInteger")
-def _conv_integer(n: _Node) -> list[Value]:
-    def per_channel(v: SSAValue, z: SSAValue) -> SSAValue:
-        return n.emit(A.BroadcastOp(z, [0], shape_of(v)))
-
-    def scalar_only(v: SSAValue, z: SSAValue) -> SSAValue:
-        raise n.unsupported("an x_zero_point of more than one value")
-
-    x = _zero_shifted(n, 0, 2, scalar_only)
-    w = _zero_shifted(n, 1, 3, per_channel)
-    kernel = list(shape_of(w)[2:])
-    if list(n.ints_attr("kernel_shape", kernel) or []) != kernel:
-        raise n.unsupported("kernel_shape differs from the weights'")
-    strides, dil, pads, auto_pad = _window_attrs(n, len(shape_of(x)), kernel)
-    if auto_pad != "NOTSET":
-        raise n.unsupported(f"auto_pad '{auto_pad}'")
-    return [_correlate(n, _pad_spatial(n, x, pads, 0), w, strides, dil, n.int_attr("group", 1))]
-
-
 @handles("QLinearMatMul")
 def _qlinear_matmul(n: _Node) -> list[Value]:
     """As onnx's reference: the integer product, times a_scale·b_scale/y_scale
@@ -1869,38 +1863,42 @@ def _reduce_value(n: _Node, x: SSAValue, axes: list[int], keep: bool) -> SSAValu
     return n.reduce(x, kind, axes, keep)
 
 
-def _arg_index(n: _Node, x: SSAValue, axis: int, last: bool, kind: str, m: SSAValue | None = None, hit: SSAValue | None = None) -> SSAValue:
-    """The index along `axis` of the first (or last) max/min of x (or of
-    the extreme `m` where `hit` says it is reached), i64, keeping the dim."""
+def _arg_along(n: _Node, x: SSAValue, axis: int, kind: str, last: bool = False) -> SSAValue:
+    """The index along `axis` of the first (or `last`) greatest (`kind`
+    "argmax") or least element of x (the first NaN when there is one), i64,
+    keeping the dim: one `accy.reduce`. The op gives the first index on
+    ties; the last is the first of the axis reversed (a gather), mirrored."""
     shape = shape_of(x)
-    if hit is None:
-        m = n.broadcast_to(n.reduce(x, kind, [axis], True), shape)
-        hit = n.emit(A.CmpOp("eq", x, m))
-        if is_float(elem_of(x)):
-            # A NaN is the max and the min (they propagate it): its first index, as numpy's.
-            hit = n.emit(A.OrOp(hit, n.emit(A.CmpOp("ne", x, x))))
-    i64 = IntegerType(64)
-    iota = n.lit(np.arange(shape[axis], dtype=np.int64), i64)
-    idx = n.emit(A.BroadcastOp(iota, [axis], shape))
-    miss = n.full(-1 if last else shape[axis], shape, i64)
-    return n.reduce(n.emit(A.SelectOp(hit, idx, miss)), "max" if last else "min", [axis], True)
+    if shape[axis] == 0:
+        raise n.unsupported("an empty axis has no arg max")
+    if is_bool(elem_of(x)):
+        x = n.cast(x, IntegerType(8))
+    r = n.reduce(_reverse(n, x, axis) if last else x, kind, [axis], True)
+    if last and shape[axis] > 1:
+        r = n.emit(A.SubOp(n.scalar(shape[axis] - 1, r), r))
+    return r
 
 
 @handles("ArgMax", "ArgMin")
 def _argmax(n: _Node) -> list[Value]:
     x = n.value(0)
-    if is_bool(elem_of(x)):
-        x = n.cast(x, IntegerType(8))
     rank = len(shape_of(x))
     axis = n.axis(n.int_attr("axis", 0), rank)
-    if shape_of(x)[axis] == 0:
-        raise n.unsupported("an empty axis has no arg max")
     keep = n.int_attr("keepdims", 1)
-    last = n.int_attr("select_last_index", 0)
-    r = _arg_index(n, x, axis, bool(last), "max" if n.op == "ArgMax" else "min")
+    last = bool(n.int_attr("select_last_index", 0))
+    r = _arg_along(n, x, axis, "argmax" if n.op == "ArgMax" else "argmin", last)
     if not keep:
         r = n.reshape(r, [d for i, d in enumerate(shape_of(x)) if i != axis])
     return [r]
+
+
+def _first_index(n: _Node, hit: SSAValue, axis: int) -> SSAValue:
+    """The first index along `axis` where `hit` (i1) holds, i64, keeping the
+    dim (the axis' size where it never does): a min of the positions hit."""
+    shape = shape_of(hit)
+    i64 = IntegerType(64)
+    idx = n.emit(A.BroadcastOp(n.lit(np.arange(shape[axis], dtype=np.int64), i64), [axis], shape))
+    return n.reduce(n.emit(A.SelectOp(hit, idx, n.full(shape[axis], shape, i64))), "min", [axis], True)
 
 
 #: The most elements TopK selects, one max (or min) over the axis each.
@@ -1937,7 +1935,7 @@ def _top_k(n: _Node) -> list[Value]:
         hit = n.emit(A.CmpOp("eq", cand, mb))
         if is_float(et):
             hit = n.emit(A.OrOp(hit, n.emit(A.CmpOp("ne", cand, cand))))
-        i = _arg_index(n, x, axis, False, kind, mb, n.emit(A.AndOp(hit, free)))
+        i = _first_index(n, n.emit(A.AndOp(hit, free)), axis)
         values.append(m)
         indices.append(i)
         taken = n.emit(A.OrOp(taken, n.emit(A.CmpOp("eq", iota, n.broadcast_to(i, shape)))))
@@ -1961,7 +1959,7 @@ def _hardmax_along(n: _Node, x: SSAValue, axis: int) -> SSAValue:
     shape = shape_of(x)
     if shape[axis] == 0:
         return x
-    first = n.broadcast_to(_arg_index(n, x, axis, False, "max"), shape)
+    first = n.broadcast_to(_arg_along(n, x, axis, "argmax"), shape)
     iota = n.emit(A.BroadcastOp(n.lit(np.arange(shape[axis], dtype=np.int64), IntegerType(64)), [axis], shape))
     return n.cast(n.emit(A.CmpOp("eq", iota, first)), elem_of(x))
 
@@ -2458,8 +2456,7 @@ def _scatter_elements(n: _Node) -> list[Value]:
     def spread(v: SSAValue, fill: float | int) -> SSAValue:
         """[U] -> [D..., U_axis]: the axis moved last, the other dims padded out to data's."""
         moved = n.transpose(v, [*others, axis])
-        for k, d in enumerate(others):
-            moved = _pad_axis(n, moved, k, 0, shape[d] - ushape[d], "constant", fill)
+        moved = n.pad(moved, [0] * rank, [*(shape[d] - ushape[d] for d in others), 0], "constant", fill)
         return n.emit(A.BroadcastOp(moved, [*others, rank], work))
 
     idx = spread(_index_of(n, ind, shape[axis]), -1)
@@ -2595,9 +2592,10 @@ def _reverse_sequence(n: _Node) -> list[Value]:
 
 @handles("Pad")
 def _pad(n: _Node) -> list[Value]:
+    """One `accy.pad`: its modes are ONNX's (constant, edge, reflect, wrap),
+    and a negative pad crops, as ONNX's do."""
     x = n.value(0)
-    shape = shape_of(x)
-    rank = len(shape)
+    rank = len(shape_of(x))
     mode = n.attr("mode", "constant")
     if n.opset < 11:
         pads = n.ints_attr("pads" if n.opset >= 2 else "paddings") or []
@@ -2609,57 +2607,14 @@ def _pad(n: _Node) -> list[Value]:
         value = n.value(2) if n.has(2) else 0.0
         axes_in = n.const_ints(3, "axes") if n.opset >= 18 else None
         axes = list(range(rank)) if axes_in is None else [n.axis(a, rank) for a in axes_in]
-    if len(pads) != 2 * len(axes):
-        raise n.unsupported(f"pads {pads} for {len(axes)} axes")
-    if mode not in ("constant", "edge", "reflect", "wrap"):
+    if len(pads) != 2 * len(axes) or len(set(axes)) != len(axes):
+        raise n.unsupported(f"pads {pads} for axes {axes}")
+    if mode not in A.PAD_MODES:
         raise n.unsupported(f"mode '{mode}'")
-    r = x
+    low, high = [0] * rank, [0] * rank
     for k, a in enumerate(axes):
-        before, after = pads[k], pads[k + len(axes)]
-        r = _pad_axis(n, r, a, before, after, mode, value)
-    return [r]
-
-
-def _pad_axis(n: _Node, v: SSAValue, axis: int, before: int, after: int, mode: str, value: SSAValue | float) -> SSAValue:
-    size = shape_of(v)[axis]
-    if before < 0:  # negative pads crop
-        v, size, before = n.slice(v, axis, -before, size), size + before, 0
-    if after < 0:
-        v, size, after = n.slice(v, axis, 0, size + after), size + after, 0
-    if before == 0 and after == 0:
-        return v
-
-    def block(count: int, left: bool) -> list[SSAValue]:
-        if count == 0:
-            return []
-        bshape = list(shape_of(v))
-        bshape[axis] = count
-        if mode == "constant":
-            if isinstance(value, SSAValue):
-                s = n.reshape(n.cast(value, elem_of(v)), ())
-                return [n.emit(A.BroadcastOp(s, [], bshape))]
-            return [n.full(value, tuple(bshape), elem_of(v))]
-        if size == 0:
-            raise n.unsupported(f"mode '{mode}' on an empty dim")
-        if mode == "edge":
-            edge = n.slice(v, axis, 0, 1) if left else n.slice(v, axis, size - 1, size)
-            return [n.emit(A.BroadcastOp(edge, list(range(len(bshape))), bshape))]
-        if mode == "wrap":
-            idx = [(size - count + i) % size for i in range(count)] if left else [i % size for i in range(count)]
-            return [n.pick(v, axis, idx)]
-        # reflect: mirrored about the edge element, excluded
-        if size == 1:
-            return [n.emit(A.BroadcastOp(v, list(range(len(bshape))), bshape))]
-        period = 2 * (size - 1)
-
-        def mirror(i: int) -> int:
-            i %= period
-            return i if i < size else period - i
-
-        idx = [mirror(-(count - i)) for i in range(count)] if left else [mirror(size - 1 + i + 1) for i in range(count)]
-        return [n.pick(v, axis, idx)]
-
-    return n.concat([*block(before, True), v, *block(after, False)], axis)
+        low[a], high[a] = pads[k], pads[k + len(axes)]
+    return [n.pad(x, low, high, mode, value)]
 
 
 # -- recurrences: RNN, GRU, LSTM (unrolled) --------------------------------------
@@ -2846,16 +2801,13 @@ def _recurrence_node(n: _Node) -> list[Value]:
 
 # -- windows: pools and convolutions -------------------------------------------
 #
-# Written with strided slices of the padded input, one per tap of the window
-# (a max or sum of taps for the pools, the taps stacked into one dot_general
-# for Conv: im2col as slices). Exact for the pools; the convolution sums in
-# another order than onnx's reference. Past these sizes they need the
-# dialect's own accy.conv / accy.pool.
+# accy.conv and accy.pool (docs/op-contract.md, "Windows"). What they do not
+# cover is written with strided slices of the padded input, one per tap of
+# the window: MaxPool's Indices output (the position of each window's first
+# max), up to TAP_LIMIT taps.
 
-#: The most taps (window elements) a window op writes as slices.
+#: The most taps (window elements) MaxPool's Indices output writes as slices.
 TAP_LIMIT = 343
-#: The most elements of the stacked taps (im2col) a Conv builds.
-IM2COL_LIMIT = 1 << 26
 
 
 def _window_attrs(n: _Node, rank: int, kernel: Sequence[int]) -> tuple[list[int], list[int], list[int], str]:
@@ -2871,7 +2823,15 @@ def _window_attrs(n: _Node, rank: int, kernel: Sequence[int]) -> tuple[list[int]
         raise n.unsupported(f"auto_pad '{auto_pad}'")
     if min([*strides, *dil, *kernel], default=1) < 1:
         raise n.unsupported("a stride, dilation or kernel dim below 1")
+    if min(pads, default=0) < 0:
+        raise n.unsupported(f"negative pads {pads}")
     return strides, dil, pads, auto_pad
+
+
+def _spatial_pad(n: _Node, x: SSAValue, pads: Sequence[int], value: float | int) -> SSAValue:
+    """x [N, C, spatial...] padded by ONNX's pads ([begins..., ends...]) with `value`."""
+    sp = len(pads) // 2
+    return n.pad(x, [0, 0, *pads[:sp]], [0, 0, *pads[sp:]], "constant", value)
 
 
 def _taps(n: _Node, xp: SSAValue, kernel: Sequence[int], strides: Sequence[int], dil: Sequence[int], out: Sequence[int]) -> list[SSAValue]:
@@ -2879,7 +2839,7 @@ def _taps(n: _Node, xp: SSAValue, kernel: Sequence[int], strides: Sequence[int],
     slice of the padded `xp` ([N, C, spatial...]) it reads at every output position."""
     taps = math.prod(kernel)
     if taps > TAP_LIMIT:
-        raise n.error("op", f"a window of {taps} taps (past {TAP_LIMIT}) needs accy.conv/accy.pool, which the dialect does not have")
+        raise n.error("op", f"MaxPool's Indices of a window of {taps} taps (past {TAP_LIMIT}): accy.pool gives no indices")
     shape = shape_of(xp)
     found = []
     for tap in itertools.product(*(range(k) for k in kernel)):
@@ -2889,19 +2849,14 @@ def _taps(n: _Node, xp: SSAValue, kernel: Sequence[int], strides: Sequence[int],
     return found
 
 
-def _pad_spatial(n: _Node, x: SSAValue, pads: Sequence[int], value: float) -> SSAValue:
-    sp = len(pads) // 2
-    for i in range(sp):
-        x = _pad_axis(n, x, 2 + i, pads[i], pads[sp + i], "constant", value)
-    return x
-
-
 def _pool_geometry(
     n: _Node, spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dil: Sequence[int],
     pads: Sequence[int], auto_pad: str, ceil: bool,
 ) -> tuple[list[int], list[int], list[int]]:
     """(output dims, the pads the windows need, the pads that count as the
-    input's), as onnx's reference pools compute them (op_pool_common.py)."""
+    input's), as onnx's reference pools compute them (op_pool_common.py):
+    ceil_mode's extra windows need pads past the given ones, split between
+    the two ends as onnx's reference splits them."""
     sp = len(spatial)
     if auto_pad != "NOTSET":
         if ceil:
@@ -2936,8 +2891,17 @@ def _pool_geometry(
     return out, need, list(pads)
 
 
+def _pool_op(x: SSAValue, kind: str, kernel: Sequence[int], strides: Sequence[int], dil: Sequence[int],
+             pads: Sequence[int], include: bool = False) -> A.PoolOp:
+    sp = len(kernel)
+    return A.PoolOp(x, kind, kernel, strides, dil, pads[:sp], pads[sp:], include)
+
+
 @handles("MaxPool", "AveragePool", "LpPool")
 def _pool(n: _Node) -> list[Value]:
+    """One `accy.pool` over the pads the windows need (`_pool_geometry`):
+    max, average, or LpPool as (sum of |x|^p)^(1/p) (the padding adds
+    |0|^p = 0, so count_include_pad changes nothing there)."""
     x = n.value(0)
     if n.op != "MaxPool" or not is_int(elem_of(x)):
         _float_only(n, x)
@@ -2950,39 +2914,35 @@ def _pool(n: _Node) -> list[Value]:
     spatial = shape[2:]
     out, need, counted = _pool_geometry(n, spatial, kernel, strides, dil, pads, auto_pad, ceil)
     if n.op == "MaxPool":
+        n.ignore("storage_order")
+        r = n.emit(_pool_op(x, "max", kernel, strides, dil, need))
+        if len(n.node.output) < 2 or not n.node.output[1]:
+            return [r]
         et = elem_of(x)
         lowest = -math.inf if is_float(et) else -(1 << (et.width.data - 1))  # type: ignore[attr-defined]
-        taps = _taps(n, _pad_spatial(n, x, need, lowest), kernel, strides, dil, out)
-        acc = taps[0]
-        for t in taps[1:]:
-            acc = n.emit(A.MaxOp(acc, t))
-        if len(n.node.output) < 2 or not n.node.output[1]:
-            n.ignore("storage_order")
-            return [acc]
-        return [acc, _max_indices(n, shape, taps, need, kernel, strides, dil, out)]
-    p = n.int_attr("p", 2) if n.op == "LpPool" else 1
-    xs = x if n.op == "AveragePool" else n.emit(A.AbsOp(x))
-    if p == 2:
-        xs = n.emit(A.MulOp(xs, xs))
-    elif p != 1:
-        xs = n.emit(A.PowOp(xs, n.scalar(p, xs)))
-    taps = _taps(n, _pad_spatial(n, xs, need, 0.0), kernel, strides, dil, out)
-    acc = taps[0]
-    for t in taps[1:]:
-        acc = n.emit(A.AddOp(acc, t))
+        taps = _taps(n, _spatial_pad(n, x, need, lowest), kernel, strides, dil, out)
+        return [r, _max_indices(n, shape, taps, need, kernel, strides, dil, out)]
     if n.op == "LpPool":
-        n.ignore("count_include_pad")  # padding adds |0|^p = 0 either way
-        return [acc if p == 1 else n.emit(A.PowOp(acc, n.scalar(1.0 / p, acc))) if p != 2 else n.emit(A.SqrtOp(acc))]
+        n.ignore("count_include_pad")
+        p = n.int_attr("p", 2)
+        xs = n.emit(A.AbsOp(x))
+        if p == 2:
+            xs = n.emit(A.MulOp(xs, xs))
+        elif p != 1:
+            xs = n.emit(A.PowOp(xs, n.scalar(p, xs)))
+        acc = n.emit(_pool_op(xs, "sum", kernel, strides, dil, need))
+        return [acc if p == 1 else n.emit(A.SqrtOp(acc)) if p == 2 else n.emit(A.PowOp(acc, n.scalar(1.0 / p, acc)))]
     include = bool(n.int_attr("count_include_pad", 0))
-    # Each window's divisor: how many of its taps are input (or, with
-    # count_include_pad, input or the given pads), counted on a mask.
+    if not include or need == counted:
+        return [n.emit(_pool_op(x, "average", kernel, strides, dil, need, include))]
+    # count_include_pad with ceil_mode's extra pads: those do not count (as
+    # in onnx's reference), so each window's divisor is how many of its taps
+    # fall in the input or the given pads, counted on a mask at import.
+    acc = n.emit(_pool_op(x, "sum", kernel, strides, dil, need))
     sp = len(spatial)
     padded = [i + need[d] + need[sp + d] for d, i in enumerate(spatial)]
     mask = np.zeros(padded, dtype=np.float64)
-    if include:
-        mask[tuple(slice(0, i + counted[d] + counted[sp + d]) for d, i in enumerate(spatial))] = 1
-    else:
-        mask[tuple(slice(need[d], need[d] + i) for d, i in enumerate(spatial))] = 1
+    mask[tuple(slice(0, i + counted[d] + counted[sp + d]) for d, i in enumerate(spatial))] = 1
     count = np.zeros(out, dtype=np.float64)
     for tap in itertools.product(*(range(k) for k in kernel)):
         count += mask[tuple(slice(t * dd, t * dd + (o - 1) * s + 1, s) for t, dd, o, s in zip(tap, dil, out, strides, strict=True))]
@@ -3037,56 +2997,84 @@ def _conv_operands(n: _Node) -> tuple[SSAValue, SSAValue, list[int]]:
     return x, w, kernel
 
 
+def _conv_pads(spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dil: Sequence[int],
+               pads: Sequence[int], auto_pad: str) -> list[int]:
+    """Conv's pads ([begins..., ends...]) after auto_pad: VALID none, SAME_*
+    enough for ceil(x / stride) windows, the odd one at the end (UPPER) or
+    the beginning (LOWER)."""
+    sp = len(spatial)
+    if auto_pad == "VALID":
+        return [0] * 2 * sp
+    if auto_pad == "NOTSET":
+        return list(pads)
+    span = [(k - 1) * d + 1 for k, d in zip(kernel, dil, strict=True)]
+    need = [max(0, ((i + s - 1) // s - 1) * s + k - i) for i, s, k in zip(spatial, strides, span, strict=True)]
+    head = [(p + 1) // 2 if auto_pad == "SAME_LOWER" else p // 2 for p in need]
+    return [*head, *(p - h for p, h in zip(need, head, strict=True))]
+
+
+def _conv_op(x: SSAValue, w: SSAValue, strides: Sequence[int], dil: Sequence[int], pads: Sequence[int], group: int) -> A.ConvOp:
+    sp = len(pads) // 2
+    return A.ConvOp(x, w, strides, dil, pads[:sp], pads[sp:], group)
+
+
+def _group(n: _Node, channels: int, weight_channels: int, outputs: int) -> int:
+    """The group attribute, checked against C = weight_channels · group and outputs % group."""
+    group = n.int_attr("group", 1)
+    if group < 1 or channels != weight_channels * group or outputs % group:
+        raise n.unsupported(f"{channels} input channels, {weight_channels} per group, {outputs} outputs and group {group}")
+    return group
+
+
+def _bias(n: _Node, r: SSAValue) -> SSAValue:
+    """r [N, M, ...] plus input #2 (B [M]) along dim 1, when given."""
+    if not n.has(2):
+        return r
+    return n.emit(A.AddOp(r, n.emit(A.BroadcastOp(n.value(2), [1], shape_of(r)))))
+
+
 @handles("Conv")
 def _conv(n: _Node) -> list[Value]:
+    """One `accy.conv`, the bias added after it."""
     x, w, kernel = _conv_operands(n)
     shape, wshape = shape_of(x), shape_of(w)
-    N, C, *spatial = shape
-    M, Cg, *_ = wshape
     strides, dil, pads, auto_pad = _window_attrs(n, len(shape), kernel)
-    group = n.int_attr("group", 1)
-    if group < 1 or C != Cg * group or M % group:
-        raise n.unsupported(f"{C} input channels, weights {list(wshape)} and group {group}")
-    sp = len(spatial)
-    span = [kk + (kk - 1) * (d - 1) for kk, d in zip(kernel, dil, strict=True)]
-    if auto_pad == "VALID":
-        pads = [0] * 2 * sp
-    elif auto_pad != "NOTSET":
-        need = [max(0, ((i + s - 1) // s - 1) * s + kk - i) for i, s, kk in zip(spatial, strides, span, strict=True)]
-        head = [(p + 1) // 2 if auto_pad == "SAME_LOWER" else p // 2 for p in need]
-        pads = [*head, *(p - h for p, h in zip(need, head, strict=True))]
-    r = _correlate(n, _pad_spatial(n, x, pads, 0.0), w, strides, dil, group)
-    if n.has(2):
-        r = n.emit(A.AddOp(r, n.emit(A.BroadcastOp(n.value(2), [1], shape_of(r)))))
-    return [r]
+    group = _group(n, shape[1], wshape[1], wshape[0])
+    pads = _conv_pads(shape[2:], kernel, strides, dil, pads, auto_pad)
+    return [_bias(n, n.emit(_conv_op(x, w, strides, dil, pads, group)))]
 
 
-def _correlate(n: _Node, xp: SSAValue, w: SSAValue, strides: Sequence[int], dil: Sequence[int], group: int) -> SSAValue:
-    """Conv's sum over channels and taps of the padded `xp` [N, C, ...] by
-    `w` [M, C/group, k...]: the taps' slices stacked (im2col) and contracted
-    with the weights in one dot_general, batched over the groups."""
-    N, C, *spatial = shape_of(xp)
-    M, Cg, *kernel = shape_of(w)
-    sp = len(spatial)
-    span = [kk + (kk - 1) * (d - 1) for kk, d in zip(kernel, dil, strict=True)]
-    out = [(i - sp_) // s + 1 for i, sp_, s in zip(spatial, span, strides, strict=True)]
-    taps = math.prod(kernel)
-    if N * C * taps * math.prod(out) > IM2COL_LIMIT:
-        raise n.error("op", f"im2col of {N * C * taps * math.prod(out)} elements (past {IM2COL_LIMIT}) needs accy.conv")
-    slices = _taps(n, xp, kernel, strides, dil, out)
-    G, Mg = group, M // group
-    stacked = n.concat([n.reshape(t, (N, 1, C, *out)) for t in slices], 1)  # (N, T, C, out...)
-    cols = n.reshape(stacked, (N, taps, G, Cg, *out))
-    wt = n.reshape(n.transpose(w, (0, *range(2, 2 + sp), 1)), (G, Mg, taps, Cg))
-    r = n.emit(A.DotGeneralOp(wt, cols, (0,), (2,), (2, 3), (1, 3)))  # (G, Mg, N, out...)
-    return n.transpose(n.reshape(r, (M, N, *out)), (1, 0, *range(2, 2 + sp)))
+@handles("ConvInteger")
+def _conv_integer(n: _Node) -> list[Value]:
+    """An `accy.conv` in f64 of the zero-shifted integers, cast to int32:
+    exact, since 8-bit inputs' products and their sums stay far inside
+    f64's 2^53 (accy.conv takes floats)."""
+    def per_channel(v: SSAValue, z: SSAValue) -> SSAValue:
+        return n.emit(A.BroadcastOp(z, [0], shape_of(v)))
+
+    def scalar_only(v: SSAValue, z: SSAValue) -> SSAValue:
+        raise n.unsupported("an x_zero_point of more than one value")
+
+    x = _zero_shifted(n, 0, 2, scalar_only)
+    w = _zero_shifted(n, 1, 3, per_channel)
+    shape, wshape = shape_of(x), shape_of(w)
+    kernel = list(wshape[2:])
+    if list(n.ints_attr("kernel_shape", kernel) or []) != kernel:
+        raise n.unsupported("kernel_shape differs from the weights'")
+    strides, dil, pads, auto_pad = _window_attrs(n, len(shape), kernel)
+    group = _group(n, shape[1], wshape[1], wshape[0])
+    pads = _conv_pads(shape[2:], kernel, strides, dil, pads, auto_pad)
+    f64 = Float64Type()
+    r = n.emit(_conv_op(n.cast(x, f64), n.cast(w, f64), strides, dil, pads, group))
+    return [n.cast(r, IntegerType(32))]
 
 
 @handles("ConvTranspose")
 def _conv_transpose(n: _Node) -> list[Value]:
     """The input spread out by the strides (zeros between its elements), then
-    a correlation with the flipped, transposed weights over the full extent,
-    cut to the output as onnx's col2im places it (the begin pads dropped)."""
+    an `accy.conv` with the flipped, transposed weights over the full extent,
+    cut to the output as onnx's col2im places it (the begin pads dropped):
+    an `accy.pad` whose negative pads crop."""
     x, w, kernel = _conv_operands(n)
     shape, wshape = shape_of(x), shape_of(w)
     N, C, *spatial = shape
@@ -3129,12 +3117,9 @@ def _conv_transpose(n: _Node) -> list[Value]:
     wt = n.reshape(n.transpose(n.reshape(w, (G, Cg, Mg, *kernel)), (0, 2, 1, *range(3, 3 + sp))), (G * Mg, Cg, *kernel))
     for d in range(sp):
         wt = _reverse(n, wt, 2 + d)
-    r = _correlate(n, _pad_spatial(n, xs, [*edge, *edge], 0.0), wt, [1] * sp, dil, group)
-    for d in range(sp):
-        r = _pad_axis(n, r, 2 + d, -pads[d], out[d] - (full[d] - pads[d]), "constant", 0.0)
-    if n.has(2):
-        r = n.emit(A.AddOp(r, n.emit(A.BroadcastOp(n.value(2), [1], shape_of(r)))))
-    return [r]
+    r = n.emit(_conv_op(xs, wt, [1] * sp, dil, [*edge, *edge], group))
+    r = n.pad(r, [0, 0, *(-p for p in pads[:sp])], [0, 0, *(o - (f - p) for o, f, p in zip(out, full, pads[:sp], strict=True))])
+    return [_bias(n, r)]
 
 
 # -- Resize ------------------------------------------------------------------------
@@ -3259,7 +3244,9 @@ def _lrn(n: _Node) -> list[Value]:
     if size < 1 or len(shape_of(x)) < 3:
         raise n.unsupported(f"size {size} on rank {len(shape_of(x))}")
     before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
-    sq = _pad_axis(n, n.emit(A.MulOp(x, x)), 1, before, after, "constant", 0.0)
+    low, high = [0] * len(shape_of(x)), [0] * len(shape_of(x))
+    low[1], high[1] = before, after
+    sq = n.pad(n.emit(A.MulOp(x, x)), low, high)
     channels = shape_of(x)[1]
     acc = n.slice(sq, 1, 0, channels)
     for k in range(1, size):

@@ -1,5 +1,5 @@
 """widen-accumulation: float16 and bfloat16 dots, sums, products, means,
-scans of them and attention accumulate in float32 (bfloat16 keeps 8 bits of
+scans of them, convolutions, sum and average pools and attention accumulate in float32 (bfloat16 keeps 8 bits of
 mantissa: it needs this even more than float16).
 
 A float16 accumulator loses about one bit per doubling of the terms it
@@ -14,8 +14,10 @@ dots (q·kᵀ over D, the weights·v over Sk) and a softmax's row sum, so it is
 widened whole: q, k and v are cast, the attention runs in f32 (its flash
 kernel then keeps the scores, the row sum and the accumulator in f32) and
 only the result is narrowed, as the reference computes it (its matmuls of
-f16 operands accumulate in f32). Max, min, softmax and layer norm are left
-as they are.
+f16 operands accumulate in f32). A conv and a sum or average pool are
+widened too: the reference accumulates them in f32, and `kernelize`
+decomposes them (into a dot and adds of taps) after this pass has run.
+Max, min, max pools, softmax and layer norm are left as they are.
 """
 
 from __future__ import annotations
@@ -28,20 +30,24 @@ from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from accy.dialects.accy import AttentionOp, CastOp, DotGeneralOp, ReduceOp, ScanOp
+from accy.dialects.accy import AttentionOp, CastOp, ConvOp, DotGeneralOp, PoolOp, ReduceOp, ScanOp
 from accy.dialects.types import is_half
 from accy.passes.pass_manager import AccyPass, AnalysisManager, PreservedAnalyses
 
 #: Reduction and scan kinds that add or multiply (and so accumulate rounding).
 ACCUMULATING_KINDS = frozenset({"sum", "prod", "mean"})
+#: Pool kinds that add.
+POOL_ACCUMULATING_KINDS = frozenset({"sum", "average"})
 
 
 def accumulates_in_f16(op: Operation) -> bool:
-    """Whether `op` is a dot, an attention, or a sum, product, mean or scan
-    of them, with a float16 or bfloat16 result."""
-    if not isinstance(op, DotGeneralOp | AttentionOp | ReduceOp | ScanOp):
+    """Whether `op` is a dot, an attention, a conv, or a sum, product, mean
+    or scan of them (a sum or average pool), with a float16 or bfloat16 result."""
+    if not isinstance(op, DotGeneralOp | AttentionOp | ConvOp | PoolOp | ReduceOp | ScanOp):
         return False
     if isinstance(op, ReduceOp | ScanOp) and op.kind.data not in ACCUMULATING_KINDS:
+        return False
+    if isinstance(op, PoolOp) and op.kind.data not in POOL_ACCUMULATING_KINDS:
         return False
     t = op.results[0].type
     return isinstance(t, TensorType) and is_half(t.element_type)
@@ -69,13 +75,13 @@ def widen(op: Operation) -> None:
 
 @dataclass(frozen=True)
 class WidenAccumulationPass(AccyPass):
-    """Float16 and bfloat16 `accy.dot_general`s and `accy.attention`s, and `accy.reduce`s
-    and `accy.scan`s of kind sum, prod or mean, run in float32 between
-    casts, so that their kernels accumulate in float32 as the reference
-    does."""
+    """Float16 and bfloat16 `accy.dot_general`s, `accy.attention`s and
+    `accy.conv`s, `accy.reduce`s and `accy.scan`s of kind sum, prod or mean,
+    and `accy.pool`s of kind sum or average, run in float32 between casts,
+    so that their kernels accumulate in float32 as the reference does."""
 
     name: ClassVar[str] = "widen-accumulation"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4  # 4: conv, sum and average pools
 
     def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
         ops = [op for op in module.walk() if accumulates_in_f16(op)]

@@ -10,7 +10,7 @@
 // CHECK-NEXT:   decompose {{ +}}v{{[0-9]+}}  Rewrites accy.softmax{{.+}}
 // CHECK-NEXT:   inline {{ +}}v{{[0-9]+}}  Inlines every func.call{{.+}}
 // CHECK-NEXT:   loop-invariant-code-motion {{ +}}v1  Moves the ops of `accy.iterate` bodies{{.+}}
-// CHECK-NEXT:   widen-accumulation {{ +}}v3  Float16 and bfloat16 `accy.dot_general`s{{.+}}
+// CHECK-NEXT:   widen-accumulation {{ +}}v4  Float16 and bfloat16 `accy.dot_general`s{{.+}}
 // CHECK-NEXT:   compute-half-in-f32 {{ +}}v1  Rewrites every op that computes on bf16{{.+}}
 // CHECK-NEXT:   print-analysis {{ +}}v{{[0-9]+}}  Prints the named analysis{{.+}}
 // CHECK-NEXT:   test-analysis-cache {{ +}}v1  {{.+}}
