@@ -15,7 +15,9 @@ For a function of a module on a kernel device (LLVM, OpenCL):
    the first candidate, the *incumbent*.
 3. Each candidate: its fields set on a copy of the module, compiled for the
    device, run once on random inputs (seed 0) with every buffer poisoned
-   (NaN, or a sentinel byte: an element no kernel writes shows) and compared
+   (NaN, or a sentinel byte: an element no kernel writes shows; the
+   device's `poison` is on for that call, for any thread that shares the
+   device) and compared
    with the reference interpreter's results on the same inputs. A candidate
    that fails to compile or differs is rejected, never chosen. The others are
    timed: one warm-up call, then calls until `Timing.min_runs` are done and

@@ -17,11 +17,12 @@ import pytest
 import accy
 import accy.progress
 from accy.dialects.parse import parse_module
-from accy.dialects.target import target_fields
+from accy.dialects.target import DEFAULTS, TUNING_FIELDS, TargetAttr, target_fields
 from accy.env import EnvVarError
 from accy.runtime.devices import get_device
 from accy.runtime.executable import Executable
 from accy.tuning import api, search
+from accy.tuning import space as spaces
 from accy.tuning.search import Budget, Timing, differs, tune
 
 SOFTMAX = """func.func @main(%x: tensor<8x33xf32>) -> tensor<8x33xf32> {
@@ -264,3 +265,32 @@ def test_the_tune_pass_loads_neither_the_runtime_nor_the_search() -> None:
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     assert "accy.tuning.tune_pass" in loaded
     assert not {m for m in loaded if m.startswith(("accy.runtime", "accy.tuning.search"))}
+
+
+@pytest.mark.parametrize(("profile", "kind"), sorted(spaces.SPACES))
+def test_every_space_is_small_valid_and_starts_from_the_current_values(profile: str, kind: str) -> None:
+    current = DEFAULTS[profile]
+    found = spaces.candidates(spaces.SPACES[(profile, kind)], current)
+    assert 2 <= len(found) <= 40
+    assert found[0] == {name: getattr(current, name) for name in found[0]}
+    assert len({tuple(sorted(c.items())) for c in found}) == len(found)
+    for c in found:
+        assert set(c) <= set(TUNING_FIELDS) | {"vector_width"}
+        TargetAttr.from_fields({"profile": profile, **c})  # every candidate is a target a module may state
+
+
+def test_the_gpu_profile_is_tuned_with_its_own_space() -> None:
+    """A module that names the GPU profile, tuned on PoCL (which runs GPU
+    kernels, slowly): the GPU row pipeline's field is searched, and the
+    tuned module computes what the reference does."""
+    module = 'builtin.module attributes {accy.target = #accy.target<profile = "gpu">} {\n' + SOFTMAX + "}\n"
+    space = {"row_pipeline": spaces.SPACES[("gpu", "row_pipeline")]}
+    result = tune(module, "opencl", timing=QUICK, space=space, budget=Budget(kernel_candidates=3), use_cache=False)
+    assert result.kinds == ["row_pipeline"]
+    widths = [t.fields.get("row_threads") for t in result.trials if t.status not in ("confirmed", "unconfirmed")]
+    assert len(widths) == 3 and widths[0] is None and set(widths[1:]) <= {64, 128, 512, 1024}
+    fields = target_fields(parse_module(str(result.module)))
+    assert fields["profile"] == "gpu" and fields["row_threads"] in (64, 128, 256, 512, 1024)
+    exe = accy.compile(result.module, device="opencl")
+    inputs = exe.random_inputs(1)
+    np.testing.assert_allclose(exe(*inputs)[0], exe.reference_outputs(inputs)[0], rtol=1e-5, atol=1e-6)
