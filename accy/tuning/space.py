@@ -13,10 +13,10 @@ docs/tuning.md has the table):
 | kind | cpu | gpu |
 |---|---|---|
 | dot_general | `dot_rows` x `dot_vectors` (register tile), `vector_width` | `dot_rows`, `dot_tile` |
-| row_pipeline | `vector_width`, `stream_bytes` | `row_threads` |
+| row_pipeline | `vector_width`, `stream_bytes`, `group_size` | `row_threads` |
 | flash_attention | `query_rows`, `key_tile`, `vector_width` | `query_rows`, `key_tile` |
 | scan | `vector_width`, `group_size`, `stream_bytes` | `row_threads`, `scan_vectors` |
-| reduction | `reduce_chunk`, `vector_width` | `reduce_threads`, `reduce_chunk` |
+| reduction | `reduce_chunk`, `vector_width`, `group_size` | `reduce_threads`, `reduce_chunk` |
 | elementwise (and shape) | `vector_width`, `group_size`, `stream_bytes` | `group_size`, `vector_width` |
 
 The fields are the module's, not a kernel's: two kernels of a program that
@@ -86,7 +86,8 @@ def _cpu_dot(p: TargetProfile) -> list[Candidate]:
 
 
 def _cpu_row_pipeline(p: TargetProfile) -> list[Candidate]:
-    return _product(vector_width=_widths(p), stream_bytes=_streaming(p))
+    # A work-item a row: the work-group size is how rows are dealt out to the threads.
+    return _product(vector_width=_widths(p)[:2], stream_bytes=_streaming(p), group_size=(p.group_size, 8))
 
 
 def _cpu_flash_attention(p: TargetProfile) -> list[Candidate]:
@@ -98,7 +99,7 @@ def _cpu_scan(p: TargetProfile) -> list[Candidate]:
 
 
 def _cpu_reduction(p: TargetProfile) -> list[Candidate]:
-    return _product(reduce_chunk=(64, 256, 1024), vector_width=_widths(p))
+    return _product(reduce_chunk=(64, 256, 1024), vector_width=_widths(p)[:2], group_size=(p.group_size, 8))
 
 
 def _cpu_elementwise(p: TargetProfile) -> list[Candidate]:
