@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -294,3 +295,14 @@ def test_the_gpu_profile_is_tuned_with_its_own_space() -> None:
     exe = accy.compile(result.module, device="opencl")
     inputs = exe.random_inputs(1)
     np.testing.assert_allclose(exe(*inputs)[0], exe.reference_outputs(inputs)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_the_printed_tuned_module_gives_the_same_kernels_in_another_process(tmp_path: Path) -> None:
+    result = tune(SOFTMAX, "llvm", timing=QUICK, space=TINY, use_cache=False)
+    here = accy.compile(result.module, device="llvm").program.source
+    path = tmp_path / "tuned.mlir"
+    path.write_text(str(result.module))
+    code = f"import accy; print(accy.compile({str(path)!r}, device='llvm').program.source, end='')"
+    env = {**os.environ, "ACCY_CACHE_DIR": "off"}
+    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert here and there == here
