@@ -83,6 +83,8 @@ def measure_one(w: Workload, dims: tuple[int, ...], device: str, budget: float |
     row["tune_s"] = time.perf_counter() - t0
     row["candidates"] = sum(t.status not in ("confirmed", "unconfirmed") for t in result.trials)
     row["kinds"] = result.kinds
+    # How the trials ended: ok (timed), same (the kernels of one timed before), wrong, failed, (un)confirmed.
+    row["trials"] = {s: sum(t.status == s for t in result.trials) for s in sorted({t.status for t in result.trials})}
     untuned = accy.compile(text, device=device)
     tuned = accy.compile(result.module, device=device)
     defaults = untuned.device.profile_for(accy.parse_module(text))
