@@ -18,10 +18,6 @@ import sys
 import warnings
 from collections.abc import Callable
 
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-
-from accy.dialects.parse import SourceDiagnostic, format_diagnostic
-
 BAD_INPUT = 1
 USAGE_ERROR = 2  # argparse exits with it
 INTERNAL_ERROR = 4
@@ -36,24 +32,52 @@ class ReportedError(ToolError):
     """An error whose text is already the complete report, printed as is."""
 
 
+class _NotLoaded(Exception):
+    """Stands for an error class of a module not imported: nothing is one."""
+
+
+def _loaded(module: str, name: str) -> type[BaseException]:
+    """Class `name` of `module` if that module is imported, else `_NotLoaded`.
+    The tools import xDSL and the parser only when they parse (a warm
+    `accy-run` never does), and no error of a module not imported exists."""
+    found = sys.modules.get(module)
+    return getattr(found, name) if found is not None else _NotLoaded
+
+
+def _source_diagnostic() -> type[BaseException]:
+    return _loaded("accy.dialects.parse", "SourceDiagnostic")
+
+
+def _parse_error() -> type[BaseException]:
+    return _loaded("xdsl.utils.exceptions", "ParseError")
+
+
+def _arg_spec_error() -> type[BaseException]:
+    return _loaded("xdsl.utils.exceptions", "ArgSpecParseError")
+
+
+def _diagnostic_exception() -> type[BaseException]:
+    return _loaded("xdsl.utils.exceptions", "DiagnosticException")
+
+
 def describe(error: BaseException) -> str:
     """The text a user sees for `error`."""
-    match error:
-        case SourceDiagnostic():
-            return error.text
-        case ParseError():
-            return format_diagnostic(error.span, error.msg)
-        case ArgSpecParseError():
-            # "Error parsing pass pipeline specification:\n<context>"
-            return "invalid pass pipeline: " + str(error).split("\n", 1)[-1].strip()
-        case FileNotFoundError() if error.filename:
-            return f"no such file: '{error.filename}'"
-        case UnicodeDecodeError():
-            return f"input is not UTF-8 text ({error.reason} at byte {error.start})"
-        case DiagnosticException():
-            return str(error).strip()
-        case _:
-            return str(error).strip() or type(error).__name__
+    if isinstance(error, _source_diagnostic()):
+        return error.text  # type: ignore[attr-defined]
+    if isinstance(error, _parse_error()):
+        from accy.dialects.parse import format_diagnostic
+
+        return format_diagnostic(error.span, error.msg)  # type: ignore[attr-defined]
+    if isinstance(error, _arg_spec_error()):
+        # "Error parsing pass pipeline specification:\n<context>"
+        return "invalid pass pipeline: " + str(error).split("\n", 1)[-1].strip()
+    if isinstance(error, FileNotFoundError) and error.filename:
+        return f"no such file: '{error.filename}'"
+    if isinstance(error, UnicodeDecodeError):
+        return f"input is not UTF-8 text ({error.reason} at byte {error.start})"
+    if isinstance(error, _diagnostic_exception()):
+        return str(error).strip()
+    return str(error).strip() or type(error).__name__
 
 
 def run_tool(tool: str, body: Callable[[], int], traceback: bool) -> int:
@@ -75,9 +99,9 @@ def run_tool(tool: str, body: Callable[[], int], traceback: bool) -> int:
         if traceback:
             raise
         text = describe(e)
-        if isinstance(e, SourceDiagnostic | ParseError | ReportedError):
+        if isinstance(e, _source_diagnostic() | _parse_error() | ReportedError):
             print(text, file=sys.stderr)
-        elif isinstance(e, ToolError | ValueError | KeyError | FileNotFoundError | DiagnosticException | ArgSpecParseError | OSError):
+        elif isinstance(e, ToolError | ValueError | KeyError | FileNotFoundError | _diagnostic_exception() | _arg_spec_error() | OSError):
             print(f"{tool}: error: {text}", file=sys.stderr)
         else:
             print(

@@ -25,6 +25,7 @@ import os
 import sys
 import textwrap
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from accy.cli import STARTED
 from accy.cli.diagnostics import (
     BAD_INPUT,
     INTERNAL_ERROR,
@@ -106,7 +108,15 @@ def _parser() -> argparse.ArgumentParser:
         help=f"where to run ({', '.join(known_devices())}; default: auto, an OpenCL GPU when one works, else llvm)",
     )
     p.add_argument("--check", action="store_true", help=f"compare with the reference interpreter; exit {CHECK_FAILED} past tolerance")
-    p.add_argument("--stats", action="store_true", help="print one JSON line: device, kernels, launches, peak_bytes, compile_s, run_s, fallbacks, compile_cached, uploads, upload_bytes, downloads, download_bytes (and jit_s, jit_kernels, jit_cached on llvm)")
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print one JSON line: device, kernels, launches, peak_bytes, compile_s, run_s, fallbacks, compile_cached, "
+        "uploads, upload_bytes, downloads, download_bytes (and jit_s, jit_kernels, jit_cached on llvm); where the time "
+        "went: import_s (accy-run's modules loaded and the device opened), parse_s (the text parsed, xDSL's dialects "
+        "loaded), passes_s (kernelize and the rest), codegen_s (kernel sources printed), build_s (the device's "
+        "build or cache load), first_launch_s (the first call; PoCL builds each kernel at its first launch)",
+    )
     p.add_argument("--profile", action="store_true", help="print each kernel launch: name, kind, sizes, device time")
     p.add_argument("--strict", action="store_true", help="fail instead of running a work item on the host reference path")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks (for debugging accy)")
@@ -177,7 +187,7 @@ def load_inputs(path: str, exe: Executable, arrays: dict[str, np.ndarray] | None
     it), checked against the signature."""
     if arrays is None:
         arrays = read_npz(path)
-    want = [f"arg{i}" for i in range(len(exe.input_types))]
+    want = [f"arg{i}" for i in range(len(exe.input_specs or exe.input_types))]
     missing = [k for k in want if k not in arrays]
     extra = [k for k in arrays if k not in want]
     if missing or extra:
@@ -211,7 +221,8 @@ def write_outputs(path: Path, outputs: Sequence[np.ndarray]) -> None:
 
 def _print_outputs(exe: Executable, outputs: Sequence[np.ndarray]) -> None:
     with np.printoptions(threshold=32, edgeitems=3, linewidth=100):
-        for i, (value, t) in enumerate(zip(outputs, exe.output_types, strict=True)):
+        # The specs need no parse (a program from the compile cache is not parsed); None for bf16.
+        for i, (value, t) in enumerate(zip(outputs, exe.output_specs or exe.output_types, strict=True)):
             print(f"out{i}: {t}")
             print(repr(value))
 
@@ -234,6 +245,7 @@ def _run(args: argparse.Namespace) -> int:
     out_path = check_out_path(args.out) if args.out is not None else None
     arrays = read_npz(args.inputs) if args.inputs is not None else None
     device = get_device(args.device)
+    import_s = time.perf_counter() - STARTED
     with warnings.catch_warnings():
         # Said once, as the error check_memory raises next.
         warnings.simplefilter("ignore", DeviceMemoryWarning)
@@ -283,6 +295,10 @@ def _run(args: argparse.Namespace) -> int:
         "upload_bytes": exe.stats.upload_bytes,
         "downloads": exe.stats.downloads,
         "download_bytes": exe.stats.download_bytes,
+        # Where a fresh process's time went (docs/cli.md's --stats section).
+        "import_s": round(import_s, 6),
+        **{f"{name}_s": round(seconds, 6) for name, seconds in exe.phases.items()},
+        "first_launch_s": round(exe.first_call_s or 0.0, 6),
     }
     jit_kernels = getattr(exe.program, "jit_kernels", None)
     if jit_kernels is not None:

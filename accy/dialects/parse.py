@@ -20,7 +20,6 @@ import math
 import os
 import re
 import weakref
-from pathlib import Path
 from typing import Any
 
 from xdsl.context import Context
@@ -43,6 +42,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 from accy.dialects.context import make_context
 from accy.dialects.dense import element_bytes_of, splat_literal
 from accy.dialects.host import SIGNATURE_ATTR
+from accy.dialects.source_text import read_source
 from accy.dialects.types import FLOAT_TYPES
 
 
@@ -540,7 +540,7 @@ def parse_module(text_or_path: str | os.PathLike[str], ctx: Context | None = Non
     """
     if ctx is None:
         ctx = make_context()
-    text, name = _read_source(text_or_path)
+    text, name = read_source(text_or_path)
     try:
         module, source_map = parse_text(ctx, text, name)
     except ParseError as e:
@@ -566,14 +566,3 @@ def diagnostic_at(op: Operation, message: str, source_map: SourceMap | None) -> 
     span = source_map.span_of(op) if source_map is not None else None
     offset = source_map.line_offset if source_map is not None else 0
     return SourceDiagnostic(format_diagnostic(span, f"'{op.name}' op {message}", offset))
-
-
-def _read_source(text_or_path: str | os.PathLike[str]) -> tuple[str, str]:
-    if isinstance(text_or_path, os.PathLike) or (
-        "\n" not in text_or_path and (text_or_path.endswith(".mlir") or os.path.isfile(text_or_path))
-    ):
-        path = Path(text_or_path)
-        if not path.is_file():
-            raise FileNotFoundError(f"no such file: '{path}'")
-        return path.read_text(), str(path)
-    return str(text_or_path), "<input>"

@@ -45,19 +45,22 @@ import dataclasses
 import hashlib
 import io
 import json
+import sys
 import threading
-from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.parser import Parser
 
-from accy.dialects.dense import DensePrinter
 from accy.runtime.disk_cache import DiskCache
 from accy.runtime.schedule import Alloc, Constant, Copy, Free, Loop, Schedule
+from accy.runtime.signature import TensorSpec
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+# Thawing imports no xDSL (a tensor type is thawed as a TensorSpec): a
+# process whose functions all come from the cache never loads the dialects.
 
 NAMESPACE = "compiled"
 
@@ -73,12 +76,30 @@ def code_fingerprint() -> str:
         if _fingerprint is None:
             h = hashlib.sha256(source_digest(Path(__file__).resolve().parent.parent).encode())
             for dist in ("xdsl", "llvmlite"):
-                try:
-                    h.update(f"{dist}={metadata.version(dist)}\0".encode())
-                except metadata.PackageNotFoundError:
-                    h.update(f"{dist}=none\0".encode())
+                h.update(f"{dist}={installed_version(dist)}\0".encode())
             _fingerprint = h.hexdigest()
         return _fingerprint
+
+
+def installed_version(dist: str) -> str:
+    """The installed version of distribution `dist` (whose top-level package
+    has its name), "none" when it is not installed. Read from the name of
+    its `.dist-info` folder beside the package where there is exactly one
+    (importlib.metadata costs a warm process tens of milliseconds to
+    import), else from importlib.metadata."""
+    from importlib.util import find_spec
+
+    spec = find_spec(dist)
+    if spec is not None and spec.origin:
+        found = list(Path(spec.origin).parent.parent.glob(f"{dist}-*.dist-info"))
+        if len(found) == 1:
+            return found[0].name[len(dist) + 1 : -len(".dist-info")]
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "none"
 
 
 def source_digest(package: Path) -> str:
@@ -94,6 +115,8 @@ def source_digest(package: Path) -> str:
 def compile_key(device: str, module: ModuleOp, fn: str, strict: bool) -> str:
     """The key of function `fn` of `module` (prepared, profile attached) on
     the device whose identity is `device`."""
+    from accy.dialects.dense import DensePrinter
+
     text = io.StringIO()
     # DensePrinter: a large literal prints from its bytes (xDSL's printer
     # unpacks every element, a million-element splat included).
@@ -116,7 +139,7 @@ def compiled_cache() -> DiskCache:
 # --------------------------------------------------------------------------
 
 #: The first bytes of a packed schedule; bumped when its layout changes.
-PAYLOAD_MAGIC = b"ACCYSCHED1\n"
+PAYLOAD_MAGIC = b"ACCYSCHED2\n"
 _LENGTH_BYTES = 8
 _STEP_TYPES: tuple[type, ...] = (Alloc, Free, Constant, Copy, Loop)
 
@@ -138,8 +161,12 @@ class _Packer:
         if isinstance(v, np.ndarray):
             self.arrays.append(np.ascontiguousarray(v))
             return {"array": len(self.arrays) - 1, "dtype": self.value(v.dtype), "shape": list(v.shape)}
-        if isinstance(v, TensorType):
-            return {"type": str(v)}
+        if isinstance(v, TensorSpec):
+            return {"spec": v.to_json()}
+        if _is_tensor_type(v):
+            spec = TensorSpec.of(v).to_json()
+            # A dtype numpy does not name (bf16) keeps the type's text alone, parsed when thawed.
+            return {"spec": spec} if spec is not None else {"type": str(v)}
         if type(v) in self.names:
             fields = {f.name: self.value(getattr(v, f.name)) for f in dataclasses.fields(v)}
             return {"step": self.names[type(v)], "fields": fields}
@@ -155,7 +182,6 @@ class _Unpacker:
             self.offsets.append(self.offsets[-1] + int(meta["nbytes"]))
         if self.offsets[-1] != len(blobs):
             raise ValueError("the arrays do not fill the payload")
-        self.context = Context()
 
     def value(self, v: Any) -> Any:
         if v is None or isinstance(v, bool | int | str):
@@ -173,11 +199,10 @@ class _Unpacker:
             i, dtype, shape = int(v["array"]), self.value(v["dtype"]), [int(n) for n in v["shape"]]
             raw = self.blobs[self.offsets[i] : self.offsets[i + 1]]
             return np.frombuffer(raw, dtype).reshape(shape).copy()
+        if "spec" in v:
+            return TensorSpec.from_json(v["spec"])
         if "type" in v:
-            t = Parser(self.context, v["type"]).parse_attribute()
-            if not isinstance(t, TensorType):
-                raise ValueError(f"{v['type']} is not a tensor type")
-            return t
+            return _parse_tensor_type(v["type"])
         if "step" in v:
             cls = self.step_types[v["step"]]
             fields = {f.name for f in dataclasses.fields(cls)}
@@ -186,6 +211,23 @@ class _Unpacker:
                 raise ValueError(f"fields of {v['step']}")
             return cls(**{name: self.value(x) for name, x in given.items()})
         raise ValueError(f"unexpected {sorted(v)}")
+
+
+def _is_tensor_type(v: Any) -> bool:
+    """Whether `v` is an xDSL TensorType (never, while xDSL is not loaded)."""
+    builtin = sys.modules.get("xdsl.dialects.builtin")
+    return builtin is not None and isinstance(v, builtin.TensorType)
+
+
+def _parse_tensor_type(text: str) -> Any:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import TensorType
+    from xdsl.parser import Parser
+
+    t = Parser(Context(), text).parse_attribute()
+    if not isinstance(t, TensorType):
+        raise ValueError(f"{text} is not a tensor type")
+    return t
 
 
 def pack_schedule(schedule: Schedule, extra: dict[str, Any], launch_type: type) -> bytes:

@@ -17,14 +17,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from xdsl.dialects import gpu
-from xdsl.dialects.builtin import ModuleOp
 
 from accy.debug import debug, debug_level
-from accy.dialects.target import TargetProfile
 from accy.env import env_int
 from accy.progress import Bar
 from accy.runtime.disk_cache import DiskCache
@@ -38,6 +35,14 @@ from accy.runtime.host_memory import (
     pool_max_bytes_from_env,
 )
 from accy.runtime.kernel_sources import dumping_or_overriding
+from accy.runtime.phases import phase
+from accy.runtime.signature import TensorSpec
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from accy.dialects.target import TargetProfile
+    from accy.runtime.source_cache import RecentCompiles, SourceEntry
 
 #: Compiled programs a device keeps in memory: the OpenCL device's built
 #: programs, the LLVM device's JIT engines (an LRU each).
@@ -252,7 +257,13 @@ class KernelDevice(Device):
         """The program `freeze` wrote; None when `payload` does not make one."""
         return None
 
-    def prepare(self, module: ModuleOp, fn: str, strict: bool = False) -> Program:
+    def source_identity(self) -> str | None:
+        """What besides the program's text the module it compiles to depends
+        on: the device's `cache_identity()` and whatever its profile is made
+        of (source_cache.py); None: the device keeps no source index."""
+        return None
+
+    def prepare(self, module: ModuleOp, fn: str, strict: bool = False, source: str | None = None) -> Program:
         """Attaches the profile, then takes the program from the compile
         cache, or kernelizes and loads it (and keeps it there). At
         `ACCY_DEBUG=3`, which prints the IR after kernelize, and while
@@ -260,7 +271,9 @@ class KernelDevice(Device):
         always kernelizes. `ACCY_DEBUG=2` prints the kernel IR. Any
         `ACCY_DEBUG` level reports that every kernel is proved in bounds; one
         that is not is an error in every compile (kernelize's
-        `verify_bounds`)."""
+        `verify_bounds`). `source`, the text `module` was parsed from (and
+        prepared for `fn`), is indexed for `prepare_source` when the program
+        is in the compile cache."""
         self.profile_for(module).attach(module)
         identity = self.cache_identity()
         key = None
@@ -269,18 +282,17 @@ class KernelDevice(Device):
         # is an error, never a run. ACCY_DEBUG reports it too.
         verify = True
         report = debug_level() >= 1
-        if identity is not None and debug_level() < 3 and not dumping_or_overriding():
+        signature = _signature_of(module, fn) if source is not None else None
+        if identity is not None and _caching():
             from accy.runtime.compile_cache import compile_key
 
             checked = ":bounds" if verify or report else ""
             key = compile_key(f"{type(self).__name__}:{identity}{checked}", module, fn, strict)
             payload = self.compiled.get(key)
-            # An entry names its key first: another key's payload (a file copied
-            # or renamed) is a miss, never the program of another module.
-            stamp = key.encode() + b"\n"
-            program = self.thaw(payload[len(stamp) :]) if payload is not None and payload.startswith(stamp) else None
+            program = self._thaw_entry(key, payload)
             if program is not None:
-                program.compile_cached = True
+                if source is not None and signature is not None and payload is not None:
+                    self._index_source(source, fn, strict, key, signature, payload)
                 self._debug(fn, program)
                 return program
         from accy.passes.pass_manager import PassManager
@@ -290,19 +302,107 @@ class KernelDevice(Device):
         passes = DevicePipeline(strict=strict, verify_bounds=verify).passes()
         pm = PassManager(passes, print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
         with Bar(f"compile @{fn} on {self.name}") as bar:  # drawn only past a second (accy/progress.py)
-            pm.run(module)
+            with phase("passes"):
+                pm.run(module)
             if report:
                 _report_bounds(module)
             if debug_level() >= 2:
+                from xdsl.dialects import gpu
+
                 debug(2, "\n".join(str(op) for op in module.ops if isinstance(op, gpu.ModuleOp)))
             bar.set_postfix("build")
             program = self.load(module, fn)
         if key is not None:
             payload = self.freeze(program)
             if payload is not None:
-                self.compiled.put(key, key.encode() + b"\n" + payload)
+                payload = key.encode() + b"\n" + payload
+                self.compiled.put(key, payload)
+                if source is not None and signature is not None:
+                    self._index_source(source, fn, strict, key, signature, payload)
         self._debug(fn, program)
         return program
+
+    def prepare_source(self, text: str, fn: str, strict: bool = False) -> tuple[Program, SourceEntry] | None:
+        """The program of function `fn` of the program `text`, thawed from
+        the compile cache through the source index (source_cache.py) with
+        nothing parsed, and its index entry; None when it is not there (or
+        does not thaw): the caller parses and `prepare`s."""
+        identity = self._source_identity
+        # Memory fronts the disk cache, folder by folder: ACCY_CACHE_DIR=off turns both off.
+        folder = self.compiled.directory
+        if identity is None or not _caching() or folder is None:
+            return None
+        from accy.runtime.source_cache import SourceEntry, source_key
+
+        key = source_key(identity, text, fn, strict)
+        found = self.recent.get(f"{folder}\0{key}")
+        if found is not None:
+            entry, payload = found
+        else:
+            data = self.sources.get(key)
+            entry = SourceEntry.from_bytes(data) if data is not None else None
+            if entry is not None and entry.source_key != key:
+                entry = None  # another text's entry, copied over this one's
+            payload = self.compiled.get(entry.compile_key) if entry is not None else None
+            if entry is None or payload is None:
+                return None
+        program = self._thaw_entry(entry.compile_key, payload)
+        if program is None:
+            return None
+        if found is None:
+            self.recent.put(f"{folder}\0{key}", entry, payload)
+        self._debug(entry.fn, program)
+        return program, entry
+
+    def _thaw_entry(self, key: str, payload: bytes | None) -> Program | None:
+        # An entry names its key first: another key's payload (a file copied
+        # or renamed) is a miss, never the program of another module.
+        stamp = key.encode() + b"\n"
+        if payload is None or not payload.startswith(stamp):
+            return None
+        with phase("build"):  # the device's artifact, from its own caches
+            program = self.thaw(payload[len(stamp) :])
+        if program is not None:
+            program.compile_cached = True
+        return program
+
+    def _index_source(
+        self, text: str, fn: str, strict: bool, key: str, signature: tuple[Any, Any], payload: bytes
+    ) -> None:
+        """Keeps `text` -> compile key `key` in the source index, on disk and in memory."""
+        identity = self._source_identity
+        if identity is None:
+            return
+        from accy.runtime.source_cache import SourceEntry, source_key
+
+        skey = source_key(identity, text, fn, strict)
+        entry = SourceEntry(skey, key, fn, *signature)
+        data = entry.to_bytes()
+        if data is None:
+            return
+        self.sources.put(skey, data)
+        folder = self.compiled.directory
+        if folder is not None:
+            self.recent.put(f"{folder}\0{skey}", entry, payload)
+
+    @cached_property
+    def _source_identity(self) -> str | None:
+        # Taken once: a device's identity does not change (OpenCL's reads package metadata).
+        return self.source_identity()
+
+    @cached_property
+    def recent(self) -> RecentCompiles:
+        """This device's recent compiles in memory (source_cache.py)."""
+        from accy.runtime.source_cache import RecentCompiles
+
+        return RecentCompiles()
+
+    @cached_property
+    def sources(self) -> DiskCache:
+        """The source index's disk store (source_cache.py), found when first used."""
+        from accy.runtime.source_cache import sources_cache
+
+        return sources_cache()
 
     @cached_property
     def compiled(self) -> DiskCache:
@@ -315,6 +415,29 @@ class KernelDevice(Device):
         cached = " (from the compile cache)" if program.compile_cached else ""
         debug(1, f"accy: @{fn} on {self.name}{cached}: {program.describe()}")
         debug(2, program.source)
+
+
+def _caching() -> bool:
+    """Whether a compile may come from the compile cache (not at
+    `ACCY_DEBUG=3`, nor while kernel sources are dumped or overridden)."""
+    return debug_level() < 3 and not dumping_or_overriding()
+
+
+def _signature_of(module: ModuleOp, fn: str) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]] | None:
+    """The TensorSpecs of function `fn`'s arguments and results (before it
+    is kernelized); None where one has no numpy dtype."""
+    from xdsl.dialects import func
+
+    f = next((op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == fn), None)
+    if f is None:
+        return None
+    try:
+        return (
+            tuple(TensorSpec.of(t) for t in f.function_type.inputs.data),
+            tuple(TensorSpec.of(t) for t in f.function_type.outputs.data),
+        )
+    except (ValueError, KeyError, AttributeError):
+        return None
 
 
 def _report_bounds(module: ModuleOp) -> None:

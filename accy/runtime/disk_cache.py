@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import os
 import stat
 import sys
@@ -140,9 +141,13 @@ class DiskCache:
                 if root is not None:
                     try:
                         _ensure_root(root)
-                        _ensure_dir(root / self.namespace)
-                        _ensure_dir(root / self.namespace / "tmp")
-                        self._dir = root / self.namespace
+                        # A namespace may sit in another's folder ("compiled/sources"): each level is checked.
+                        folder = root
+                        for part in Path(self.namespace).parts:
+                            folder = folder / part
+                            _ensure_dir(folder)
+                        _ensure_dir(folder / "tmp")
+                        self._dir = folder
                     except OSError as e:
                         self._disable_locked(root, e)
             return self._dir
@@ -392,9 +397,10 @@ def max_bytes() -> int:
 
 
 def entries(root: Path) -> list[tuple[Path, int, float]]:
-    """Every entry under `root` (path, bytes, last use), namespaces' `tmp/` left out."""
+    """Every entry under `root` (path, bytes, last use), namespaces' `tmp/`
+    left out; a namespace in another's folder ("compiled/sources") included."""
     found = []
-    for path in root.glob("*/*/*.bin"):
+    for path in itertools.chain(root.glob("*/*/*.bin"), root.glob("*/*/*/*.bin")):
         if path.parent.name == "tmp":
             continue
         try:

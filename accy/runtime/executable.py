@@ -27,25 +27,19 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.dialects.func import FuncOp
 
-from accy.dialects.parse import SourceMap, diagnostic_at, parse_module, source_map_of, verify_module
-from accy.dialects.types import RUNNABLE_ELEMENTS, is_bfloat16, is_runnable_element
-from accy.passes.inline import CallError, callees, inline_calls
-from accy.passes.pass_manager import PassFailure
-from accy.reference.constants import is_float_dtype, numpy_dtype
-from accy.reference.interpreter import check_arguments, find_function
-from accy.reference.interpreter import run as reference_run
+from accy.dialects.source_text import read_source
 from accy.runtime.array import Array
-from accy.runtime.device import Device, RunStats
+from accy.runtime.device import Device, KernelDevice, RunStats
 from accy.runtime.devices import get_device
 from accy.runtime.host_memory import (
     MEMORY_LIMIT_ENV,
@@ -54,6 +48,19 @@ from accy.runtime.host_memory import (
     format_bytes,
     physical_memory,
 )
+from accy.runtime.phases import PHASES, collecting, phase
+from accy.runtime.signature import TensorSpec
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp, TensorType
+    from xdsl.dialects.func import FuncOp
+
+    from accy.dialects.parse import SourceMap
+    from accy.runtime.source_cache import SourceEntry
+
+# xDSL, the parser, the passes and the reference interpreter are imported
+# where they are used: an executable of a text found in the compile cache
+# (`compile`, source_cache.py) is built and called without them.
 
 
 class Executable:
@@ -62,21 +69,38 @@ class Executable:
     device when `to_host` is False (the executable's default, or the
     call's `to_host=` argument)."""
 
-    def __init__(self, module: ModuleOp, fn: str, device: Device, strict: bool = False, to_host: bool = True) -> None:
+    def __init__(
+        self,
+        module: ModuleOp,
+        fn: str,
+        device: Device,
+        strict: bool = False,
+        to_host: bool = True,
+        source_text: str | None = None,
+    ) -> None:
+        from accy.passes.pass_manager import PassFailure
+        from accy.reference.interpreter import find_function
+
         # The device may rewrite `module` as it compiles (kernelize replaces
         # the function): keep the function as written, in a clone, for the
         # signature checks and `compare_with_reference`.
         self.source = module.clone()
         self.module = module
-        self.function: FuncOp = find_function(self.source, fn)
+        self.function = find_function(self.source, fn)
         self.fn = self.function.sym_name.data
         self.device = device
         self.strict = strict
         #: Whether calls return numpy arrays (True) or accy.Arrays on the device, unless a call says.
         self.to_host = to_host
+        self._text = source_text
+        self.input_specs, self.output_specs = _specs(self.input_types), _specs(self.output_types)
         start = time.perf_counter()
         try:
-            self.program = device.prepare(module, self.fn, strict)
+            if source_text is not None and isinstance(device, KernelDevice):
+                # The text is indexed with the program in the compile cache (source_cache.py).
+                self.program = device.prepare(module, self.fn, strict, source=source_text)
+            else:
+                self.program = device.prepare(module, self.fn, strict)
         except PassFailure as failure:
             from accy.passes.kernel_ir.bounds import OutOfBoundsError
             from accy.passes.kernelization.kernel_call import KernelCallError
@@ -88,8 +112,32 @@ class Executable:
                 raise ValueError(str(failure.__cause__)) from None
             raise
         self.compile_s = time.perf_counter() - start
+        self._ready()
+
+    @classmethod
+    def _from_cache(
+        cls, text: str, entry: SourceEntry, program: object, device: Device, strict: bool, to_host: bool, seconds: float
+    ) -> Executable:
+        """The executable of a program thawed through the source index
+        (source_cache.py): `source`, `function` and `module` are parsed from
+        `text` when first asked for."""
+        exe = cls.__new__(cls)
+        exe.fn, exe.device, exe.strict, exe.to_host = entry.fn, device, strict, to_host
+        exe._text = text
+        exe.input_specs, exe.output_specs = list(entry.inputs), list(entry.outputs)
+        exe.program = program  # type: ignore[assignment]
+        exe.compile_s = seconds
+        exe._ready()
+        return exe
+
+    def _ready(self) -> None:
         self.run_s = 0.0
-        self._signature = _signature(self.input_types)
+        #: Seconds of the first call (PoCL builds each kernel at its first launch), None before it.
+        self.first_call_s: float | None = None
+        #: Seconds of the compile by phase (runtime/phases.py), filled by `accy.compile`.
+        self.phases: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        specs = self.input_specs
+        self._signature = [(s.dtype, s.shape) for s in specs] if specs is not None else None
         #: The bytes the buffer plan peaks at (inputs and outputs included; 0 where the device plans none).
         self.peak_bytes = self.program.stats.peak_bytes
         limit = self._limit_exceeded()
@@ -99,8 +147,34 @@ class Executable:
                     f"@{self.fn}'s buffers peak at {format_bytes(self.peak_bytes)}, more than device "
                     f"'{self.device.name}' may hold (memory_limit {format_bytes(limit)}): calling it raises DeviceMemoryError"
                 ),
-                stacklevel=3,
+                stacklevel=4,
             )
+
+    # An executable from the source index parses its text only when its IR is asked for.
+    @cached_property
+    def source(self) -> ModuleOp:
+        """The module holding function `fn` as written (prepared: other functions dropped, calls inlined)."""
+        from accy.dialects.parse import parse_module, source_map_of
+
+        assert self._text is not None
+        module = parse_module(self._text)
+        prepare_function(module, self.fn, source_map_of(module))
+        return module
+
+    @cached_property
+    def function(self) -> FuncOp:
+        """Function `fn` of `source`."""
+        from accy.reference.interpreter import find_function
+
+        return find_function(self.source, self.fn)
+
+    @cached_property
+    def module(self) -> ModuleOp:
+        """The module as the device compiled it (for a cached program: `source` with the device's profile attached)."""
+        module = self.source.clone()
+        if isinstance(self.device, KernelDevice):
+            self.device.profile_for(module).attach(module)
+        return module
 
     def _limit_exceeded(self) -> int | None:
         """The device's memory_limit when the buffer plan peaks past it, else None."""
@@ -122,6 +196,7 @@ class Executable:
 
     @property
     def input_types(self) -> list[TensorType]:
+        """The argument types (xDSL's; `input_specs` holds them without xDSL, where numpy has their dtypes)."""
         return list(self.function.function_type.inputs.data)  # type: ignore[arg-type]
 
     @property
@@ -148,6 +223,9 @@ class Executable:
         warm = self._warm_inputs(arrays, device)
         if warm is not None:
             return warm
+        from accy.reference.constants import numpy_dtype
+        from accy.reference.interpreter import check_arguments
+
         if len(arrays) == len(self.input_types):
             for i, (a, t) in enumerate(zip(arrays, self.input_types, strict=True)):
                 if isinstance(a, Array) and (a.dtype, a.shape) != (numpy_dtype(t.element_type), tuple(t.get_shape())):
@@ -208,12 +286,16 @@ class Executable:
             peak = self.program.stats.peak_bytes
             raise DeviceMemoryError(f"calling @{self.fn} (its buffers peak at {peak:,} bytes): {e}", e.requested, e.report) from None
         self.run_s = time.perf_counter() - start
+        if self.first_call_s is None:
+            self.first_call_s = self.run_s
         for nbytes in moved:
             self.program.stats.download(nbytes)
         return tuple(outputs)
 
     def reference_outputs(self, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
         """What the reference interpreter computes for `inputs`."""
+        from accy.reference.interpreter import run as reference_run
+
         return reference_run(self.source, self.fn, *self.check_inputs(inputs))
 
     def compare_with_reference(
@@ -228,27 +310,32 @@ class Executable:
         """Random arguments of the right shapes and dtypes (see
         `random_array`); `MemoryError`, before anything is allocated, when
         they take more than the host's memory."""
-        need = sum(math.prod(t.get_shape()) * numpy_dtype(t.element_type).itemsize for t in self.input_types)
+        specs = self.input_specs if self.input_specs is not None else _specs_or_fail(self.input_types)
+        need = sum(math.prod(s.shape) * s.dtype.itemsize for s in specs)
         host = physical_memory()
         if host is not None and need > host:
             raise MemoryError(
                 f"random arguments of @{self.fn} take {format_bytes(need)}, more than the host's memory ({format_bytes(host)})"
             )
         rng = np.random.default_rng(seed)
-        return [random_array(t, rng) for t in self.input_types]
+        return [_random_values(s.dtype, s.shape, rng) for s in specs]
 
     def __repr__(self) -> str:
-        ins = ", ".join(str(t) for t in self.input_types)
-        outs = ", ".join(str(t) for t in self.output_types)
+        ins = ", ".join(str(t) for t in (self.input_specs or self.input_types))
+        outs = ", ".join(str(t) for t in (self.output_specs or self.output_types))
         return f"<accy.Executable @{self.fn}({ins}) -> ({outs}) on {self.device.name}>"
 
 
-def _signature(types: list[TensorType]) -> list[tuple[np.dtype, tuple[int, ...]]] | None:
-    """(dtype, shape) of each argument, or None where an element type has no numpy dtype."""
+def _specs(types: list[TensorType]) -> list[TensorSpec] | None:
+    """The spec of each type, or None where an element type has no numpy dtype."""
     try:
-        return [(numpy_dtype(t.element_type), tuple(t.get_shape())) for t in types]
+        return _specs_or_fail(types)
     except (ValueError, KeyError):
         return None
+
+
+def _specs_or_fail(types: list[TensorType]) -> list[TensorSpec]:
+    return [TensorSpec.of(t) for t in types]
 
 
 def _c_order(array: np.ndarray) -> np.ndarray:
@@ -272,6 +359,10 @@ def _python_scalar(value: bool | int | float, t: object, index: int, fn: str) ->
     """`value` as a 0-d array for the rank-0 tensor type `t` (see
     `Executable.check_inputs`); `value` unchanged where no conversion is
     sensible, so the signature check reports it."""
+    from xdsl.dialects.builtin import TensorType
+
+    from accy.reference.constants import numpy_dtype
+
     if not isinstance(t, TensorType) or t.get_shape() != ():
         return value
     dtype = numpy_dtype(t.element_type)
@@ -297,12 +388,18 @@ class _Tolerances(dict[np.dtype, tuple[float, float]]):
     rounding is 2^-9 relative."""
 
     def __missing__(self, dtype: np.dtype) -> tuple[float, float]:
-        if is_bfloat16(dtype):
+        if _is_bfloat16(dtype):
             return (4e-2, 8e-3)
         raise KeyError(dtype)
 
     def get(self, dtype: np.dtype, default: tuple[float, float] | None = None) -> tuple[float, float] | None:  # type: ignore[override]
-        return self[dtype] if dtype in self or is_bfloat16(dtype) else default
+        return self[dtype] if dtype in self or _is_bfloat16(dtype) else default
+
+
+def _is_bfloat16(dtype: np.dtype) -> bool:
+    from accy.dialects.types import is_bfloat16
+
+    return is_bfloat16(dtype)
 
 
 TOLERANCES = _Tolerances({
@@ -353,8 +450,14 @@ def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
     """Standard normal values for floats, 0/1 for i1, integers in [-5, 5].
     Drawn into the array itself, a chunk at a time in its own dtype (f16 in
     f32), so that it costs the array and a chunk, not float64s of its size."""
-    dtype = numpy_dtype(t.element_type)
-    array = np.empty(tuple(t.get_shape()), dtype)
+    from accy.reference.constants import numpy_dtype
+
+    return _random_values(numpy_dtype(t.element_type), tuple(t.get_shape()), rng)
+
+
+def _random_values(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """`random_array`'s values for an array of `dtype` and `shape`."""
+    array = np.empty(shape, dtype)
     flat = array.reshape(-1)
     for start in range(0, flat.size, RANDOM_CHUNK):
         part = flat[start : start + RANDOM_CHUNK]
@@ -362,7 +465,7 @@ def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
             part[:] = rng.integers(0, 2, size=part.size, dtype=np.int8)
         elif dtype.kind == "f" and dtype.itemsize >= 4:
             rng.standard_normal(out=part, dtype=dtype)
-        elif is_float_dtype(dtype):
+        elif dtype.kind == "f" or _is_bfloat16(dtype):
             part[:] = rng.standard_normal(size=part.size, dtype=np.float32)
         else:
             part[:] = rng.integers(-5, 6, size=part.size, dtype=dtype)
@@ -383,19 +486,53 @@ def compile(
     that would run on the host reference path instead of a kernel an error.
     `to_host=False` makes calls return `accy.Array`s that stay on the device
     (a call's own `to_host=` argument overrides it).
+
+    A text (or file) compiled before on a device of the same identity is
+    taken from the compile cache by its text, unparsed (source_cache.py):
+    in the same process from memory, in another from disk.
     """
-    if isinstance(module_or_path, ModuleOp):
-        module = module_or_path.clone()
-        verify_module(module)
-    else:
-        module = parse_module(module_or_path)
+    start = time.perf_counter()
     target = get_device(device) if isinstance(device, str) else device
-    prepare_function(module, fn, source_map_of(module))
-    return Executable(module, fn, target, strict, to_host)
+    with collecting() as phases:
+        exe = _compile(module_or_path, target, fn, strict, to_host, start)
+    exe.phases = phases
+    return exe
 
 
-#: Ops a function accy runs may hold besides the accy dialect's.
-RUNNABLE_FUNC_OPS = (func.CallOp, func.ReturnOp)
+def _compile(
+    module_or_path: ModuleOp | str | os.PathLike[str], target: Device, fn: str, strict: bool, to_host: bool, start: float
+) -> Executable:
+    text = None
+    if not _is_module_op(module_or_path):
+        text, _ = read_source(module_or_path)  # type: ignore[arg-type]
+        if isinstance(target, KernelDevice):
+            found = target.prepare_source(text, fn, strict)
+            if found is not None:
+                program, entry = found
+                return Executable._from_cache(text, entry, program, target, strict, to_host, time.perf_counter() - start)
+    with phase("parse"):
+        from accy.dialects.parse import parse_module, source_map_of, verify_module
+
+        if text is None:
+            module = module_or_path.clone()  # type: ignore[union-attr]
+            verify_module(module)
+        else:
+            module = parse_module(module_or_path)  # type: ignore[arg-type]
+        prepare_function(module, fn, source_map_of(module))
+    return Executable(module, fn, target, strict, to_host, source_text=text)
+
+
+def _is_module_op(value: object) -> bool:
+    """Whether `value` is an xDSL `ModuleOp` (never, while xDSL is not loaded)."""
+    builtin = sys.modules.get("xdsl.dialects.builtin")
+    return builtin is not None and isinstance(value, builtin.ModuleOp)
+
+
+def _runnable_func_ops() -> tuple[type, ...]:
+    """Ops a function accy runs may hold besides the accy dialect's."""
+    from xdsl.dialects import func
+
+    return (func.CallOp, func.ReturnOp)
 
 
 def prepare_function(module: ModuleOp, fn: str, source_map: SourceMap | None = None) -> None:
@@ -405,6 +542,11 @@ def prepare_function(module: ModuleOp, fn: str, source_map: SourceMap | None = N
     no call is recursive or to a declared-only function. Raises
     `SourceDiagnostic` at the first offending op; does nothing when there is
     no function `fn` (`Executable` reports that)."""
+    from xdsl.dialects import func
+
+    from accy.dialects.parse import diagnostic_at
+    from accy.passes.inline import CallError, callees, inline_calls
+
     functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
     if fn not in functions:
         return
@@ -428,7 +570,13 @@ def prepare_function(module: ModuleOp, fn: str, source_map: SourceMap | None = N
         f.erase()
 
 
-def _check_runnable(f: func.FuncOp, source_map: SourceMap | None) -> None:
+def _check_runnable(f: FuncOp, source_map: SourceMap | None) -> None:
+    from xdsl.dialects.builtin import TensorType
+
+    from accy.dialects.parse import diagnostic_at
+    from accy.dialects.types import RUNNABLE_ELEMENTS, is_runnable_element
+
+    runnable_func_ops = _runnable_func_ops()
     name = f.sym_name.data
     if f.is_declaration:
         raise diagnostic_at(f, f"@{name} is only declared: accy needs the body of every function it runs", source_map)
@@ -439,7 +587,7 @@ def _check_runnable(f: func.FuncOp, source_map: SourceMap | None) -> None:
         if not isinstance(t, TensorType):
             raise diagnostic_at(f, f"result #{i} of @{name} has type {t}; accy runs functions over tensors", source_map)
     for op in f.walk():
-        if op is not f and op.dialect_name() != "accy" and not isinstance(op, RUNNABLE_FUNC_OPS):
+        if op is not f and op.dialect_name() != "accy" and not isinstance(op, runnable_func_ops):
             raise diagnostic_at(
                 op, "accy cannot run this op: a function accy runs holds accy ops, func.call and func.return", source_map
             )

@@ -27,9 +27,9 @@ import warnings
 from pathlib import Path
 
 from accy.env import env_path
-from accy.passes.analyses.names import safe_symbol
-from accy.passes.pass_manager import write_file
 from accy.runtime.disk_cache import check_trusted
+
+# The passes' helpers (which load xDSL) are imported only when a folder is set.
 
 DUMP_ENV = "ACCY_DUMP_DIR"
 OVERRIDE_ENV = "ACCY_OVERRIDE_DIR"
@@ -43,6 +43,8 @@ def source_name(stem: str, extension: str, text: str) -> str:
     """The stable file name of generated source `text`. `stem` (a function's
     name: `@"../../x"` is one) is made a plain identifier first, so the
     name never leaves its folder."""
+    from accy.passes.analyses.names import safe_symbol
+
     return f"{safe_symbol(stem)}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.{extension}"
 
 
@@ -57,6 +59,8 @@ def kernel_source(stem: str, extension: str, text: str) -> str:
     dump, override = env_path(DUMP_ENV), env_path(OVERRIDE_ENV)
     if not dump and not override:
         return text
+    from accy.passes.pass_manager import write_file
+
     name = source_name(stem, extension, text)
     if dump:
         path = Path(dump) / name

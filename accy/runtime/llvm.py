@@ -55,16 +55,12 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects import func, gpu
-from xdsl.dialects.builtin import ModuleOp
 
-from accy.backends.llvm import emit_llvm_kernels, host_target, kernel_arguments, kernel_funcs
-from accy.backends.llvm.emitter import FORMAT
+from accy.backends.llvm.host import FORMAT, host_target
 from accy.debug import debug, debug_level
-from accy.dialects.target import CPU_PROFILE, TargetProfile, target_fields
 from accy.env import env_int
 from accy.runtime.array import Array, result_arrays
 from accy.runtime.compile_cache import pack_schedule, unpack_schedule
@@ -81,6 +77,7 @@ from accy.runtime.disk_cache import DiskCache
 from accy.runtime.host_memory import aligned_empty
 from accy.runtime.kernel_sources import kernel_source
 from accy.runtime.llvm_worker import POOL, optimise_and_generate
+from accy.runtime.phases import phase
 from accy.runtime.results import result_layouts
 from accy.runtime.schedule import (
     Alloc,
@@ -104,6 +101,15 @@ from accy.runtime.schedule import (
     translate,
     walk_steps,
 )
+
+if TYPE_CHECKING:
+    from xdsl.dialects import func, gpu
+    from xdsl.dialects.builtin import ModuleOp
+
+    from accy.dialects.target import TargetProfile
+
+# The emitter, the target attribute and xDSL are imported where a module is
+# compiled: a program from the compile cache loads and runs without them.
 
 INSTALL_HINT = "the LLVM device needs llvmlite: `pip install llvmlite`"
 #: The disk cache namespace of compiled object code.
@@ -142,6 +148,8 @@ def host_vector_width(features: str) -> int:
 
 def llvm_profile(math_tier: str = "exact") -> TargetProfile:
     """The LLVM device's profile on this host (module docstring, step 1)."""
+    from accy.dialects.target import CPU_PROFILE
+
     return CPU_PROFILE.replace(
         format=FORMAT,
         math=math_tier,
@@ -531,6 +539,8 @@ class LLVMDevice(HostMemory, KernelDevice):
 
     def profile_for(self, module: ModuleOp) -> TargetProfile:
         """The complete profile `module` compiles with here (module docstring, step 1)."""
+        from accy.dialects.target import target_fields
+
         profile = self.target_profile().filled_by(target_fields(module))
         self.check_format(profile)
         if profile.profile != "cpu":
@@ -543,13 +553,17 @@ class LLVMDevice(HostMemory, KernelDevice):
 
     def load(self, module: ModuleOp, fn: str) -> LLVMProgram:
         """A program for function `fn` of an already kernelized module."""
+        from accy.backends.llvm.emitter import emit_llvm_kernels, kernel_arguments, kernel_funcs
+
         host = host_function(module, fn)
         if not has_kernels(module):
             return LLVMProgram(self, _translate(host, {}, {}, {}), {}, {})
         gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)}
         written = {name: {i for i, a in enumerate(args) if a.written} for name, args in kernel_arguments(module).items()}
-        sources = {name: kernel_source(name, "ll", text) for name, text in emit_llvm_kernels(module).items()}
-        jits = {name: self.jit.get(text, [name]) for name, text in sources.items()}
+        with phase("codegen"):
+            sources = {name: kernel_source(name, "ll", text) for name, text in emit_llvm_kernels(module).items()}
+        with phase("build"):
+            jits = {name: self.jit.get(text, [name]) for name, text in sources.items()}
         functions = {name: jit.functions[name] for name, jit in jits.items()}
         return LLVMProgram(self, _translate(host, gfuncs, functions, written), sources, jits)
 
@@ -558,6 +572,10 @@ class LLVMDevice(HostMemory, KernelDevice):
     def cache_identity(self) -> str:
         target = host_target()
         return f"{target.triple}|{target.cpu}|{target.features}"
+
+    def source_identity(self) -> str:
+        """`cache_identity()`: the profile (`llvm_profile`) is made of the host's features."""
+        return f"{type(self).__name__}:{self.cache_identity()}"
 
     def freeze(self, program: Program) -> bytes | None:
         """The schedule (launch steps without their function pointers) and

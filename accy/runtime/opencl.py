@@ -85,6 +85,7 @@ from accy.runtime.device import KernelDevice, LaunchProfile, Program, RunStats, 
 from accy.runtime.host_memory import CONSTANT
 from accy.runtime.kernel_sources import kernel_source
 from accy.runtime.memory import MemoryPool, memory_limit_from_env, pool_max_bytes_from_env
+from accy.runtime.phases import phase
 from accy.runtime.program_cache import BuiltProgram, ProgramCache, isolate_pocl_cache, pocl_environment
 from accy.runtime.results import result_layouts
 from accy.runtime.schedule import POISON_BYTE as POISON_BYTE  # re-exported: tests and tools read them here
@@ -762,9 +763,11 @@ class OpenCLDevice(KernelDevice):
         """A program for function `fn` of an already kernelized module."""
         host = host_function(module, fn)
         gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)} if has_kernels(module) else {}
-        source = kernel_source(fn, "cl", emit_opencl(module)) if gfuncs else ""
-        options = build_options(module)
-        built = interruptible(partial(self.programs.get, source, options)) if gfuncs else None
+        with phase("codegen"):
+            source = kernel_source(fn, "cl", emit_opencl(module)) if gfuncs else ""
+            options = build_options(module)
+        with phase("build"):
+            built = interruptible(partial(self.programs.get, source, options)) if gfuncs else None
         program = OpenCLProgram(self, _translate(host, built, gfuncs), source, built)
         program.build_options = options
         return program
@@ -785,6 +788,12 @@ class OpenCLDevice(KernelDevice):
             pyopencl = getattr(cl, "VERSION_TEXT", "unknown")
         parts = (d.platform.name, d.platform.version, d.name, d.version, d.driver_version, f"pyopencl={pyopencl}")
         return "|".join(str(p).strip() for p in parts)
+
+    def source_identity(self) -> str:
+        """`cache_identity()` and what `profile_of_device` reads of the device."""
+        d = self.cl_device
+        profile = (int(d.type), d.extensions, d.max_work_group_size, d.local_mem_size, d.preferred_vector_width_float)
+        return f"{type(self).__name__}:{self.cache_identity()}|{'|'.join(str(p).strip() for p in profile)}"
 
     def freeze(self, program: Program) -> bytes | None:
         """The schedule (launch steps without their `cl.Kernel` and lock),

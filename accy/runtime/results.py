@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accy.reference.constants import numpy_dtype
-from accy.runtime.schedule import Schedule, storage_dtype
+from accy.runtime.schedule import Schedule
+from accy.runtime.signature import TensorSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +31,8 @@ def result_layouts(schedule: Schedule) -> list[ResultLayout]:
     """The layout of each of `schedule`'s results, in order."""
     layouts = []
     for slot, t in zip(schedule.result_slots, schedule.result_types, strict=True):
-        shape = tuple(int(n) for n in t.get_shape())
-        storage = storage_dtype(t.element_type)
-        dtype = numpy_dtype(t.element_type)
+        # A TensorSpec where the schedule came from the compile cache (compile_cache.py), else a TensorType.
+        spec = t if isinstance(t, TensorSpec) else TensorSpec.of(t)
+        shape, dtype, storage = spec.shape, spec.dtype, spec.storage
         layouts.append(ResultLayout(slot, shape, dtype, storage, math.prod(shape) * storage.itemsize, dtype != storage))
     return layouts

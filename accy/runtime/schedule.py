@@ -30,19 +30,23 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
 
-from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, CopyOp, FallbackOp
-from accy.dialects.host import ConstantOp as HostConstantOp
 from accy.env import env_flag
-from accy.reference.constants import dense_to_numpy, numpy_dtype
-from accy.reference.interpreter import evaluate_op
 from accy.runtime.device import LaunchProfile
+
+if TYPE_CHECKING:
+    from xdsl.dialects import func, gpu, scf
+    from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+    from xdsl.ir import Operation, SSAValue
+
+    from accy.dialects.host import FallbackOp
+
+# The steps and the step loop import no xDSL: a program from the compile
+# cache runs without its dialects (compile_cache.py). What reads IR
+# (translate, fallbacks) imports them where it runs.
 
 #: The byte integer buffers are filled with under `poison` (see opencl.py's docstring).
 POISON_BYTE = 0x5A
@@ -60,6 +64,8 @@ def poison_from_env(poison: bool | None) -> bool:
 
 def storage_dtype(t: Any) -> np.dtype:
     """The numpy dtype of a buffer's elements (i1 tensors are stored as int8)."""
+    from accy.reference.constants import numpy_dtype
+
     dtype = numpy_dtype(t)
     return np.dtype(np.int8) if dtype == np.bool_ else dtype
 
@@ -77,6 +83,8 @@ def memref_nbytes(t: MemRefType) -> int:
 
 def as_tensor(host: np.ndarray, t: TensorType) -> np.ndarray:
     """A flat storage array viewed with `t`'s shape (and as bool for i1)."""
+    from accy.reference.constants import numpy_dtype
+
     array = host.reshape(tuple(t.get_shape()))
     if numpy_dtype(t.element_type) == np.bool_:
         return array.view(np.bool_)
@@ -84,6 +92,8 @@ def as_tensor(host: np.ndarray, t: TensorType) -> np.ndarray:
 
 
 def host_function(module: ModuleOp, fn: str) -> func.FuncOp:
+    from xdsl.dialects import func
+
     host = next((op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == fn), None)
     if host is None:
         raise ValueError(f"the module has no function @{fn}")
@@ -91,6 +101,8 @@ def host_function(module: ModuleOp, fn: str) -> func.FuncOp:
 
 
 def has_kernels(module: ModuleOp) -> bool:
+    from xdsl.dialects import gpu
+
     return any(isinstance(op, gpu.ModuleOp) and op.body.block.first_op is not None for op in module.ops)
 
 
@@ -215,6 +227,13 @@ def translate(
     """The steps of `host` (see the module docstring). `gfuncs` are the
     kernels by name, `written_arguments` the argument indices a kernel
     stores to, `who` the prefix of error messages ("opencl runtime")."""
+    from xdsl.dialects import arith, func, gpu, memref, scf
+    from xdsl.dialects.builtin import IntegerAttr, MemRefType
+
+    from accy.dialects.host import PEAK_BYTES_ATTR, SIGNATURE_ATTR, CopyOp, FallbackOp
+    from accy.dialects.host import ConstantOp as HostConstantOp
+    from accy.reference.constants import dense_to_numpy
+
     slots: dict[SSAValue, int] = {}
     ints: dict[SSAValue, int] = {}
     steps: list[Any] = []
@@ -478,6 +497,8 @@ def describe(schedule: Schedule, launch: type, launch_line: Callable[[Any], str]
 
 def fallback_input_types(step: Fallback) -> list[TensorType]:
     """The tensor types of a fallback's inputs (its body's arguments)."""
+    from xdsl.dialects.builtin import TensorType
+
     types = []
     for arg in step.op.body.block.args:
         assert isinstance(arg.type, TensorType)
@@ -489,6 +510,8 @@ def evaluate_fallback(step: Fallback, inputs: list[np.ndarray]) -> list[np.ndarr
     """Runs a fallback's tensor ops with the reference interpreter on flat
     storage arrays (one per input); its outputs as flat, contiguous storage
     arrays (bool as int8)."""
+    from accy.reference.interpreter import evaluate_op
+
     op = step.op
     block = op.body.block
     env: dict[SSAValue, np.ndarray] = {

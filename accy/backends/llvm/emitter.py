@@ -76,7 +76,6 @@ IR only; it never imports the runtime.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -104,49 +103,18 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from accy.backends import kernels as backend_kernels
 from accy.backends.llvm import vector_math
+from accy.backends.llvm.host import FORMAT as FORMAT
+from accy.backends.llvm.host import CodegenTarget as CodegenTarget
+from accy.backends.llvm.host import host_target as host_target
 from accy.dialects.dense import bf16_bits
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.kernel import VCastOp, VCmpOp, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
 from accy.dialects.types import bfloat16_dtype
 
-#: The artifact format (`accy.target`'s `format`) this backend prints.
-FORMAT = "llvm-ir"
-
 
 class LLVMEmitError(ValueError):
     """The kernel IR holds something the LLVM backend does not emit."""
-
-
-# --------------------------------------------------------------------------
-# The host target
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CodegenTarget:
-    """What the emitted module is compiled for."""
-
-    triple: str
-    data_layout: str
-    cpu: str = ""
-    features: str = ""
-
-
-@functools.cache
-def host_target() -> CodegenTarget:
-    """The machine this process runs on, as llvmlite.binding sees it."""
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    triple = llvm.get_process_triple()
-    machine = llvm.Target.from_triple(triple).create_target_machine()
-    try:
-        features = llvm.get_host_cpu_features().flatten()
-    except RuntimeError:  # not every host reports its features
-        features = ""
-    return CodegenTarget(triple, str(machine.target_data), llvm.get_host_cpu_name(), features)
 
 
 # --------------------------------------------------------------------------
