@@ -49,7 +49,6 @@ from accy.progress import quieted
 from accy.runtime.devices import AUTO, get_device, known_devices
 from accy.runtime.executable import Executable, compile
 from accy.runtime.host_memory import DeviceMemoryWarning
-from accy.tuning.api import tune_requested
 
 if TYPE_CHECKING:
     from accy.cli.onnx_backend import OnnxProgram
@@ -238,6 +237,17 @@ def _print_profile(exe: Executable) -> None:
         print(f"  {l.name:<32} {l.kind:<16} {'x'.join(map(str, l.global_size)):<16} {local:<12} {l.seconds * 1e3:>7.3f} ms")
 
 
+def _tuning_requested(flag: bool) -> bool:
+    """`--tune`, else `ACCY_TUNE` (accy/tuning/api.py's `tune_requested`).
+    The tuner loads xDSL, which a run whose program is in the compile cache
+    never needs: it is imported only when the flag or the variable is there."""
+    if not flag and "ACCY_TUNE" not in os.environ:
+        return False
+    from accy.tuning.api import tune_requested
+
+    return tune_requested(True if flag else None)
+
+
 def _run(args: argparse.Namespace) -> int:
     program = read_program(args.file)
     model = _onnx_program(args.file)
@@ -250,7 +260,7 @@ def _run(args: argparse.Namespace) -> int:
         # Said once, as the error check_memory raises next.
         warnings.simplefilter("ignore", DeviceMemoryWarning)
         source = program if model is None else model.module
-        if tune_requested(True if args.tune else None):
+        if _tuning_requested(args.tune):
             from accy.tuning.api import tune
 
             tuned = tune(source, device, args.fn)
