@@ -20,8 +20,9 @@ a scalar (the scale, epsilon, the masked score) is a rank-0 literal
 broadcast to the shape it is used at, so a decomposition costs the same at
 any size; the causal mask's two index vectors hold one element per index.
 
-`accy.conv` and `accy.pool` (no kind of kernel takes them: `kernelize`
-decomposes them first) become the padded input (one `accy.pad`, mode
+`accy.conv` and `accy.pool` (no kind of kernel takes a pool: `kernelize`
+decomposes it first; a conv is lowered directly, kernelization/conv.py)
+become the padded input (one `accy.pad`, mode
 constant), one strided slice of it per tap of the window, and then
 
     conv    = dot_general(weight [G, M/G, T, C/G] broadcast over N,
@@ -95,8 +96,9 @@ DECOMPOSABLE: dict[str, type[Operation]] = {
     "pool": PoolOp,
 }
 
-#: The ops no kind of kernel takes: kernelize decomposes them first.
-WINDOW_OPS: tuple[type[Operation], ...] = (ConvOp, PoolOp)
+#: The ops no kind of kernel takes: kernelize decomposes them first (a
+#: conv is a kind of its own, lowered as an implicit product).
+DECOMPOSED_BY_KERNELIZE: tuple[type[Operation], ...] = (PoolOp,)
 
 
 def lowest_value(element_type: Attribute) -> float:

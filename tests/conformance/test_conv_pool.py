@@ -3,7 +3,9 @@
 strides, dilations, asymmetric pads; groups, depthwise (with and without a
 channel multiplier); 1x1 kernels, a kernel as large as the (padded) input,
 odd sizes, batch 1 and more; a conv large enough for the packed dot; conv
-with a fused prologue and a bias + relu epilogue; f32, f16 and bf16.
+with a fused prologue and a bias + relu epilogue; f32, f16 and bf16; conv
+lowered directly (kernelization/conv.py) and, for a few cases, its
+decomposition (the `decompose` pass: im2col as slices and a dot).
 Pools: max, sum and average with count_include_pad both ways, ONNX's
 ceil_mode as larger pads_high, windows wholly in the padding (-inf for max,
 NaN for an average without count_include_pad), integer max pools (the
@@ -20,6 +22,9 @@ from test_kernels import for_float16
 
 import accy
 from accy.dialects.accy import infer_window
+from accy.dialects.parse import parse_module
+from accy.passes.decompose import DecomposePass
+from accy.passes.pass_manager import PassManager
 
 DTYPES = {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16),
           "i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}  # fmt: skip
@@ -128,6 +133,20 @@ def test_conv(name: str, device) -> None:
     case = CONVS[name]
     rng = np.random.default_rng(len(name))
     run(conv_src(case), [values(rng, case[0], "f32"), values(rng, case[1], "f32")], device, "f32")
+
+
+@pytest.mark.parametrize("name", ["1d-stride-dilation-groups", "2d-depthwise-multiplier", "2d-packed-groups-batch2",
+                                  "2d-kernel-is-padded-input", "3d"])
+def test_conv_decomposed(name: str, device) -> None:
+    """The decomposition kernelize no longer takes (a conv is its own kind)
+    is still a right one: pad, slices, concat and one dot_general."""
+    case = CONVS[name]
+    module = parse_module(conv_src(case, prologue=True, bias=True))
+    PassManager([DecomposePass(ops=("conv",))]).run(module)
+    assert "accy.conv" not in str(module)
+    rng = np.random.default_rng(3)
+    inputs = [values(rng, case[0], "f32"), values(rng, case[1], "f32"), values(rng, case[1][:1], "f32")]
+    run(str(module), inputs, device, "f32")
 
 
 @pytest.mark.parametrize("et", ["f16", "bf16"])

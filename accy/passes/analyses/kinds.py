@@ -25,6 +25,7 @@ from accy.dialects.accy import (
     ELEMENTWISE_OPS,
     AttentionOp,
     ConcatOp,
+    ConvOp,
     DotGeneralOp,
     GatherOp,
     IotaOp,
@@ -78,6 +79,8 @@ SHAPE = Kind(
     "shape", seeds=(ConcatOp,), anchored=True, takes_elementwise=False, lowering="elementwise.lower_elementwise"
 )
 DOT_GENERAL = Kind("dot_general", seeds=(DotGeneralOp,), anchored=True, takes_elementwise=True, lowering="dot.lower_dot")
+# An implicit product on the dot's register tiles (its im2col is never a tensor).
+CONV = Kind("conv", seeds=(ConvOp,), anchored=True, takes_elementwise=True, lowering="conv.lower_conv")
 REDUCTION = Kind(
     "reduction", seeds=(ReduceOp,), anchored=True, takes_elementwise=True, lowering="reduction.lower_reduction"
 )
@@ -101,5 +104,5 @@ KERNEL_CALL = Kind(
 #: Every kind, by name.
 KINDS: dict[str, Kind] = {
     k.name: k
-    for k in (ELEMENTWISE, SHAPE, DOT_GENERAL, REDUCTION, ROW_PIPELINE, SCAN, FLASH_ATTENTION, ITERATE, KERNEL_CALL)
+    for k in (ELEMENTWISE, SHAPE, DOT_GENERAL, CONV, REDUCTION, ROW_PIPELINE, SCAN, FLASH_ATTENTION, ITERATE, KERNEL_CALL)
 }

@@ -77,10 +77,11 @@ from accy.dialects.types import RUNNABLE_ELEMENTS, element_bytes, is_row_major, 
 from accy.passes.analyses import kinds
 from accy.passes.analyses.bufferization import BufferPlan, BufferRef
 from accy.passes.analyses.outlining import OutlinedKernel, Outlining
-from accy.passes.decompose import WINDOW_OPS, decompose_ops
+from accy.passes.decompose import DECOMPOSED_BY_KERNELIZE, decompose_ops
 from accy.passes.half_compute import STORAGE_OPS, narrow_types
 from accy.passes.kernel_ir.bounds import LaunchSizes, bounds_requested_by_env, verify_bounds
 from accy.passes.kernel_ir.kernel_checks import check_dominance, simplify_kernel
+from accy.passes.kernelization.conv import lower_conv
 from accy.passes.kernelization.dot import lower_dot
 from accy.passes.kernelization.elementwise import lower_elementwise
 from accy.passes.kernelization.flash_attention import lower_flash_attention
@@ -104,6 +105,7 @@ LOWERINGS: dict[str, Lowering] = {
     kinds.REDUCTION.name: lower_reduction,
     kinds.SCAN.name: lower_scan,
     kinds.DOT_GENERAL.name: lower_dot,
+    kinds.CONV.name: lower_conv,
     kinds.ROW_PIPELINE.name: lower_row_pipeline,
     kinds.FLASH_ATTENTION.name: lower_flash_attention,
     kinds.KERNEL_CALL.name: lower_kernel_call,
@@ -124,7 +126,7 @@ class KernelizePass(AccyPass):
     kind) and a host schedule of buffers, launches and host fallbacks."""
 
     name: ClassVar[str] = "kernelize"
-    version: ClassVar[int] = 7  # 4: GPU scans tiled; 5: accy.kernel_call is launched, not a host fallback; 6: CPU streaming stores, softmax exp kept in the output row; 7: accy.iterate is a loop of kernels, GPU dots split k
+    version: ClassVar[int] = 8  # 4: GPU scans tiled; 5: accy.kernel_call is launched, not a host fallback; 6: CPU streaming stores, softmax exp kept in the output row; 7: accy.iterate is a loop of kernels, GPU dots split k; 8: accy.conv is a kind (conv.py)
 
     strict: bool = False
     """Fail where a work item would run on the host reference path (a lowering declines it)."""
@@ -138,8 +140,8 @@ class KernelizePass(AccyPass):
             return PreservedAnalyses.all()
         for f in funcs:
             _check_runnable_elements(f)
-        # accy.conv and accy.pool seed no kind: their primitive forms (decompose.py) make the kernels.
-        if decompose_ops(module, WINDOW_OPS):
+        # accy.pool seeds no kind: its primitive form (decompose.py) makes the kernel.
+        if decompose_ops(module, DECOMPOSED_BY_KERNELIZE):
             am.invalidate(PreservedAnalyses.none())
         kernels = _kernels_module(module)
         bodies = [f for f in funcs if f.body.blocks and not f.is_declaration]

@@ -46,7 +46,7 @@ from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
-from accy.passes.kernelization.evaluate import Expr
+from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder
 from accy.passes.kernelization.launch import stage_kernel, work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel, Scratch
@@ -572,3 +572,92 @@ def _add_partials(p: Product, splits: int, read: SSAValue, gid: SSAValue) -> Non
         total = kb.val(arith.AddfOp(total, kb.val(memref.LoadOp.get(read, [kb.add(gid, s * outputs)]))))
     p.finish(p.out_coords(kb.delinearize(bi, p.batch_shape), m, n), total)
 
+
+
+# -- which kernel: shared by every lowering that describes a Product ------------------
+
+#: Work-groups a GPU product aims for at least, halving its register tiles
+#: (to GPU_MIN_TILE) until it has them: a few per multiprocessor of a large GPU.
+GPU_MIN_BLOCKS = 256
+#: Multiply-adds per batch below which a CPU product is not packed: two more
+#: launches (~10-20 us each) cost more than packing saves on a small product.
+PACK_MIN_WORK = 64 * 64 * 64
+#: Smallest register tile edge a GPU product halves its tiles to before it splits k.
+GPU_MIN_TILE = 4
+#: Fewest k a range of a GPU product split along k holds (`_k_split`).
+GPU_SPLIT_MIN_K = 32
+#: Work-groups a GPU product split along k aims for (`_k_split`).
+GPU_SPLIT_BLOCKS = 512
+
+
+def can_pack(p: Product) -> bool:
+    """Whether `packed_tiles` applies: float, vectors, more than one
+    register tile of rows, at least PACK_MIN_WORK multiply-adds and an
+    epilogue of W lanes."""
+    rows, _ = tile_shape(p.kb.profile, p.et, p.M)
+    return (
+        p.is_float
+        and p.kb.profile.vector_width > 1
+        and p.M > rows
+        and p.M * p.N * p.K >= PACK_MIN_WORK
+        and vectorizable(p.others, p.kb)
+    )
+
+
+def local_tiles(p: Product, plan: BufferPlan) -> LoweredKernel:
+    """T x T work-items, each a R x R register tile (`gpu_tile_shape`): a
+    work-group computes a (T·R) x (T·R) block (`gpu_tiles`). Smaller
+    tiles for a product too small to fill the device with blocks (1024²
+    at 8x8 tiles is 64 blocks for an H200's 132 multiprocessors), down to
+    GPU_MIN_TILE. A product with too few blocks even then (a batch of 64
+    rows, say) splits k into S ranges (`_k_split`, `gpu_split_k`)."""
+    t, r = gpu_tile_shape(p.kb.profile, p.et)
+    while r > GPU_MIN_TILE and _blocks(p, t * r) < GPU_MIN_BLOCKS:
+        r //= 2
+    splits, chunk = _k_split(p, _blocks(p, t * r), gpu_k_step(t))
+    if splits == 1:
+        return gpu_tiles(p, t, r)
+    return gpu_split_k(p, plan, t, r, splits, chunk)
+
+
+def _blocks(p: Product, edge: int) -> int:
+    """Work-groups of (edge x edge)-output blocks over the product."""
+    return max(p.B, 1) * -(-p.M // edge) * -(-p.N // edge)
+
+
+def _k_split(p: Product, blocks: int, bk: int) -> tuple[int, int]:
+    """How many k ranges (S) and how long each (a multiple of `bk`, at
+    least GPU_SPLIT_MIN_K): 1 when there are GPU_MIN_BLOCKS blocks, else
+    enough for GPU_SPLIT_BLOCKS work-groups."""
+    if blocks >= GPU_MIN_BLOCKS or not p.is_float:
+        return 1, p.K
+    splits = min(-(-GPU_SPLIT_BLOCKS // blocks), p.K // GPU_SPLIT_MIN_K)
+    if splits <= 1:
+        return 1, p.K
+    chunk = -(-p.K // splits)
+    chunk = -(-chunk // bk) * bk
+    return -(-p.K // chunk), chunk
+
+
+def per_element(p: Product) -> LoweredKernel:
+    """One work-item per output element, a scalar loop over k."""
+    return work_item_per(p.kb, p.B * p.M * p.N, partial(_element, p))
+
+
+def _element(p: Product, gid: SSAValue) -> None:
+    """Emits output element gid: the loop over k, then the epilogue."""
+    kb = p.kb
+    bi, m, n = kb.delinearize(gid, [p.B, p.M, p.N])
+    bc = kb.delinearize(bi, p.batch_shape)
+    total = kb.for_(0, p.K, 1, [kb.const(0, p.et)], partial(_element_step, p, bc, m, n))[0]
+    p.finish(p.out_coords(bc, m, n), total)
+
+
+def _element_step(
+    p: Product, bc: list[SSAValue], m: SSAValue, n: SSAValue, k: SSAValue, acc: list[SSAValue]
+) -> list[SSAValue]:
+    """One k of output element (bc, m, n): a multiply-add."""
+    kb = p.kb
+    kc = kb.delinearize(k, p.k_shape)
+    expr = Expr(kb, p.others)
+    return [fma(kb, p.a_at(expr, bc, m, kc), p.b_at(expr, bc, n, kc), acc[0], p.is_float)]
