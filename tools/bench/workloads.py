@@ -151,9 +151,73 @@ def _attention_program(causal: bool) -> Callable[[Shape], str]:
     return program
 
 
+def _conv_shapes(dims: Shape) -> list[Shape]:
+    """dims (N, C, H, W, M, k, groups): the input and the k x k weights."""
+    n, c, h, w, m, k, g = dims
+    return [(n, c, h, w), (m, c // g, k, k)]
+
+
+def _conv(dims: Shape) -> str:
+    """A k x k conv, stride 1, pads k // 2 (the output keeps H x W)."""
+    n, c, h, w, m, k, g = dims
+    x, wt = _conv_shapes(dims)
+    p = k // 2
+    props = (f"strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads_low = array<i64: {p}, {p}>, "
+             f"pads_high = array<i64: {p}, {p}>, groups = {g} : i64")
+    return function_text([x, wt], (n, m, h, w), [generic_op("%r", "conv", ["%a0", "%a1"], [x, wt], (n, m, h, w), props)])
+
+
+def _max_pool_shapes(dims: Shape) -> list[Shape]:
+    return [dims]
+
+
+def _max_pool(dims: Shape) -> str:
+    """A 3 x 3 max pool, stride 2, pads 1 (ResNet's stem)."""
+    n, c, h, w = dims
+    out = (n, c, (h - 1) // 2 + 1, (w - 1) // 2 + 1)
+    props = ('kind = "max", window = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, '
+             "pads_low = array<i64: 1, 1>, pads_high = array<i64: 1, 1>")
+    return function_text([dims], out, [generic_op("%r", "pool", ["%a0"], [dims], out, props)])
+
+
 # --------------------------------------------------------------------------
 # The same computations in numpy and torch (the way a user would write them)
 # --------------------------------------------------------------------------
+
+
+def _np_conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """im2col (a copy of the padded input's windows) and one matmul per
+    group (one einsum of a copy per tap for a depthwise conv)."""
+    n, c, h, wd = x.shape
+    m, cg, k, _ = w.shape
+    g, p = c // cg, k // 2
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    if cg == 1 and m == c:  # depthwise: a multiply-add per tap, no product to speak of
+        out = np.zeros((n, c, h, wd), np.float32)
+        for i in range(k):
+            for j in range(k):
+                out += xp[:, :, i : i + h, j : j + wd] * w[None, :, 0, i, j, None, None]
+        return out
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))  # [n, c, h, w, k, k]
+    cols = np.ascontiguousarray(windows.reshape(n, g, cg, h, wd, k, k).transpose(1, 2, 5, 6, 0, 3, 4))
+    cols = cols.reshape(g, cg * k * k, n * h * wd)
+    out = np.matmul(w.reshape(g, m // g, cg * k * k), cols)  # [g, m/g, n*h*w]
+    return out.reshape(m, n, h, wd).transpose(1, 0, 2, 3)
+
+
+def _np_max_pool(x: np.ndarray) -> np.ndarray:
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    ho, wo = (h - 1) // 2 + 1, (w - 1) // 2 + 1
+    out = xp[:, :, 0 : 2 * ho : 2, 0 : 2 * wo : 2].copy()
+    for i in range(3):
+        for j in range(3):
+            np.maximum(out, xp[:, :, i : i + 2 * ho : 2, j : j + 2 * wo : 2], out=out)
+    return out
+
+
+def _torch_conv(torch: Any, x: Any, w: Any) -> Any:
+    return torch.nn.functional.conv2d(x, w, padding=w.shape[-1] // 2, groups=x.shape[1] // w.shape[1])
 
 
 def _np_softmax(x: np.ndarray) -> np.ndarray:
@@ -280,7 +344,35 @@ WORKLOADS: list[Workload] = [
         lambda q, k, v: _np_attention(q, k, v, causal=True),
         lambda torch, q, k, v: _torch_attention(torch, q, k, v, causal=True),
     ),
+    Workload(
+        "conv",
+        "3x3 conv, pads 1, N C H W -> M",
+        {"quick": (1, 32, 28, 28, 32, 3, 1), "default": (1, 64, 56, 56, 64, 3, 1)},
+        _conv_shapes,
+        _conv,
+        _np_conv,
+        _torch_conv,
+    ),
+    Workload(
+        "conv_depthwise",
+        "3x3 depthwise conv, pads 1",
+        {"quick": (1, 32, 28, 28, 32, 3, 32), "default": (1, 64, 56, 56, 64, 3, 64)},
+        _conv_shapes,
+        _conv,
+        _np_conv,
+        _torch_conv,
+    ),
+    Workload(
+        "max_pool",
+        "3x3 max pool, stride 2, pads 1",
+        {"quick": (1, 32, 56, 56), "default": (1, 64, 112, 112)},
+        _max_pool_shapes,
+        _max_pool,
+        _np_max_pool,
+        lambda torch, x: torch.nn.functional.max_pool2d(x, 3, 2, 1),
+    ),
 ]
+
 
 BY_NAME: dict[str, Workload] = {w.name: w for w in WORKLOADS}
 
