@@ -71,13 +71,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-from xdsl.dialects import func, gpu, memref
-from xdsl.dialects.builtin import ModuleOp
 
-from accy.backends.opencl.emitter import FORMAT, build_options, emit_opencl, kernel_funcs, written_arguments
+from accy.backends.opencl.format import FORMAT
 from accy.debug import debug, debug_level
-from accy.dialects.host import AddressSpace, AddressSpaceAttr
-from accy.dialects.target import DEFAULTS, TargetProfile, target_fields
 from accy.runtime import pocl_threads
 from accy.runtime.array import Array, result_arrays
 from accy.runtime.compile_cache import pack_schedule, unpack_schedule
@@ -117,6 +113,13 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:  # pyopencl is imported when a device is made, not with this module
     import pyopencl as cl
+    from xdsl.dialects import func, gpu
+    from xdsl.dialects.builtin import ModuleOp
+
+    from accy.dialects.target import TargetProfile
+
+# The emitter, the target attribute and xDSL are imported where a module is
+# compiled: a program from the compile cache loads and runs without them.
 
 INSTALL_HINT = (
     "no OpenCL platform found: install one (on Debian/Ubuntu, `sudo apt-get install pocl-opencl-icd` "
@@ -129,8 +132,6 @@ INSTALL_HINT = (
 #: copy costs less than creating and mapping a buffer per call.
 HOST_RESULT_MIN_BYTES = 1 << 20
 
-# Ops whose presence means a kernel depends on its work-group shape.
-_GROUP_OPS = (gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp, gpu.BarrierOp)
 #: Device limits a module's target may not exceed (its kernels would not launch).
 _HARD_LIMITS = ("max_work_group_size", "local_mem_bytes")
 
@@ -162,6 +163,8 @@ def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProf
 
     is_cpu = bool(device.type & cl.device_type.CPU)
     extensions = set(device.extensions.split())
+    from accy.dialects.target import DEFAULTS
+
     return DEFAULTS["cpu" if is_cpu else "gpu"].replace(
         format=FORMAT,
         math=math_tier,
@@ -179,6 +182,12 @@ def launch_work_group(gfunc: gpu.FuncOp, block: tuple[int, ...]) -> tuple[int, .
     with the launch), else `block` when the kernel depends on its work-group
     (ids or sizes of work-groups, barriers, workgroup memory), else None (the
     OpenCL implementation chooses)."""
+    from xdsl.dialects import gpu, memref
+
+    from accy.dialects.host import AddressSpace, AddressSpaceAttr
+
+    # Ops whose presence means a kernel depends on its work-group shape.
+    group_ops = (gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp, gpu.BarrierOp)
     known = gfunc.known_block_size
     if known is not None:
         stated = tuple(known.get_values())
@@ -189,7 +198,7 @@ def launch_work_group(gfunc: gpu.FuncOp, block: tuple[int, ...]) -> tuple[int, .
             )
         return stated
     for op in gfunc.walk():
-        if isinstance(op, _GROUP_OPS):
+        if isinstance(op, group_ops):
             return block
         if isinstance(op, memref.AllocaOp):
             space = op.memref.type.memory_space
@@ -240,6 +249,8 @@ class _Launch:
 
 
 def _translate(host: func.FuncOp, built: BuiltProgram | None, gfuncs: dict[str, gpu.FuncOp]) -> _Schedule:
+    from accy.backends.opencl.emitter import written_arguments
+
     kernels = built.kernels if built is not None else {}
 
     def make_launch(launch: Launch) -> _Launch:
@@ -748,6 +759,8 @@ class OpenCLDevice(KernelDevice):
         """The complete profile `module` compiles with here: its target's set
         fields, the device's profile for the rest (module docstring, step 1)."""
         device = self.target_profile()
+        from accy.dialects.target import target_fields
+
         fields = target_fields(module)
         profile = device.filled_by(fields)
         self.check_format(profile)
@@ -762,6 +775,8 @@ class OpenCLDevice(KernelDevice):
     def load(self, module: ModuleOp, fn: str) -> OpenCLProgram:
         """A program for function `fn` of an already kernelized module."""
         host = host_function(module, fn)
+        from accy.backends.opencl.emitter import build_options, emit_opencl, kernel_funcs
+
         gfuncs = {f.sym_name.data: f for f in kernel_funcs(module)} if has_kernels(module) else {}
         with phase("codegen"):
             source = kernel_source(fn, "cl", emit_opencl(module)) if gfuncs else ""

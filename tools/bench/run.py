@@ -49,6 +49,7 @@ from typing import IO, Any
 
 import chart
 import dispatch
+import latency
 import memory
 import numpy as np
 import rnn
@@ -247,6 +248,8 @@ SIDE_SCRIPTS = {
     "dispatch": (dispatch, [], ["--calls", "1000"]),
     "memory": (memory, [], ["--calls", "2000", "--warm-up", "200", "--compiles", "200", "--compile-warm-up", "50", "--distinct", "1000", "--distinct-warm-up", "200"]),
     "rnn": (rnn, [], ["--trips", "20", "--repeat", "3"]),
+    # Issue 24 item 2: fresh accy-run processes, cold and warm, and the same-process recompile.
+    "latency": (latency, [], ["--runs", "3", "--recompiles", "100"]),
     # Tuned against untuned (issue 24 item 3): only with --tune (the searches take minutes).
     "tuning": (tuning, [], ["--quick"]),
 }
@@ -476,6 +479,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-dispatch", action="store_true", help="skip the dispatch cost of a tiny call (dispatch.py)")
     p.add_argument("--no-memory", action="store_true", help="skip memory over many calls and compiles (memory.py)")
     p.add_argument("--no-rnn", action="store_true", help="skip the RNN cell iterated on the device (rnn.py)")
+    p.add_argument("--no-latency", action="store_true", help="skip the latency to a first result of fresh accy-run processes (latency.py)")
     p.add_argument(
         "--tune", action="store_true",
         help="also tune cumsum, softmax and matmul and time them tuned against untuned (tuning.py; minutes)",
@@ -545,7 +549,12 @@ def main(argv: list[str] | None = None) -> int:
             compiles[device] = compile_times(device)
     # Issue 11's dispatch cost, memory flatness and iterated RNN cell: not workloads, so not with --only.
     sides: dict[str, list[dict[str, Any]]] = {}
-    for name, skip in (("dispatch", args.no_dispatch), ("memory", args.no_memory), ("rnn", args.no_rnn)):
+    for name, skip in (
+        ("dispatch", args.no_dispatch),
+        ("memory", args.no_memory),
+        ("rnn", args.no_rnn),
+        ("latency", args.no_latency),
+    ):
         if not skip and not args.only:
             print(f"  {name}.py on {', '.join(args.devices)} ...", file=sys.stderr, flush=True)
             time.sleep(SETTLE_S)
@@ -578,6 +587,10 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print("RNN cell iterated on the device (rnn.py): ms a call; us a trip beyond the kernels' device time")
         print(rnn.table(sides["rnn"]))
+    if "latency" in sides:
+        print()
+        print("Latency to a first result (latency.py): fresh accy-run processes, cold = empty cache, warm = the same cache")
+        print(latency.table(sides["latency"]))
     if "tuning" in sides:
         print()
         print("Tuned against untuned (tuning.py): medians of calls in turn; x untuned = untuned / tuned (above 1, tuned is faster)")
@@ -620,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
             "dispatch": sides.get("dispatch"),
             "memory": sides.get("memory"),
             "rnn": sides.get("rnn"),
+            "latency": sides.get("latency"),
             "tuning": sides.get("tuning"),
         }
         chart.write_results(doc, args.json, chart_title(cpus))

@@ -907,8 +907,8 @@ def build_options(module: ModuleOp) -> str:
     return "-cl-fast-relaxed-math" if TargetProfile.of_module(module).math == "fast" else ""
 
 
-#: The artifact format (`accy.target`'s `format`) this backend prints.
-FORMAT = "opencl-c"
+#: The artifact format (`accy.target`'s `format`) this backend prints (format.py: no xDSL).
+from accy.backends.opencl.format import FORMAT  # noqa: E402
 
 
 def check_format(module: ModuleOp) -> None:
