@@ -286,10 +286,10 @@ def test_the_gpu_profile_is_tuned_with_its_own_space() -> None:
     tuned module computes what the reference does."""
     module = 'builtin.module attributes {accy.target = #accy.target<profile = "gpu">} {\n' + SOFTMAX + "}\n"
     space = {"row_pipeline": spaces.SPACES[("gpu", "row_pipeline")]}
-    result = tune(module, "opencl", timing=QUICK, space=space, budget=Budget(kernel_candidates=3), use_cache=False)
+    result = tune(module, "opencl", timing=QUICK, space=space, budget=Budget(kernel_candidates=2), use_cache=False)
     assert result.kinds == ["row_pipeline"]
     widths = [t.fields.get("row_threads") for t in result.trials if t.status not in ("confirmed", "unconfirmed")]
-    assert len(widths) == 3 and widths[0] is None and set(widths[1:]) <= {64, 128, 512, 1024}
+    assert len(widths) == 2 and widths[0] is None and widths[1] == 64  # the current values, then the first other
     fields = target_fields(parse_module(str(result.module)))
     assert fields["profile"] == "gpu" and fields["row_threads"] in (64, 128, 256, 512, 1024)
     exe = accy.compile(result.module, device="opencl")
