@@ -25,6 +25,32 @@ selects, casts and i1 masks vectorised:
 All are pure (CSE and DCE apply). Scalars keep using the `arith` ops; the
 helpers `compare_op`, `select_op` and `convert_op` pick the right op.
 
+`accy_kernel.mma` is one warp-level matrix multiply-add of NVIDIA's
+`mma.sync` (PTX ISA, "warp-level matrix fragments"), a collective of the 32
+work-items of a warp (consecutive local ids along x, a sub-group of 32): all
+of them execute it together, none under a condition that differs between
+them. Property `shape`:
+
+- "m16n8k16": D (16x8, f32) = A (16x16) x B (16x8) + C, A and B f16 or
+  bf16: operands `a` (4 x vector<2xT>), `b` (2 x vector<2xT>), `c` (4 x
+  f32), results 4 x f32;
+- "m16n8k8": the same with A 16x8 and B 8x8 of TF32 (f32 values whose low
+  13 mantissa bits the tensor core ignores): `a` 4 x f32, `b` 2 x f32.
+
+With lane = 4·g + t (g = lane / 4, t = lane % 4), k16 = (2t, 2t+1) and
+k8 = t, a work-item's fragments hold (row, k) of A, (k, column) of B and
+(row, column) of C and D (`FRAGMENTS`, checked on an H200 against numpy):
+
+    m16n8k16: a0 (g, k16)    a1 (g+8, k16)   a2 (g, k16+8)  a3 (g+8, k16+8)
+              b0 (k16, g)    b1 (k16+8, g)
+    m16n8k8:  a0 (g, t)      a1 (g+8, t)     a2 (g, t+4)    a3 (g+8, t+4)
+              b0 (t, g)      b1 (t+4, g)
+    both:     c0/d0 (g, 2t)  c1 (g, 2t+1)    c2 (g+8, 2t)   c3 (g+8, 2t+1)
+
+The OpenCL C backend prints it as inline PTX (`asm volatile`), which only
+NVIDIA's driver builds; the LLVM backend declines it. The dot lowering
+emits it only where the target's `mma` is "sm80".
+
 Streaming stores are xDSL's own `vector.store` with `nontemporal = true`
 (`stream_store_op`, `is_stream_store`): the vector goes to memory around
 the caches (x86 `movntps`), and its address must be a multiple of the
@@ -37,9 +63,20 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects import arith, gpu, vector
-from xdsl.dialects.builtin import BoolAttr, IndexType, IntegerAttr, IntegerType, StringAttr, VectorType
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    BoolAttr,
+    Float16Type,
+    Float32Type,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    VectorType,
+)
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     VarConstraint,
     base,
@@ -48,6 +85,8 @@ from xdsl.irdl import (
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
+    var_result_def,
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
@@ -195,6 +234,68 @@ class VCastOp(IRDLOperation):
                 raise VerifyException(f"'{self.name}' {kind} cannot convert {src} to {dst} (bit widths)")
 
 
+#: Fragment element positions of `accy_kernel.mma` (module docstring), per
+#: shape and operand, one (g offset, t scale, t offset) per register: the
+#: element's coordinate along the warp's groups is g + g offset (a row of A
+#: and of C, a column of B), along its threads t scale · t + t offset (k of
+#: A and B, a column of C). A register of a 16-bit fragment holds that
+#: element and the next along k.
+FRAGMENTS: dict[str, dict[str, tuple[tuple[int, int, int], ...]]] = {
+    "m16n8k16": {"a": ((0, 2, 0), (8, 2, 0), (0, 2, 8), (8, 2, 8)), "b": ((0, 2, 0), (0, 2, 8))},
+    "m16n8k8": {"a": ((0, 1, 0), (8, 1, 0), (0, 1, 4), (8, 1, 4)), "b": ((0, 1, 0), (0, 1, 4))},
+}
+#: The accumulator fragment (c and d) of both shapes, as FRAGMENTS.
+ACCUMULATOR_FRAGMENT = ((0, 2, 0), (0, 2, 1), (8, 2, 0), (8, 2, 1))
+#: k of each shape.
+MMA_K = {"m16n8k16": 16, "m16n8k8": 8}
+
+
+@irdl_op_definition
+class MmaOp(IRDLOperation):
+    """One warp's `mma.sync` D = A x B + C (module docstring)."""
+
+    name = "accy_kernel.mma"
+
+    a = var_operand_def()
+    b = var_operand_def()
+    c = var_operand_def(Float32Type)
+    shape = prop_def(StringAttr)
+    d = var_result_def(Float32Type)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = "$shape `(` $a `:` type($a) `)` `(` $b `:` type($b) `)` `(` $c `:` type($c) `)` attr-dict `:` type($d)"
+
+    def __init__(self, shape: str, a: Sequence[SSAValue], b: Sequence[SSAValue], c: Sequence[SSAValue]) -> None:
+        super().__init__(
+            operands=[a, b, c], result_types=[[Float32Type()] * 4], properties={"shape": StringAttr(shape)}
+        )
+
+    @property
+    def operand_element(self) -> Attribute:
+        """The element type of A and B: f16, bf16 or f32 (TF32)."""
+        t = self.a[0].type
+        return t.element_type if isinstance(t, VectorType) else t
+
+    def verify_(self) -> None:
+        shape = self.shape.data
+        if shape not in MMA_K:
+            raise VerifyException(f"'{self.name}' shape '{shape}' is not one of {', '.join(MMA_K)}")
+        if (len(self.a), len(self.b), len(self.c), len(self.d)) != (4, 2, 4, 4):
+            raise VerifyException(f"'{self.name}' takes 4 a, 2 b and 4 c fragment registers and gives 4")
+        types = {v.type for v in (*self.a, *self.b)}
+        if shape == "m16n8k16":
+            ok = len(types) == 1 and any(
+                t == VectorType(e, [2]) for t in types for e in (Float16Type(), BFloat16Type())
+            )
+            wanted = "vector<2xf16> or vector<2xbf16>"
+        else:
+            ok = types == {Float32Type()}
+            wanted = "f32 (TF32)"
+        if not ok:
+            raise VerifyException(f"'{self.name}' {shape} takes a and b fragments of one type, {wanted}")
+
+
 def compare_op(lhs: SSAValue, rhs: SSAValue, predicate: str) -> Operation:
     """`predicate` (an arith.cmpf name for floats, arith.cmpi name otherwise)
     of two scalars (`arith.cmpf/cmpi`) or vectors (`accy_kernel.vcmp`)."""
@@ -232,13 +333,17 @@ def is_stream_store(op: Operation) -> bool:
     return isinstance(flag, IntegerAttr) and flag.value.data != 0
 
 
-AccyKernel = Dialect("accy_kernel", [VCmpOp, VSelectOp, VCastOp], [])
+AccyKernel = Dialect("accy_kernel", [VCmpOp, VSelectOp, VCastOp, MmaOp], [])
 
 __all__ = [
     "CAST_KINDS",
     "FLOAT_PREDICATES",
     "INT_PREDICATES",
+    "ACCUMULATOR_FRAGMENT",
+    "FRAGMENTS",
+    "MMA_K",
     "AccyKernel",
+    "MmaOp",
     "VCastOp",
     "VCmpOp",
     "VSelectOp",

@@ -36,6 +36,16 @@ tuned) sizes compiles with them.
   `exact`, and is an error under `fast` or strict kernelization.
   Both default to true (a file without a target assumes a capable device);
   the runtime fills them in from its device.
+- `mma`: the warp-level matrix instructions a GPU dot may use: "" (none,
+  the default: the SIMT register tiles), "sm80" (NVIDIA's `mma.sync`
+  m16n8k16 for f16/bf16 operands and, under `math = "fast"` only, m16n8k8
+  TF32 for f32, printed as inline PTX by the OpenCL C backend; compute
+  capability 8.0 or later) or "emulate" (the same kernels with each matrix
+  instruction done by the warp's work-items through local memory: any
+  GPU-profile device runs them, to test the lowering where no tensor core
+  is). The OpenCL runtime sets "sm80" on an NVIDIA device of compute
+  capability 8 or more whose driver builds a probe kernel of inline
+  `mma.sync`; a module may set it or clear it (`mma = ""`).
 - tile and work-group sizes (`TUNING_FIELDS`), the shapes lowerings give
   their kernels; each is at most what it says, lowerings take the largest
   power of two within it and the device's `max_work_group_size` where a
@@ -90,6 +100,7 @@ TARGET_KEY = "accy.target"
 PROFILES = ("cpu", "gpu")
 FORMATS = ("opencl-c", "llvm-ir")
 MATH_TIERS = ("exact", "fast")
+MMA_KINDS = ("", "sm80", "emulate")
 
 #: Tile and work-group sizes of the lowerings (module docstring).
 TUNING_FIELDS = (
@@ -115,6 +126,7 @@ class TargetProfile:
     vector_width: int = 16
     fp16: bool = True
     fp64: bool = True
+    mma: str = ""
     group_size: int = 64
     reduce_threads: int = 256
     reduce_chunk: int = 256
@@ -132,10 +144,11 @@ class TargetProfile:
 
     def validate(self) -> None:
         """Raises ValueError naming the first field out of its domain."""
-        for name, allowed in (("profile", PROFILES), ("format", FORMATS), ("math", MATH_TIERS)):
+        for name, allowed in (("profile", PROFILES), ("format", FORMATS), ("math", MATH_TIERS), ("mma", MMA_KINDS)):
             value = getattr(self, name)
             if value not in allowed:
-                raise ValueError(f"target {name} must be one of {', '.join(allowed)}; got '{value}'")
+                names = ", ".join(a or '""' for a in allowed)
+                raise ValueError(f"target {name} must be one of {names}; got '{value}'")
         for name in _INT_FIELDS:
             value = getattr(self, name)
             least = 0 if name == "local_mem_bytes" else 1
@@ -190,7 +203,7 @@ class TargetProfile:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(TargetProfile))
-_STR_FIELDS = ("profile", "format", "math")
+_STR_FIELDS = ("profile", "format", "math", "mma")
 _BOOL_FIELDS = ("fp16", "fp64")
 _INT_FIELDS = tuple(name for name in FIELDS if name not in _STR_FIELDS and name not in _BOOL_FIELDS)
 

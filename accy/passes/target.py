@@ -28,7 +28,8 @@ class SetTargetPass(AccyPass):
     `set-target{fp16=false}` or `set-target{reduce_threads=64 dot_tile=8}`.
     Options are the profile's fields: `format`, `math`; the device limits
     `max_work_group_size`, `local_mem_bytes`, `vector_width`, `fp16`, `fp64`;
-    the tile and work-group sizes `group_size`, `reduce_threads`,
+    the GPU dot's matrix instructions `mma` (`mma=sm80`, `mma=emulate`, or
+    `mma=""` to clear what a device would set); the tile and work-group sizes `group_size`, `reduce_threads`,
     `reduce_chunk`, `row_threads`, `scan_vectors`, `query_rows`, `key_tile`, `dot_rows`,
     `dot_vectors`, `dot_tile`, `stream_bytes`. A
     field set here is kept when a device compiles the module. The analyses
@@ -36,7 +37,7 @@ class SetTargetPass(AccyPass):
     do)."""
 
     name: ClassVar[str] = "set-target"
-    version: ClassVar[int] = 5  # 5: stream_bytes
+    version: ClassVar[int] = 6  # 5: stream_bytes; 6: mma
 
     profile: str | None = None
     """Start over from this profile, cpu or gpu (the fields the module set are dropped); unset: keep them."""
@@ -55,6 +56,8 @@ class SetTargetPass(AccyPass):
     without it f16 is stored in 16 bits and computed in f32."""
     fp64: bool | None = None
     """Whether kernels may compute in double precision (OpenCL's cl_khr_fp64)."""
+    mma: str | None = None
+    """The GPU dot's warp matrix instructions: "" (none), sm80 (mma.sync as inline PTX) or emulate (for tests)."""
     group_size: int | None = None
     """Work-items per work-group of one-work-item-per-element kernels."""
     reduce_threads: int | None = None

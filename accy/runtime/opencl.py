@@ -7,7 +7,8 @@ the kernels as OpenCL C, and runs the host schedule.
 1. completes the module's target profile (`accy.target`): the fields the
    module sets are kept (a hand-set or tuned size, the math tier, ...), the
    device supplies the rest (`profile_of_device`: CPU or GPU by device type,
-   max work-group size, local memory, preferred vector width, fp16/fp64),
+   max work-group size, local memory, preferred vector width, fp16/fp64,
+   tensor cores: `mma_of_device`),
    and the complete profile is attached. A module asking for more than the
    device has (work-group size, local memory) or for an artifact format
    other than OpenCL C is refused with a `TargetMismatch` naming the field;
@@ -156,9 +157,81 @@ def preferred_vector_width(device: cl.Device) -> int:
     return max(w for w in (1, 2, 4, 8, 16) if w <= preferred)
 
 
+#: A warp's m16n8k16 f16 mma.sync of A = 1 (16x16) by B[k][n] = k (16x8,
+#: each work-item's b fragment at its own k): every sum is 0 + 1 + ... + 15
+#: = 120, so each work-item's four add up to 480. The probe of `mma_of_device`.
+MMA_PROBE = r"""__kernel void accy_mma_probe(__global float* out) {
+  uint one = 0x3C003C00u;  /* two f16 ones */
+  float t = (float)(get_local_id(0) % 4);
+  ushort k[4];
+  vstore_half(2.0f * t, 0, (half*)k);
+  vstore_half(2.0f * t + 1.0f, 1, (half*)k);
+  vstore_half(2.0f * t + 8.0f, 2, (half*)k);
+  vstore_half(2.0f * t + 9.0f, 3, (half*)k);
+  uint b0 = k[0] | ((uint)k[1] << 16), b1 = k[2] | ((uint)k[3] << 16);
+  float d0, d1, d2, d3, z = 0.0f;
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
+    : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+    : "r"(one), "r"(one), "r"(one), "r"(one), "r"(b0), "r"(b1), "f"(z), "f"(z), "f"(z), "f"(z));
+  out[get_local_id(0)] = d0 + d1 + d2 + d3;
+}
+"""
+#: Results of `mma_of_device` by device (platform, name, driver).
+_mma_probed: dict[tuple[str, str, str], str] = {}
+
+
+def mma_of_device(device: cl.Device) -> str:
+    """The `mma` profile field of a device: "sm80" on an NVIDIA GPU of
+    compute capability 8.0 or later whose driver builds and correctly runs
+    a probe kernel of inline-PTX `mma.sync` (`MMA_PROBE`), once per device
+    and process; "" elsewhere. Where an NVIDIA driver refuses the probe, a
+    remark says so once and the GPU dots keep their SIMT register tiles."""
+    import pyopencl as cl
+
+    if "NVIDIA" not in str(device.vendor).upper() or not device.type & cl.device_type.GPU:
+        return ""
+    try:
+        major = int(device.compute_capability_major_nv)
+    except (AttributeError, cl.Error):
+        return ""
+    if major < 8:
+        return ""
+    key = (str(device.platform.name), str(device.name), str(device.driver_version))
+    if key not in _mma_probed:
+        _mma_probed[key] = _probe_mma(device)
+    return _mma_probed[key]
+
+
+def _probe_mma(device: cl.Device) -> str:
+    """Builds and runs `MMA_PROBE` on one warp: "sm80" when every work-item
+    got its 4 · 120, else "" (and one remark why)."""
+    import pyopencl as cl
+
+    from accy.passes.kernelization import kernelize
+
+    name = str(device.name).strip()
+    try:
+        context = cl.Context([device])
+        queue = cl.CommandQueue(context, device)
+        program = cl.Program(context, MMA_PROBE).build()
+        out = np.zeros(32, np.float32)
+        buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        cl.Kernel(program, "accy_mma_probe")(queue, (32,), (32,), buffer)
+        cl.enqueue_copy(queue, out, buffer, is_blocking=True)
+    except cl.Error as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        kernelize.remark(f"{name}: the driver refuses inline PTX mma.sync ({first}); GPU dots run on SIMT register tiles")
+        return ""
+    if not np.all(out == 480.0):
+        kernelize.remark(f"{name}: inline PTX mma.sync gave wrong sums in the probe; GPU dots run on SIMT register tiles")
+        return ""
+    return "sm80"
+
+
 def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProfile:
     """The target profile of a pyopencl device: its kind and limits, the
-    profile's defaults for tile and work-group sizes."""
+    profile's defaults for tile and work-group sizes, and its tensor cores
+    (`mma_of_device`)."""
     import pyopencl as cl
 
     is_cpu = bool(device.type & cl.device_type.CPU)
@@ -173,6 +246,7 @@ def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProf
         vector_width=preferred_vector_width(device),
         fp16="cl_khr_fp16" in extensions,
         fp64="cl_khr_fp64" in extensions,
+        mma="" if is_cpu else mma_of_device(device),
     )
 
 
@@ -770,6 +844,11 @@ class OpenCLDevice(KernelDevice):
                     f"the module's target sets {name} = {getattr(profile, name)}, more than device "
                     f"'{self.name}' ({self.description}) has: {getattr(device, name)}"
                 )
+        if profile.mma == "sm80" and device.mma != "sm80":
+            raise TargetMismatch(
+                f"the module's target sets mma = \"sm80\", but device '{self.name}' ({self.description}) has no "
+                "mma.sync that its driver builds (mma = \"emulate\" runs the same kernels on any GPU-profile device)"
+            )
         return profile
 
     def load(self, module: ModuleOp, fn: str) -> OpenCLProgram:

@@ -40,8 +40,10 @@ _UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 
 def _value(cell: str) -> object:
-    """A default as the table writes it: `name`, true/false, 4096 or 16 MiB."""
+    """A default as the table writes it: `name`, `""`, true/false, 4096 or 16 MiB."""
     text = cell.strip().strip("`")
+    if text == '""':  # the empty string
+        return ""
     if text in ("true", "false"):
         return text == "true"
     match = re.fullmatch(r"(\d+)(?: (KiB|MiB|GiB))?", text)

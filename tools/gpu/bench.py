@@ -19,6 +19,10 @@ For each workload (tools/bench/workloads.py's programs, at GPU sizes):
   card's copy bandwidth, read + write counted, which the issue's target for
   that workload is a fraction of.
 
+Issue 23's tensor-core rows (`TENSOR_CORE_ROWS`): matmul 4096 in f16 and
+bf16 against torch's (cuBLAS, tensor cores), and in f32 under `math =
+"fast"` (accy's TF32) against torch with TF32 allowed.
+
 Prints a line per workload and size and issue 10's H200 targets
 (tools/bench/targets.py), met or missed; with `--json FILE`, writes every
 time, rate and ratio as JSON, and the chart of the ratios beside it
@@ -50,7 +54,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -72,6 +76,30 @@ GPU_SIZES: dict[str, list[tuple[int, ...]]] = {
     "attention_causal": [(1, 8, 1024, 64), (4, 16, 4096, 64)],
 }
 REL_TOLERANCE = 1e-3
+
+
+class TensorCoreRow(NamedTuple):
+    """A matmul row on the tensor cores (issue 23): accy's program in
+    `element` (f16, bf16; f32 under `target`'s `math = "fast"`: TF32), the
+    same product in torch in `torch_dtype` (TF32 allowed for `tf32`), and
+    the check's tolerance (one rounding of the result type, or TF32's)."""
+
+    element: str
+    numpy_dtype: str
+    torch_dtype: str
+    target: str = ""
+    tf32: bool = False
+    tolerance: float = REL_TOLERANCE
+
+
+#: The tensor-core rows, by workload name: tools/bench/workloads.py's
+#: matmul in another element type.
+TENSOR_CORE_ROWS = {
+    "matmul_f16": TensorCoreRow("f16", "float16", "float16", tolerance=2e-3),
+    "matmul_bf16": TensorCoreRow("bf16", "bfloat16", "bfloat16", tolerance=1.6e-2),
+    "matmul_tf32": TensorCoreRow("f32", "float32", "float32", target='math = "fast"', tf32=True, tolerance=2e-3),
+}
+GPU_SIZES.update({name: [(4096,)] for name in TENSOR_CORE_ROWS})
 
 
 def flops(name: str, dims: tuple[int, ...]) -> float | None:
@@ -133,12 +161,19 @@ def measure(
     """One workload at one size: accy's and torch's device times, the check
     of accy's result against torch's, rates (and, for exp(a)·b+c, the copy
     bandwidth); `error` when accy failed."""
-    w = BY_NAME[name]
+    row = TENSOR_CORE_ROWS.get(name)
+    w = BY_NAME["matmul" if row is not None else name]
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(s, dtype=np.float32) for s in w.shapes(dims)]
+    program = w.program(dims)
+    if row is not None:
+        dtype = np.float32 if row.element == "f32" else _numpy_dtype(row.numpy_dtype)
+        inputs = [a.astype(dtype) for a in inputs]
+        program = program.replace("xf32>", f"x{row.element}>")
+        target = ", ".join(t for t in (row.target, target) if t)
     record: dict[str, Any] = {"workload": name, "dims": list(dims)}
     try:
-        exe = accy.compile(with_target(w.program(dims), target), device=device)
+        exe = accy.compile(with_target(program, target), device=device)
         arrays = [accy.device_put(a, device) for a in inputs]
         (got,) = exe(*arrays)
         accy_seconds(exe, arrays)  # the profiling queue's first call
@@ -146,7 +181,11 @@ def measure(
     except Exception as e:  # reported, and the run fails at the end
         record["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         return record
-    tensors = [torch.from_numpy(a).cuda() for a in inputs]
+    if row is not None:
+        tensors = [torch.from_numpy(a.astype(np.float32)).cuda().to(getattr(torch, row.torch_dtype)) for a in inputs]
+        torch.backends.cuda.matmul.allow_tf32 = row.tf32
+    else:
+        tensors = [torch.from_numpy(a).cuda() for a in inputs]
     accy_times, torch_times = [], []
     with torch.inference_mode():
         want = w.torch_fn(torch, *tensors)
@@ -154,11 +193,13 @@ def measure(
         for _ in range(repeat):
             accy_times.append(accy_seconds(exe, arrays))
             torch_times.append(torch_seconds(torch, w.torch_fn, tensors))
+    torch.backends.cuda.matmul.allow_tf32 = False
     accy_s, torch_s = statistics.median(accy_times), statistics.median(torch_times)
     record["accy_s"] = accy_s
     want_np = want.float().cpu().numpy()
     err = float(np.abs(got.astype(np.float64) - want_np).max()) / (float(np.abs(want_np).max()) or 1.0)
-    record.update(torch_s=torch_s, accy_over_torch=accy_s / torch_s, rel_err=err, ok=err <= REL_TOLERANCE)
+    tolerance = row.tolerance if row is not None else REL_TOLERANCE
+    record.update(torch_s=torch_s, accy_over_torch=accy_s / torch_s, rel_err=err, ok=err <= tolerance)
     f, b = flops(name, dims), moved_bytes(name, dims)
     if f:
         record.update(accy_tflops=f / accy_s / 1e12, torch_tflops=f / torch_s / 1e12)
@@ -167,6 +208,15 @@ def measure(
     if name == "exp_mul_add":
         record["copy_tbs"] = copy_tbs(torch, int(np.prod(dims)), repeat)
     return record
+
+
+def _numpy_dtype(name: str) -> Any:
+    """numpy's float16, or ml_dtypes' bfloat16."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return np.dtype(name)
 
 
 def row_line(r: dict[str, Any]) -> str:

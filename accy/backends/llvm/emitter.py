@@ -633,6 +633,9 @@ class _KernelEmitter:
     def barrier(self, op: Operation) -> None:
         raise self.refuse_work_group("gpu.barrier")
 
+    def mma(self, op: Operation) -> None:
+        raise self.fail(op, "a warp's mma.sync is NVIDIA's inline PTX, which only the OpenCL C backend prints")
+
     # -- memory --------------------------------------------------------
 
     def alloca(self, op: Operation) -> None:

@@ -30,6 +30,8 @@ The input follows docs/kernel-ir.md; the output is meant to be read:
 - `memref.alloca` in `#gpu.address_space<workgroup>` is `__local T lN[size];`
   at kernel scope; a plain `memref.alloca` is a private array `T pN[size];`;
   multi-dimensional allocas are flattened row-major;
+- `accy_kernel.mma` is NVIDIA's `mma.sync` as inline PTX (`asm volatile`),
+  which only NVIDIA's OpenCL driver builds;
 - `gpu.barrier` is `barrier(CLK_LOCAL_MEM_FENCE)`, `gpu.global_id x` is
   `get_global_id(0)`, and so on.
 
@@ -75,7 +77,7 @@ from accy.backends import kernels as backend_kernels
 from accy.backends.kernels import written_arguments
 from accy.dialects.dense import bf16_bits
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
-from accy.dialects.kernel import VCmpOp, is_stream_store
+from accy.dialects.kernel import MmaOp, VCmpOp, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
 
 
@@ -700,6 +702,23 @@ class _KernelEmitter:
 
     def barrier(self, op: Operation) -> None:
         self.line("barrier(CLK_LOCAL_MEM_FENCE);")
+
+    def mma(self, op: Operation) -> None:
+        """`accy_kernel.mma` as inline PTX: `asm volatile("mma.sync...")`
+        with the fragment registers as 32-bit operands (`as_uint` of a
+        ushort2 pair or of a TF32 float) and the accumulators as f32."""
+        assert isinstance(op, MmaOp)
+        kind = {Float16Type: "f16", BFloat16Type: "bf16"}.get(type(op.operand_element), "tf32")
+        instruction = f"mma.sync.aligned.{op.shape.data}.row.col.f32.{kind}.{kind}.f32"
+        operands = "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13}"
+        names = [self.fresh("v") for _ in op.d]
+        self.names.update(zip(op.d, names, strict=True))
+        self.line(f"float {', '.join(names)};")
+        outs = ", ".join(f'"=f"({n})' for n in names)
+        ins = ", ".join(
+            [f'"r"(as_uint({self.get(v)}))' for v in (*op.a, *op.b)] + [f'"f"({self.get(v)})' for v in op.c]
+        )
+        self.line(f'asm volatile("{instruction} {operands};" : {outs} : {ins});')
 
     # -- memory --------------------------------------------------------
 

@@ -47,6 +47,10 @@ its sizes.
   ranges of at least `GPU_SPLIT_MIN_K`: one launch stores each range's
   partial sums, a second adds them per output element and runs the
   epilogue (`gpu_split_k`).
+  Where the target's `mma` is set (NVIDIA's tensor cores, or "emulate"
+  for tests), a dot of f16 or bf16 operands, or under `math = fast` of f32
+  operands (TF32), takes the tensor-core kernel instead (`mma_tiles`): a
+  product of any size, k not split.
 - Otherwise: one work-item per output element, a scalar loop over k.
 """
 
@@ -55,6 +59,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
 from xdsl.ir import SSAValue
 
 from accy.dialects import accy
@@ -66,6 +71,7 @@ from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
 from accy.passes.kernelization.launch import work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel
+from accy.passes.kernelization.mma_tiles import MmaOperands, fits, mma_tiles
 from accy.passes.kernelization.register_tiles import (
     fma,
     gpu_k_step,
@@ -141,15 +147,21 @@ class _Dot:
         assert all(c is not None for c in coords)
         return coords  # type: ignore[return-value]
 
-    def a_at(self, expr: Expr, bc: list[SSAValue], m: SSAValue, kc: list[SSAValue]) -> SSAValue:
+    def a_at(
+        self, expr: Expr, bc: list[SSAValue], m: SSAValue, kc: list[SSAValue], source: SSAValue | None = None
+    ) -> SSAValue:
+        """The lhs at (bc, m, kc), or `source` there (a value of the lhs's shape)."""
         mc = expr.kb.delinearize(m, self.m_shape)
         coords = self._place(len(self.a_shape), [(self.lb, bc), (self.lf, mc), (self.lc, kc)])
-        return expr.at(self.dot.lhs, coords)
+        return expr.at(source or self.dot.lhs, coords)
 
-    def b_at(self, expr: Expr, bc: list[SSAValue], n: SSAValue, kc: list[SSAValue]) -> SSAValue:
+    def b_at(
+        self, expr: Expr, bc: list[SSAValue], n: SSAValue, kc: list[SSAValue], source: SSAValue | None = None
+    ) -> SSAValue:
+        """The rhs at (bc, n, kc), or `source` there (a value of the rhs's shape)."""
         nc = expr.kb.delinearize(n, self.n_shape)
         coords = self._place(len(self.b_shape), [(self.rb, bc), (self.rf, nc), (self.rc, kc)])
-        return expr.at(self.dot.rhs, coords)
+        return expr.at(source or self.dot.rhs, coords)
 
     def out_coords(self, bc: list[SSAValue], m: SSAValue, n: SSAValue) -> list[SSAValue]:
         kb = self.kb
@@ -230,6 +242,9 @@ class _Dot:
         at 8x8 tiles is 64 blocks for an H200's 132 multiprocessors), down to
         GPU_MIN_TILE. A product with too few blocks even then (a batch of 64
         rows, say) splits k into S ranges (`_k_split`, `gpu_split_k`)."""
+        mma = self.mma_operands()
+        if mma is not None:
+            return mma_tiles(self, mma)
         t, r = gpu_tile_shape(self.kb.profile, self.et)
         while r > GPU_MIN_TILE and self._blocks(t * r) < GPU_MIN_BLOCKS:
             r //= 2
@@ -237,6 +252,37 @@ class _Dot:
         if splits == 1:
             return gpu_tiles(self, t, r)
         return gpu_split_k(self, plan, t, r, splits, chunk)
+
+    def mma_operands(self) -> MmaOperands | None:
+        """How the tensor-core kernel reads this dot, or None where it does
+        not apply: the target's `mma` unset; f16 or bf16 operands (both of
+        one type, read before a fused cast to f32) take m16n8k16, f32
+        operands under `math = fast` TF32 m16n8k8; and the device's
+        work-group and local memory must hold the kernel."""
+        profile = self.kb.profile
+        if not profile.mma or not self.is_float or not isinstance(self.et, Float32Type):
+            return None
+        a, b = self._narrow(self.dot.lhs), self._narrow(self.dot.rhs)
+        if a is not None and b is not None and type(accy.elem_of(a)) is type(accy.elem_of(b)):
+            element, shape = accy.elem_of(a), "m16n8k16"
+        elif profile.math == "fast" and all(isinstance(accy.elem_of(v), Float32Type) for v in self.dot.operands):
+            a, b, element, shape = self.dot.lhs, self.dot.rhs, Float32Type(), "m16n8k8"
+        else:
+            return None
+        if not fits(profile, element):
+            return None
+        return MmaOperands(shape, element, partial(self.a_at, source=a), partial(self.b_at, source=b))
+
+    def _narrow(self, operand: SSAValue) -> SSAValue | None:
+        """The 16-bit float value an operand is: itself, or the source of the
+        fused cast to f32 that compute-half-in-f32 reads it through."""
+        if isinstance(accy.elem_of(operand), Float16Type | BFloat16Type):
+            return operand
+        cast = operand.owner
+        narrow = isinstance(cast, accy.CastOp) and isinstance(accy.elem_of(cast.x), Float16Type | BFloat16Type)
+        if narrow and cast in self.others:
+            return cast.x
+        return None
 
     def _blocks(self, edge: int) -> int:
         """Work-groups of (edge x edge)-output blocks over the product."""

@@ -1,0 +1,290 @@
+"""Tensor-core tiles of a GPU product: B batches of (M x K) by (K x N) on
+warp-level `accy_kernel.mma` (NVIDIA's `mma.sync`), for a target whose
+`mma` is "sm80" (or "emulate": the same kernel, each matrix instruction
+done by the warp's work-items through local memory, so any GPU-profile
+device tests the lowering).
+
+- f16 and bf16 operands (read as they are stored, before the f32 cast that
+  compute-half-in-f32 gives a dot's operands) through m16n8k16, f32
+  operands through TF32 m16n8k8 (the caller allows it only under `math =
+  fast`: the tensor core reads 10 of f32's 23 mantissa bits); f32
+  accumulators in every case.
+- A work-group of `WARPS_M` x `WARPS_N` warps (work-items (lane, warp):
+  32 x 8) computes a `BM` x `BN` block of one batch; warp (wm, wn) a `WM`
+  x `WN` part of it, `MT` x `NT` mma tiles of 16 x 8.
+- Each k step stages `STEP_BYTES` of k (32 k of f16, 16 of f32) of the lhs block and of the rhs block in local
+  memory, both k-contiguous ([m][k] and [n][k], rows padded so that a
+  warp's fragment loads fall in distinct banks), zero past M, N and K; the
+  next step's elements are fetched from global memory into registers while
+  this step's are multiplied (as `GpuTiles` does). Consecutive work-items
+  read consecutive k of the lhs and consecutive n of the rhs (row-major
+  operands coalesce; others are read through their strides, correct and
+  slower).
+- A fragment register is one local load: a `vector<2xT>` pair along k for
+  16-bit operands, an f32 for TF32 (`accy_kernel.FRAGMENTS` places them).
+- The sums go to the epilogue (`Product.finish`) element by element, each
+  guarded past M and N.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from xdsl.dialects import arith, memref, vector
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import Float32Type, VectorType
+from xdsl.ir import Attribute, SSAValue
+
+from accy.dialects.kernel import ACCUMULATOR_FRAGMENT, FRAGMENTS, MMA_K, MmaOp
+from accy.dialects.target import TargetProfile
+from accy.dialects.types import element_bytes
+from accy.passes.kernelization.evaluate import Expr
+from accy.passes.kernelization.lowered import LoweredKernel
+from accy.passes.kernelization.register_tiles import Product
+
+#: Warps of a work-group along m and along n.
+WARPS_M, WARPS_N = 2, 4
+#: The rows and columns of a warp's part of the block.
+WM, WN = 64, 32
+#: The block a work-group computes.
+BM, BN = WARPS_M * WM, WARPS_N * WN
+#: Bytes of k staged per step and row (32 k of f16 or bf16, 16 of f32).
+STEP_BYTES = 64
+#: mma tiles (16 rows x 8 columns) per warp.
+MT, NT = WM // 16, WN // 8
+WARP = 32
+THREADS = WARP * WARPS_M * WARPS_N
+#: Elements of padding per staged row: 16 bytes, so the rows of a fragment
+#: load (a row per group g, 8 of them) start in different banks.
+PAD_BYTES = 16
+
+#: Reads one operand element: (evaluator, batch coordinates, flat m or n, k coordinates) -> value.
+Read = Callable[[Expr, list[SSAValue], SSAValue, list[SSAValue]], SSAValue]
+
+
+@dataclass(frozen=True)
+class MmaOperands:
+    """What the tensor-core kernel of a product reads: its mma `shape`, the
+    staged element type (f16, bf16 or f32) and the readers of the lhs at (m,
+    k) and the rhs at (n, k), giving values of that type."""
+
+    shape: str
+    element: Attribute
+    read_a: Read
+    read_b: Read
+
+    @property
+    def k(self) -> int:
+        return MMA_K[self.shape]
+
+    @property
+    def pairs(self) -> bool:
+        """Whether a fragment register is a pair of 16-bit elements along k."""
+        return self.shape == "m16n8k16"
+
+
+def local_bytes(element: Attribute, emulated: bool) -> int:
+    """Local memory the kernel stages (and, emulated, exchanges) in."""
+    width = element_bytes(element)
+    staged = (BM + BN) * (STEP_BYTES + PAD_BYTES)
+    k = 16 if width == 2 else 8
+    exchange = WARPS_M * WARPS_N * (MT * 16 + NT * 8) * k * width if emulated else 0
+    return staged + exchange
+
+
+def fits(profile: TargetProfile, element: Attribute) -> bool:
+    """Whether the device's work-group and local memory hold the kernel."""
+    emulated = profile.mma == "emulate"
+    return profile.max_work_group_size >= THREADS and local_bytes(element, emulated) <= profile.local_mem_bytes
+
+
+class MmaTiles:
+    """The kernel on `p`'s builder (module docstring). Building it emits the
+    preamble (local arrays, ids, the block's origin); `kernel` the rest."""
+
+    def __init__(self, p: Product, ops: MmaOperands) -> None:
+        self.p, self.ops, kb = p, ops, p.kb
+        self.kb = kb
+        width = element_bytes(ops.element)
+        self.bk = STEP_BYTES // width  # k staged per step
+        self.stride = self.bk + PAD_BYTES // width
+        self.a_tile = kb.local_array(BM * self.stride, ops.element, workgroup=True)  # [m][k]
+        self.b_tile = kb.local_array(BN * self.stride, ops.element, workgroup=True)  # [n][k]
+        self.emulated = kb.profile.mma == "emulate"
+        if self.emulated:
+            warps = WARPS_M * WARPS_N
+            self.x_a = kb.local_array(warps * MT * 16 * ops.k, ops.element, workgroup=True)  # [warp][row][k]
+            self.x_b = kb.local_array(warps * NT * 8 * ops.k, ops.element, workgroup=True)  # [warp][column][k]
+        self.lane, self.warp = kb.local_id("x"), kb.local_id("y")
+        self.g, self.t = kb.div(self.lane, 4), kb.rem(self.lane, 4)
+        self.wm = kb.mul(kb.div(self.warp, WARPS_N), WM)
+        self.wn = kb.mul(kb.rem(self.warp, WARPS_N), WN)
+        self.n0, self.m0 = kb.mul(kb.group_id("x"), BN), kb.mul(kb.group_id("y"), BM)
+        self.bc = kb.delinearize(kb.group_id("z"), p.batch_shape)
+        self.flat = kb.add(kb.mul(self.warp, WARP), self.lane)
+        self.zero = kb.const(0, ops.element)
+        self.acc_zero = kb.const(0.0, Float32Type())
+
+    def kernel(self) -> LoweredKernel:
+        """The k loop, then the guarded epilogue of every sum; the finished kernel."""
+        kb, p = self.kb, self.p
+        n_acc = MT * NT * 4
+        first = self.fetch(kb.idx(0))
+        accs = kb.for_(0, p.K, self.bk, [self.acc_zero] * n_acc + first, self._k_step)[:n_acc]
+        for mt in range(MT):
+            for nt in range(NT):
+                for i, (go, ts, to) in enumerate(ACCUMULATOR_FRAGMENT):
+                    m = kb.add(self.m0, kb.add(self.wm, kb.add(self.g, mt * 16 + go)))
+                    n = kb.add(self.n0, kb.add(self.wn, kb.add(kb.mul(self.t, ts), nt * 8 + to)))
+                    value = accs[(mt * NT + nt) * 4 + i]
+                    store = partial(self._finish, m, n, value)
+                    kb.if_(kb.val(arith.AndIOp(kb.lt(m, p.M), kb.lt(n, p.N))), store)
+        grid = (-(-p.N // BN), -(-p.M // BM), max(p.B, 1))
+        return kb.lowered(grid, (WARP, WARPS_M * WARPS_N, 1), states_block=True)
+
+    def _finish(self, m: SSAValue, n: SSAValue, value: SSAValue) -> list[SSAValue]:
+        self.p.finish(self.p.out_coords(self.bc, m, n), value)
+        return []
+
+    # -- staging -----------------------------------------------------------------
+
+    def _k_step(self, k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        """One staged step: the fetched elements into local memory, a barrier,
+        the next step's fetched, bk / k rounds of mma, a barrier."""
+        kb = self.kb
+        n_acc = MT * NT * 4
+        acc, held = carried[:n_acc], carried[n_acc:]
+        self.put(held)
+        kb.barrier()
+        following = self.fetch(kb.add(k, self.bk))
+        for ks in range(0, self.bk, self.ops.k):
+            acc = self._round(ks, acc)
+        kb.barrier()
+        return acc + following
+
+    def _slots(self) -> list[SSAValue]:
+        """This work-item's slots of a staged tile (BM·bk = BN·bk elements, THREADS apart)."""
+        return [self.kb.add(self.flat, e * THREADS) for e in range(BM * self.bk // THREADS)]
+
+    def fetch(self, k0: SSAValue) -> list[SSAValue]:
+        """This work-item's lhs and rhs elements of the step at k0, as (lhs,
+        rhs) pairs: the lhs slot's k fastest, the rhs slot's n fastest; zero
+        past M, N and K."""
+        kb, p = self.kb, self.p
+        out: list[SSAValue] = []
+        for slot in self._slots():
+            m, k = kb.add(self.m0, kb.div(slot, self.bk)), kb.add(k0, kb.rem(slot, self.bk))
+            out.append(self._read_or_zero(m, p.M, k, self.ops.read_a))
+            n, k2 = kb.add(self.n0, kb.rem(slot, BN)), kb.add(k0, kb.div(slot, BN))
+            out.append(self._read_or_zero(n, p.N, k2, self.ops.read_b))
+        return out
+
+    def _read_or_zero(self, i: SSAValue, extent: int, k: SSAValue, read: Read) -> SSAValue:
+        """`read` at (i, k) where i < extent and k < K, else zero."""
+        kb, p = self.kb, self.p
+        ok = kb.val(arith.AndIOp(kb.lt(i, extent), kb.lt(k, p.K)))
+
+        def value() -> list[SSAValue]:
+            return [read(Expr(kb, p.others), self.bc, i, kb.delinearize(k, p.k_shape))]
+
+        return kb.if_(ok, value, lambda: [self.zero], [self.ops.element])[0]
+
+    def put(self, values: list[SSAValue]) -> None:
+        """Stores what `fetch` gave: the lhs at [m][k], the rhs at [n][k]."""
+        kb = self.kb
+        for e, slot in enumerate(self._slots()):
+            a_at = kb.add(kb.mul(kb.div(slot, self.bk), self.stride), kb.rem(slot, self.bk))
+            b_at = kb.add(kb.mul(kb.rem(slot, BN), self.stride), kb.div(slot, BN))
+            kb.op(memref.StoreOp.get(values[2 * e], self.a_tile, [a_at]))
+            kb.op(memref.StoreOp.get(values[2 * e + 1], self.b_tile, [b_at]))
+
+    # -- the matrix instructions -------------------------------------------------
+
+    def _round(self, ks: int, acc: list[SSAValue]) -> list[SSAValue]:
+        """One mma k (16 or 8) at staged k `ks`: every warp's MT x NT tiles."""
+        kb, shape = self.kb, self.ops.shape
+        a = [self._fragment(self.a_tile, kb.add(self.wm, mt * 16), ks, FRAGMENTS[shape]["a"]) for mt in range(MT)]
+        b = [self._fragment(self.b_tile, kb.add(self.wn, nt * 8), ks, FRAGMENTS[shape]["b"]) for nt in range(NT)]
+        if self.emulated:
+            return self._emulated_round(a, b, acc)
+        out = list(acc)
+        for mt in range(MT):
+            for nt in range(NT):
+                at = (mt * NT + nt) * 4
+                out[at : at + 4] = kb.op(MmaOp(shape, a[mt], b[nt], out[at : at + 4])).results
+        return out
+
+    def _fragment(
+        self, tile: SSAValue, base: SSAValue, ks: int, registers: tuple[tuple[int, int, int], ...]
+    ) -> list[SSAValue]:
+        """A fragment's registers from a staged tile ([g side][k]) whose g side starts at `base`."""
+        kb = self.kb
+        regs = []
+        for go, ts, to in registers:
+            row = kb.add(base, kb.add(self.g, go))
+            col = kb.add(kb.mul(self.t, ts), ks + to)
+            at = kb.add(kb.mul(row, self.stride), col)
+            if self.ops.pairs:
+                regs.append(kb.val(vector.LoadOp(tile, [at], VectorType(self.ops.element, [2]))))
+            else:
+                regs.append(kb.val(memref.LoadOp.get(tile, [at])))
+        return regs
+
+    def _emulated_round(self, a: list[list[SSAValue]], b: list[list[SSAValue]], acc: list[SSAValue]) -> list[SSAValue]:
+        """The MT x NT mmas of a round by their contract (accy_kernel.mma),
+        done by the warp's work-items: each writes its fragments' elements
+        into its warp's exchange rows (A's rows, B's columns, k-contiguous),
+        a barrier, each computes its sums in k order from the warp's
+        elements, a barrier."""
+        kb, shape, k = self.kb, self.ops.shape, self.ops.k
+        parts = ((a, self.x_a, 16, FRAGMENTS[shape]["a"]), (b, self.x_b, 8, FRAGMENTS[shape]["b"]))
+        for fragments, exchange, rows, layout in parts:
+            warp_base = kb.mul(self.warp, len(fragments) * rows * k)
+            for f, regs in enumerate(fragments):
+                for reg, (go, ts, to) in zip(regs, layout, strict=True):
+                    halves = (
+                        [kb.val(vector.ExtractOp(reg, [h], self.ops.element)) for h in range(2)]
+                        if self.ops.pairs
+                        else [reg]
+                    )
+                    for h, x in enumerate(halves):
+                        row = kb.add(kb.add(self.g, go), f * rows)
+                        at = kb.add(warp_base, kb.add(kb.mul(row, k), kb.add(kb.mul(self.t, ts), to + h)))
+                        kb.op(memref.StoreOp.get(x, exchange, [at]))
+        kb.barrier()
+        a_rows = [
+            kb.add(kb.mul(self.warp, MT * 16 * k), kb.mul(kb.add(self.g, mt * 16 + go), k))
+            for mt in range(MT)
+            for go in (0, 8)
+        ]
+        b_rows = [
+            kb.add(kb.mul(self.warp, NT * 8 * k), kb.mul(kb.add(kb.mul(self.t, 2), nt * 8 + c), k))
+            for nt in range(NT)
+            for c in (0, 1)
+        ]
+
+        def step(kk: SSAValue, sums: list[SSAValue]) -> list[SSAValue]:
+            xs = [self._widened(self.x_a, kb.add(r, kk)) for r in a_rows]
+            ys = [self._widened(self.x_b, kb.add(r, kk)) for r in b_rows]
+            out = list(sums)
+            for mt in range(MT):
+                for nt in range(NT):
+                    for i, (go, _, to) in enumerate(ACCUMULATOR_FRAGMENT):
+                        at = (mt * NT + nt) * 4 + i
+                        out[at] = kb.val(mathd.FmaOp(xs[2 * mt + go // 8], ys[2 * nt + to], sums[at]))
+            return out
+
+        out = kb.for_(0, k, 1, acc, step)
+        kb.barrier()
+        return out
+
+    def _widened(self, exchange: SSAValue, at: SSAValue) -> SSAValue:
+        x = self.kb.val(memref.LoadOp.get(exchange, [at]))
+        return x if isinstance(x.type, Float32Type) else self.kb.val(arith.ExtFOp(x, Float32Type()))
+
+
+def mma_tiles(p: Product, ops: MmaOperands) -> LoweredKernel:
+    """The tensor-core kernel of `p` over all of k, finishing every output element."""
+    return MmaTiles(p, ops).kernel()

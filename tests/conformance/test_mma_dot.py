@@ -1,0 +1,136 @@
+"""Dots on tensor-core tiles (issue 23: `mma.sync` for f16 and bf16, TF32
+under `math = fast`) against the reference, at sizes that are not
+multiples of the mma tiles or of the staged blocks, K = 1, batches,
+transposed operands and a fused epilogue.
+
+Two targets: `mma = "emulate"` on the GPU-profile PoCL device (the same
+kernel, each matrix instruction done by the warp's work-items through
+local memory: the tiling, staging, fragment placement and epilogue are
+tested where no tensor core is), and `mma = "sm80"` on an OpenCL device
+whose own profile has it (NVIDIA's driver: the real `mma.sync`; skipped
+elsewhere). Every case checks that the kernel is the tensor-core one
+(its source), that nothing fell back to the host, and the results within
+the tolerance of the operands' type: f16/bf16 results are rounded once
+from f32 sums (one rounding of the reference, up to the summation order);
+TF32 truncates each operand to 10 mantissa bits (relative error up to
+2^-10 per product)."""
+
+from __future__ import annotations
+
+import zlib
+from functools import cache
+
+import ml_dtypes
+import numpy as np
+import pytest
+from check import arr, ty
+from conftest import profiled_device
+
+import accy
+from accy.runtime.opencl import OpenCLDevice, opencl_devices
+
+DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16), "f32": np.dtype(np.float32)}
+#: (rtol, atol scaled by the largest expected magnitude) by element type and mma kind.
+TOLERANCE = {("f16", "sm80"): (2e-3, 2e-3), ("bf16", "sm80"): (1.6e-2, 1.6e-2), ("f32", "sm80"): (4e-3, 4e-3)}
+#: (batch, M, N, K, lhs transposed, rhs transposed)
+SHAPES = [
+    ((), 37, 45, 29, False, False),
+    ((), 1, 1, 1, False, False),
+    ((), 5, 9, 1, False, False),
+    ((), 130, 150, 70, False, False),
+    ((3,), 20, 17, 33, False, False),
+    ((), 33, 19, 40, True, False),
+    ((), 18, 70, 21, False, True),
+    ((2,), 16, 8, 16, True, True),
+]
+#: The emulated cases a plain run takes, by element type (the others are
+#: `slow`: PoCL takes 10-30 s to build each emulated kernel, whose exchange
+#: puts barriers in the k loop): between them odd M, N and K, k past one
+#: staged step, a batch and both operands transposed.
+QUICK = {("f16", 5), ("bf16", 4), ("f32", 6)}
+
+
+def _cases() -> list:
+    cases = []
+    for kind in ("emulate", "sm80"):
+        for et in ("f16", "bf16", "f32"):
+            for i, shape in enumerate(SHAPES):
+                name = f"{kind}-{et}-" + "x".join(map(str, [*shape[0], *shape[1:4]])) + "t" * (shape[4] + shape[5])
+                slow = kind == "emulate" and (et, i) not in QUICK
+                cases.append(pytest.param(kind, et, shape, id=name, marks=[pytest.mark.slow] if slow else []))
+    return cases
+
+
+def _program(batch: tuple[int, ...], m: int, n: int, k: int, ta: bool, tb: bool, et: str, target: str) -> str:
+    nb = len(batch)
+    a_shape = [*batch, k, m] if ta else [*batch, m, k]
+    b_shape = [*batch, n, k] if tb else [*batch, k, n]
+    out = ty([*batch, m, n], et)
+    dims = (
+        f"lhs_batch = {arr(range(nb))}, rhs_batch = {arr(range(nb))}, "
+        f"lhs_contract = {arr([nb if ta else nb + 1])}, rhs_contract = {arr([nb + 1 if tb else nb])}"
+    )
+    return f"""builtin.module attributes {{accy.target = #accy.target<{target}>}} {{
+func.func @main(%a: {ty(a_shape, et)}, %b: {ty(b_shape, et)}, %r: {out}) -> {out} {{
+  %d = "accy.dot_general"(%a, %b) <{{{dims}}}> : ({ty(a_shape, et)}, {ty(b_shape, et)}) -> {out}
+  %s = "accy.add"(%d, %r) : ({out}, {out}) -> {out}
+  %y = "accy.relu"(%s) : ({out}) -> {out}
+  func.return %y : {out}
+}}
+}}"""
+
+
+@cache
+def _nvidia() -> OpenCLDevice | None:
+    """The first OpenCL device whose own profile has `mma = "sm80"`, if any."""
+    for i in range(len(opencl_devices())):
+        device = OpenCLDevice(i, poison=True)
+        if device.target_profile().mma == "sm80":
+            return device
+    return None
+
+
+def _device(kind: str):
+    if not opencl_devices():
+        pytest.skip("no OpenCL device")
+    if kind == "emulate":
+        return profiled_device("gpu")
+    device = _nvidia()
+    if device is None:
+        pytest.skip("no OpenCL device with mma.sync (an NVIDIA GPU of compute capability 8 or more)")
+    return device
+
+
+@pytest.mark.parametrize(("kind", "et", "shape"), _cases())
+def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
+    device = _device(kind)
+    batch, m, n, k, ta, tb = shape
+    math = "fast" if et == "f32" else "exact"
+    target = f'profile = "gpu", mma = "{kind}", math = "{math}", fp16 = false'
+    rng = np.random.default_rng(zlib.crc32(request.node.name.encode()))
+    a = rng.standard_normal([*batch, k, m] if ta else [*batch, m, k])
+    b = rng.standard_normal([*batch, n, k] if tb else [*batch, k, n])
+    r = rng.standard_normal([*batch, m, n])
+    inputs = [x.astype(DTYPES[et]) for x in (a, b, r)]
+    exe = accy.compile(_program(batch, m, n, k, ta, tb, et, target), device=device)
+    (got,) = exe(*inputs)
+    assert exe.stats.fallbacks == 0
+    shape_name = "m16n8k8" if et == "f32" else "m16n8k16"
+    if kind == "sm80":
+        assert f"mma.sync.aligned.{shape_name}" in exe.program.source
+    else:  # the emulated kernel: the tensor-core tiles' exchange, no inline PTX
+        assert "asm volatile" not in exe.program.source and "barrier(" in exe.program.source
+    (want,) = exe.reference_outputs(inputs)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # In float64 from the operands as stored: the tensor-core sums are f32.
+    exact = np.maximum(
+        np.einsum("...ij,...jk->...ik", *_as_products(inputs[0], inputs[1], ta, tb)) + inputs[2].astype(np.float64), 0
+    )
+    rtol, atol = TOLERANCE.get((et, kind), TOLERANCE[(et, "sm80")] if et != "f32" else (1e-5, 1e-5))
+    scale = max(1.0, float(np.abs(exact).max(initial=0)))
+    np.testing.assert_allclose(got.astype(np.float64), exact, rtol=rtol, atol=atol * scale)
+
+
+def _as_products(a: np.ndarray, b: np.ndarray, ta: bool, tb: bool) -> tuple[np.ndarray, np.ndarray]:
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return (np.swapaxes(a64, -1, -2) if ta else a64), (np.swapaxes(b64, -1, -2) if tb else b64)

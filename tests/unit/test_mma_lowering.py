@@ -1,0 +1,121 @@
+"""The tensor-core path of GPU dots without a GPU (issue 23): the `mma`
+profile field, the dot lowering's choice of `accy_kernel.mma` (f16 and bf16
+always, f32 only under `math = fast`), the OpenCL C it prints (inline PTX
+`mma.sync`), the LLVM backend declining it, and the runtime's detection on
+a device that is no NVIDIA GPU. The kernels' results are checked by
+tests/conformance/test_mma_dot.py (emulated on PoCL, real on NVIDIA)."""
+
+from __future__ import annotations
+
+import pytest
+from test_kernel_ir_ops import kernel_module
+
+from accy.backends.llvm.emitter import LLVMEmitError, emit_llvm
+from accy.backends.opencl.emitter import emit_opencl
+from accy.dialects.kernel import MmaOp
+from accy.dialects.parse import parse_module
+from accy.dialects.target import TargetAttr, TargetProfile
+from accy.passes.pass_manager import PassManager
+from accy.passes.registry import DevicePipeline
+
+
+def _matmul(et: str, target: str, m: int = 40, n: int = 24, k: int = 20, epilogue: str = "tanh") -> str:
+    a, b, c = f"tensor<{m}x{k}x{et}>", f"tensor<{k}x{n}x{et}>", f"tensor<{m}x{n}x{et}>"
+    return f"""builtin.module attributes {{accy.target = #accy.target<{target}>}} {{
+func.func @main(%a: {a}, %b: {b}) -> {c} {{
+  %d = "accy.dot_general"(%a, %b) <{{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: 0>}}> : ({a}, {b}) -> {c}
+  %y = "accy.{epilogue}"(%d) : ({c}) -> {c}
+  func.return %y : {c}
+}}
+}}"""
+
+
+def _kernelized(text: str):
+    module = parse_module(text)
+    PassManager(DevicePipeline().passes()).run(module)
+    return module
+
+
+def _mmas(module) -> list[MmaOp]:
+    return [op for op in module.walk() if isinstance(op, MmaOp)]
+
+
+GPU = 'profile = "gpu", fp16 = false'
+
+
+@pytest.mark.parametrize(("et", "kind"), [("f16", "f16"), ("bf16", "bf16")])
+def test_half_dots_print_mma_sync(et: str, kind: str) -> None:
+    module = _kernelized(_matmul(et, f'{GPU}, mma = "sm80"'))
+    mmas = _mmas(module)
+    # 2 warps x 4 warps of 4 x 4 tiles each, 2 rounds of k16 per staged step.
+    assert len(mmas) == 4 * 4 * 2 and {op.shape.data for op in mmas} == {"m16n8k16"}
+    source = emit_opencl(module)
+    assert f'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 ' in source
+    assert "reqd_work_group_size(32, 8, 1)" in source
+    # The operands come in as they are stored: 16-bit pairs from local memory.
+    assert '"r"(as_uint(v' in source and "vload2(0, l" in source
+    assert "tanh(" in source  # the epilogue is fused
+
+
+def test_f32_dots_use_tf32_only_under_fast_math() -> None:
+    fast = _kernelized(_matmul("f32", f'{GPU}, mma = "sm80", math = "fast"'))
+    assert {op.shape.data for op in _mmas(fast)} == {"m16n8k8"}
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in emit_opencl(fast)
+    exact = _kernelized(_matmul("f32", f'{GPU}, mma = "sm80"'))
+    assert not _mmas(exact) and "asm" not in emit_opencl(exact)
+
+
+@pytest.mark.parametrize("target", [GPU, f'{GPU}, mma = ""', 'mma = "sm80", fp16 = false'])
+def test_no_mma_without_the_field_or_off_the_gpu_profile(target: str) -> None:
+    module = _kernelized(_matmul("f16", target))
+    assert not _mmas(module) and "asm" not in emit_opencl(module)
+
+
+def test_emulated_mma_is_plain_kernel_ir() -> None:
+    module = _kernelized(_matmul("bf16", f'{GPU}, mma = "emulate"'))
+    source = emit_opencl(module)
+    assert not _mmas(module) and "asm" not in source and "reqd_work_group_size(32, 8, 1)" in source
+
+
+def test_integer_dots_keep_the_simt_tiles() -> None:
+    module = _kernelized(_matmul("i32", f'{GPU}, mma = "sm80", math = "fast"', epilogue="neg"))
+    assert not _mmas(module)
+
+
+MMA = """%z = arith.constant 0.0 : f32
+      %h = arith.constant dense<1.0> : vector<2xf16>
+      %d0, %d1, %d2, %d3 = accy_kernel.mma "m16n8k16"(%h, %h, %h, %h : vector<2xf16>, vector<2xf16>, vector<2xf16>, vector<2xf16>) (%h, %h : vector<2xf16>, vector<2xf16>) (%z, %z, %z, %z : f32, f32, f32, f32) : f32, f32, f32, f32
+      memref.store %d3, %a[%c0] : memref<16xf32>"""
+
+
+def test_opencl_prints_and_llvm_declines_the_mma_op() -> None:
+    source = emit_opencl(kernel_module(MMA, "opencl-c"))
+    assert (
+        'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, '
+        '{%10,%11,%12,%13};" : "=f"(' in source
+    )
+    with pytest.raises(LLVMEmitError, match=r"kernel @k: cannot emit 'accy_kernel.mma': .*only the OpenCL C backend"):
+        emit_llvm(kernel_module(MMA, "llvm-ir"))
+
+
+def test_mma_op_verifies_its_fragments() -> None:
+    with pytest.raises(Exception, match="m16n8k8 takes a and b fragments of one type, f32"):
+        kernel_module(MMA.replace('"m16n8k16"', '"m16n8k8"'), "opencl-c")
+
+
+def test_the_profile_field() -> None:
+    assert TargetProfile().mma == "" and TargetProfile.from_attr(TargetAttr.from_fields({"mma": "sm80"})).mma == "sm80"
+    assert str(TargetAttr.from_fields({"mma": ""})) == '#accy.target<mma = "">'
+    with pytest.raises(ValueError, match="target mma must be one of \"\", sm80, emulate; got 'sm90'"):
+        TargetAttr.from_fields({"mma": "sm90"})
+    # A device's "sm80" is cleared by a module that sets mma = "".
+    assert TargetProfile(profile="gpu", mma="sm80").filled_by({"mma": ""}).mma == ""
+
+
+def test_a_device_that_is_no_nvidia_gpu_has_no_mma() -> None:
+    from accy.runtime.opencl import mma_of_device, opencl_devices
+
+    devices = [d for d in opencl_devices() if "NVIDIA" not in d.vendor.upper()]
+    if not devices:
+        pytest.skip("no OpenCL device other than NVIDIA's")
+    assert all(mma_of_device(d) == "" for d in devices)
