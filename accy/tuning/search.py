@@ -72,6 +72,8 @@ from accy.tuning import store
 
 #: A candidate must be this much faster (a fraction of the incumbent's median) to replace it.
 MARGIN = 0.05
+#: Calls of the incumbent and the challenger, in turn, that confirm a challenger (at least).
+CONFIRM_PAIRS = 11
 
 
 @dataclass(frozen=True)
@@ -393,7 +395,7 @@ class _Search:
         args_a, args_b = self._arguments(a), self._arguments(b)
         _call(a, args_a)
         _call(b, args_b)
-        pairs = [(_timed_call(a, args_a), _timed_call(b, args_b)) for _ in range(max(self.timing.min_runs, 7))]
+        pairs = [(_timed_call(a, args_a), _timed_call(b, args_b)) for _ in range(max(self.timing.min_runs, CONFIRM_PAIRS))]
         # The median of the pairs' ratios: a pair's two calls see the same load.
         ratio = statistics.median(tb / ta for ta, tb in pairs)
         return statistics.median(tb for _, tb in pairs) * 1e3 if ratio < 1 - MARGIN else None
