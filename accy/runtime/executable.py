@@ -147,7 +147,7 @@ class Executable:
                     f"@{self.fn}'s buffers peak at {format_bytes(self.peak_bytes)}, more than device "
                     f"'{self.device.name}' may hold (memory_limit {format_bytes(limit)}): calling it raises DeviceMemoryError"
                 ),
-                stacklevel=4,
+                stacklevel=5,  # the caller of accy.compile (through _compile, __init__ or _from_cache, _ready)
             )
 
     # An executable from the source index parses its text only when its IR is asked for.
