@@ -22,16 +22,19 @@ For a function of a module on a kernel device (LLVM, OpenCL):
    that fails to compile or differs is rejected, never chosen. The others are
    timed: one warm-up call, then calls until `Timing.min_runs` are done and
    `Timing.seconds` have passed (at most `Timing.max_runs`); the median counts.
-4. A kind's best candidate replaces the incumbent only if its median is
-   faster by `margin` (5%). Then both are timed again, interleaved (ABAB...),
-   and the median of the pairs' ratios must still say the challenger is
-   faster by the margin: on a shared, noisy machine one lucky median must
-   not win, and the two calls of a pair see the same load. So a tuned function is never
-   slower than the untuned one, within the noise the confirmation leaves.
+4. A kind's fastest candidate replaces the incumbent only if its median is
+   faster by `MARGIN` (5%), and only once it is confirmed: it and the
+   incumbent are timed again, interleaved (ABAB..., `CONFIRM_PAIRS`
+   pairs), and the median of the pairs' ratios must still say it is faster
+   by the margin (on a shared, noisy machine one lucky median must not win,
+   and the two calls of a pair see the same load). When it is not
+   confirmed, the next fastest past the margin is tried (`CHALLENGERS` in
+   all). So a tuned function is never slower than the untuned one, within
+   the noise the confirmation leaves.
 5. The budget (`Budget`): a kind's candidates stop when its seconds (or its
    count of candidates) are spent, the search when the program's seconds
-   are; a candidate that started finishes. The default candidates of every
-   kind are always timed.
+   are; a candidate that started finishes, and so do the confirmations.
+   The module as given is always timed.
 
 The result is written into the module's `#accy.target`: its profile and
 every field the searched spaces cover (the device's values for those not
@@ -74,6 +77,8 @@ from accy.tuning import store
 MARGIN = 0.05
 #: Calls of the incumbent and the challenger, in turn, that confirm a challenger (at least).
 CONFIRM_PAIRS = 11
+#: A kind's fastest candidates past the margin that are timed again, until one is confirmed.
+CHALLENGERS = 2
 
 
 @dataclass(frozen=True)
@@ -287,7 +292,7 @@ class _Search:
             for kind in kinds:
                 kind_start = self.clock()
                 options = spaces.candidates(plans[kind], self.base.replace(**incumbent))
-                challenger: tuple[float, dict[str, int]] | None = None
+                timed: list[tuple[float, dict[str, int]]] = []
                 for count, fields in enumerate(options[1:], start=2):
                     spent = self.clock()
                     if spent - start > self.budget.program_s or spent - kind_start > self.budget.kernel_s:
@@ -297,15 +302,18 @@ class _Search:
                     trial_fields = {**incumbent, **fields}
                     exe = self._build(trial_fields, kind)
                     ms = None if exe is None else self._evaluate(exe, kind, trial_fields)
-                    if ms is not None and (challenger is None or ms < challenger[0]):
-                        challenger = (ms, trial_fields)
+                    if ms is not None:
+                        timed.append((ms, trial_fields))
                     bar.update(postfix=self._postfix(kind, fields, best))
-                if challenger is not None and challenger[0] < best * (1 - MARGIN):
-                    confirmed = self._confirm(incumbent, challenger[1], kind)
+                # The fastest few past the margin, fastest first, until one is confirmed.
+                ahead = sorted((t for t in timed if t[0] < best * (1 - MARGIN)), key=lambda t: t[0])
+                for _, challenger in ahead[:CHALLENGERS]:
+                    confirmed = self._confirm(incumbent, challenger, kind)
                     verdict = "confirmed" if confirmed is not None else "unconfirmed"
-                    self.trials.append(Trial(kind, challenger[1], verdict, confirmed, "timed again, interleaved with the incumbent"))
+                    self.trials.append(Trial(kind, challenger, verdict, confirmed, "timed again, interleaved with the incumbent"))
                     if confirmed is not None:
-                        incumbent, best = challenger[1], confirmed
+                        incumbent, best = challenger, confirmed
+                        break
                 bar.set_postfix(self._postfix(kind, None, best))
         fields = {"profile": self.base.profile} | self._searched(plans) | incumbent
         return TuneResult(self.module, fields, kinds, baseline, best, self.trials, seconds=self.clock() - start)
