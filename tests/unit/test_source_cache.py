@@ -3,11 +3,16 @@ compiled before is thawed without being parsed, from memory in the same
 process and from disk in a new one (a new device stands for it); it holds
 bytes only, never an executable; it is off with the disk cache; a damaged
 entry or one leading to another key's payload is a miss; its memory is
-bounded by entries and bytes."""
+bounded by entries and bytes; a warm `accy-run` parses nothing and loads
+no xDSL, and says so in `--stats`."""
 
 from __future__ import annotations
 
 import gc
+import json
+import os
+import subprocess
+import sys
 import weakref
 from pathlib import Path
 
@@ -144,3 +149,35 @@ def test_a_spec_round_trips_and_bf16_is_not_indexed() -> None:
     ml_dtypes = pytest.importorskip("ml_dtypes")
     bf16 = np.dtype(ml_dtypes.bfloat16)
     assert TensorSpec("tensor<2xbf16>", (2,), bf16, bf16).to_json() is None
+
+
+WARM_CHILD = """
+import contextlib, io, json, sys
+from accy.cli.run import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    status = main([sys.argv[1], "--device", "llvm", "--stats"])
+stats = json.loads(out.getvalue().strip().splitlines()[-1])
+loaded = sorted(m for m in sys.modules if m.startswith(("xdsl", "accy.passes", "accy.dialects.accy", "accy.reference")))
+print(json.dumps({"status": status, "stats": stats, "loaded": loaded}))
+"""
+
+
+def test_a_warm_accy_run_parses_nothing_and_loads_no_xdsl(tmp_path: Path) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text(EXP_MUL_SUM.format(r=4, c=9))
+    env = {**os.environ, "ACCY_CACHE_DIR": str(tmp_path / "cache")}
+    for name in ("ACCY_DEBUG", "ACCY_TUNE", "ACCY_DUMP_DIR", "ACCY_OVERRIDE_DIR"):
+        env.pop(name, None)
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", WARM_CHILD, str(program)], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert cold["status"] == warm["status"] == 0
+    assert not cold["stats"]["compile_cached"] and cold["stats"]["parse_s"] > 0 and cold["stats"]["passes_s"] > 0
+    assert "xdsl.dialects.builtin" in cold["loaded"]
+    assert warm["stats"]["compile_cached"] and warm["stats"]["parse_s"] == warm["stats"]["passes_s"] == 0
+    assert warm["stats"]["build_s"] > 0 and warm["stats"]["import_s"] > 0 and warm["stats"]["first_launch_s"] > 0
+    assert warm["loaded"] == [], warm["loaded"]  # neither xDSL, the parser's dialects, the passes nor the reference
