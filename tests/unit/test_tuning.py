@@ -10,6 +10,7 @@ import itertools
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -306,3 +307,24 @@ def test_the_printed_tuned_module_gives_the_same_kernels_in_another_process(tmp_
     env = {**os.environ, "ACCY_CACHE_DIR": "off"}
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert here and there == here
+
+
+class _Sleepy(Executable):
+    """An executable 20 ms slower a call than it is: what the search must see past."""
+
+    def __call__(self, *arrays: object, profile: bool = False, to_host: bool | None = None) -> tuple[object, ...]:
+        time.sleep(0.02)
+        return super().__call__(*arrays, profile=profile, to_host=to_host)
+
+
+def test_a_faster_candidate_is_confirmed_and_chosen(llvm: object) -> None:
+    """Every setting but vector_width 4 made 20 ms a call slower (a
+    difference no machine's noise hides): the search must pick 4."""
+
+    def compile_fn(module, device, fn):  # noqa: ANN001, ANN202
+        slow = target_fields(module).get("vector_width") != 4
+        return (_Sleepy if slow else Executable)(module, fn, device)
+
+    result = tune(SOFTMAX, llvm, timing=QUICK, space=TINY, compile=compile_fn, use_cache=False)
+    assert result.fields["vector_width"] == 4
+    assert [t.fields.get("vector_width") for t in result.trials if t.status == "confirmed"] == [4]
