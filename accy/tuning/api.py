@@ -17,15 +17,18 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import ModuleOp
-
 from accy.env import env_flag, env_int
-from accy.runtime.device import Device
 from accy.runtime.devices import get_device
 from accy.runtime.executable import Executable
 from accy.runtime.executable import compile as compile_untuned
 
-if TYPE_CHECKING:  # the search loads the lowerings: only when a tune runs (accy.compile stays as quick to reach)
+if TYPE_CHECKING:
+    # The search loads xDSL and the lowerings: only when a tune runs, so
+    # that reaching accy.compile costs no more than the runtime's compile
+    # (whose warm path loads no xDSL).
+    from xdsl.dialects.builtin import ModuleOp
+
+    from accy.runtime.device import Device
     from accy.tuning.search import Budget, TuneResult
 
 TUNE_ENV = "ACCY_TUNE"

@@ -328,3 +328,12 @@ def test_a_faster_candidate_is_confirmed_and_chosen(llvm: object) -> None:
     result = tune(SOFTMAX, llvm, timing=QUICK, space=TINY, compile=compile_fn, use_cache=False)
     assert result.fields["vector_width"] == 4
     assert [t.fields.get("vector_width") for t in result.trials if t.status == "confirmed"] == [4]
+
+
+def test_reaching_accy_compile_loads_neither_xdsl_nor_the_search() -> None:
+    """accy.compile is the tuner's (accy/tuning/api.py): untuned, it must
+    cost what the runtime's compile does, whose warm path parses nothing."""
+    code = "import accy, sys; accy.compile; print('\\n'.join(sys.modules))"
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+    assert "accy.tuning.api" in loaded and "accy.runtime.executable" in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "xdsl" or m.startswith("accy.tuning.search")}
