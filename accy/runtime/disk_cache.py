@@ -232,7 +232,7 @@ class DiskCache:
         warnings.warn(
             self.disabled_reason + f" (set {CACHE_DIR_ENV} to another folder)",
             AccyCacheWarning,
-            stacklevel=_stacklevel_outside_accy(),
+            stacklevel=stacklevel_outside_accy(),
         )
 
     def _sweep(self, tmp_dir: Path) -> None:
@@ -263,11 +263,14 @@ _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
-def _stacklevel_outside_accy() -> int:
-    """The `stacklevel` of `_disable_locked`'s warning that names the first
-    frame outside the accy package (Python 3.11 has no skip_file_prefixes)."""
+def stacklevel_outside_accy() -> int:
+    """The `stacklevel` that makes a warning issued by this function's
+    caller name the first frame outside the accy package (Python 3.11 has
+    no skip_file_prefixes): `_disable_locked`'s, and `accy.compile`'s
+    however many of accy's frames stand between (the tuner's compile, the
+    runtime's)."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame = sys._getframe(2)  # _disable_locked's frame is level 1 of the warning
+    frame = sys._getframe(2)  # the caller's frame is level 1 of the warning
     level = 2
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame = frame.f_back

@@ -41,6 +41,7 @@ from accy.dialects.source_text import read_source
 from accy.runtime.array import Array
 from accy.runtime.device import Device, KernelDevice, RunStats
 from accy.runtime.devices import get_device
+from accy.runtime.disk_cache import stacklevel_outside_accy
 from accy.runtime.host_memory import (
     MEMORY_LIMIT_ENV,
     DeviceMemoryError,
@@ -147,7 +148,7 @@ class Executable:
                     f"@{self.fn}'s buffers peak at {format_bytes(self.peak_bytes)}, more than device "
                     f"'{self.device.name}' may hold (memory_limit {format_bytes(limit)}): calling it raises DeviceMemoryError"
                 ),
-                stacklevel=5,  # the caller of accy.compile (through _compile, __init__ or _from_cache, _ready)
+                stacklevel=stacklevel_outside_accy(),  # the caller of accy.compile, through any of accy's frames
             )
 
     # An executable from the source index parses its text only when its IR is asked for.

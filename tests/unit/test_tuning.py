@@ -337,3 +337,18 @@ def test_reaching_accy_compile_loads_neither_xdsl_nor_the_search() -> None:
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     assert "accy.tuning.api" in loaded and "accy.runtime.executable" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "xdsl" or m.startswith("accy.tuning.search")}
+
+
+def test_a_memory_warning_names_the_caller_of_accy_compile(llvm: object) -> None:
+    """accy.compile is the tuner's wrapper around the runtime's: a
+    DeviceMemoryWarning still points at the line that called it."""
+    from accy.runtime.host_memory import DeviceMemoryWarning
+
+    limit = llvm.memory_limit
+    try:
+        llvm.memory_limit = 100  # the softmax's buffers take 2,112 bytes
+        with pytest.warns(DeviceMemoryWarning) as caught:
+            accy.compile(SOFTMAX, device=llvm)
+    finally:
+        llvm.memory_limit = limit
+    assert [Path(w.filename).name for w in caught] == [Path(__file__).name]
