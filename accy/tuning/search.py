@@ -117,7 +117,7 @@ class Trial:
     "unconfirmed"."""
 
     kind: str
-    fields: dict[str, int]
+    fields: spaces.Candidate
     status: str
     ms: float | None = None
     detail: str = ""
@@ -278,7 +278,7 @@ class _Search:
             return TuneResult(self.module, {}, [], None, None, seconds=self.clock() - start)
         plans = {kind: space[kind] for kind in kinds}
         total = 1 + sum(len(spaces.candidates(plan, self.base)) - 1 for plan in plans.values())
-        incumbent: dict[str, int] = {}
+        incumbent: spaces.Candidate = {}
         with Bar(f"tune @{self.fn} on {self.device.name}", total=total, unit="candidates", leave=True) as bar:
             # The module as given: it compiles, or the tune fails as its compile would.
             base_exe = self.compile(self._candidate(incumbent), self.device, self.fn)
@@ -292,7 +292,7 @@ class _Search:
             for kind in kinds:
                 kind_start = self.clock()
                 options = spaces.candidates(plans[kind], self.base.replace(**incumbent))
-                timed: list[tuple[float, dict[str, int]]] = []
+                timed: list[tuple[float, spaces.Candidate]] = []
                 for count, fields in enumerate(options[1:], start=2):
                     spent = self.clock()
                     if spent - start > self.budget.program_s or spent - kind_start > self.budget.kernel_s:
@@ -318,22 +318,22 @@ class _Search:
         fields = {"profile": self.base.profile} | self._searched(plans) | incumbent
         return TuneResult(self.module, fields, kinds, baseline, best, self.trials, seconds=self.clock() - start)
 
-    def _searched(self, plans: dict[str, Callable[[TargetProfile], list[spaces.Candidate]]]) -> dict[str, int]:
+    def _searched(self, plans: dict[str, Callable[[TargetProfile], list[spaces.Candidate]]]) -> spaces.Candidate:
         """Every field the spaces cover, at the device's (or the module's) value."""
         names = {name for plan in plans.values() for c in plan(self.base) for name in c}
         return {name: getattr(self.base, name) for name in sorted(names)}
 
-    def _postfix(self, kind: str, fields: dict[str, int] | None, best: float) -> str:
+    def _postfix(self, kind: str, fields: spaces.Candidate | None, best: float) -> str:
         shown = "" if fields is None else " " + " ".join(f"{k}={v}" for k, v in fields.items())
         return f"{kind}{shown}; best so far {best:.3f} ms"
 
-    def _candidate(self, fields: dict[str, int]) -> ModuleOp:
+    def _candidate(self, fields: spaces.Candidate) -> ModuleOp:
         """A copy of the module whose target sets `fields` (over the module's own)."""
         candidate = self.module.clone()
         candidate.attributes[TARGET_KEY] = TargetAttr.from_fields({**self.given, "profile": self.base.profile, **fields})
         return candidate
 
-    def _build(self, fields: dict[str, int], kind: str) -> Executable | None:
+    def _build(self, fields: spaces.Candidate, kind: str) -> Executable | None:
         """The function compiled with `fields` set; None (a failed trial) when it does not compile."""
         try:
             return self.compile(self._candidate(fields), self.device, self.fn)
@@ -341,7 +341,7 @@ class _Search:
             self.trials.append(Trial(kind, fields, "failed", detail=f"{type(e).__name__}: {e}"))
             return None
 
-    def _evaluate(self, exe: Executable, kind: str, fields: dict[str, int]) -> float | None:
+    def _evaluate(self, exe: Executable, kind: str, fields: spaces.Candidate) -> float | None:
         """Checks `exe` against the reference, then times it; its median in
         ms, or None (a rejected trial)."""
         # The kernels and their launches (a work-group size shows only in the launches).
@@ -394,7 +394,7 @@ class _Search:
             times.append(_timed_call(exe, args))
         return times
 
-    def _confirm(self, incumbent: dict[str, int], challenger: dict[str, int], kind: str) -> float | None:
+    def _confirm(self, incumbent: spaces.Candidate, challenger: spaces.Candidate, kind: str) -> float | None:
         """The challenger's median when, timed interleaved with the
         incumbent, it is still faster by the margin; else None."""
         a, b = self._build(incumbent, kind), self._build(challenger, kind)

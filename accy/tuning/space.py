@@ -12,7 +12,7 @@ docs/tuning.md has the table):
 
 | kind | cpu | gpu |
 |---|---|---|
-| dot_general | `dot_rows` x `dot_vectors` (register tile), `vector_width` | `dot_rows`, `dot_tile` |
+| dot_general | `dot_rows` x `dot_vectors` (register tile), `vector_width` | `dot_rows`, `dot_tile`, `mma` |
 | row_pipeline | `vector_width`, `stream_bytes`, `group_size` | `row_threads` |
 | flash_attention | `query_rows`, `key_tile`, `vector_width` | `query_rows`, `key_tile` |
 | scan | `vector_width`, `group_size`, `stream_bytes` | `row_threads`, `scan_vectors` |
@@ -38,7 +38,7 @@ from accy.passes.kernelization.register_tiles import ACCUMULATORS, DEFAULT_ACCUM
 SPACE_VERSION = 1
 
 #: One candidate: the fields it sets (the others keep their current values).
-Candidate = dict[str, int]
+Candidate = dict[str, int | str]
 
 #: The kinds that have a space, in the order a search visits them: the
 #: heavy kernels first, whose fields (a dot's tile) matter most.
@@ -110,7 +110,10 @@ def _cpu_elementwise(p: TargetProfile) -> list[Candidate]:
 
 
 def _gpu_dot(p: TargetProfile) -> list[Candidate]:
-    return _product(dot_rows=(4, 8), dot_tile=(8, 16))
+    # With the tensor cores (`mma`, set by the device where its driver runs
+    # them), the SIMT register tiles too: small or odd products may prefer them.
+    simt: list[Candidate] = [{"mma": ""}] if p.mma else []
+    return _product(dot_rows=(4, 8), dot_tile=(8, 16)) + simt
 
 
 def _gpu_row_pipeline(p: TargetProfile) -> list[Candidate]:
