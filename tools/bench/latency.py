@@ -11,9 +11,9 @@ interpreter's start, the imports, the compile or the cache's thaw, the
 first call and the printing. Its `--stats` line says where the time went
 (import_s, parse_s, passes_s, codegen_s, build_s, first_launch_s: the
 medians are reported). `beyond python` subtracts the median `python -c
-pass` of the same run; `cpu w-py` is the warm process's CPU seconds (user
-and system) beyond python's, which a loaded machine disturbs less than
-wall time. The processes run with Python writing bytecode (a
+pass` of the same run; `cpu-py` is the process's CPU seconds (user and
+system) beyond python's, which a loaded machine disturbs less than wall
+time. The processes run with Python writing bytecode (a
 first, untimed run writes it), as an installed accy does: this machine's
 `PYTHONDONTWRITEBYTECODE=1` would make every run compile accy's changed
 modules again.
@@ -184,8 +184,8 @@ def ms(seconds: float) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'device':<7} {'program':<9} {'cold ms':>8} {'warm ms':>8} {'cold-py':>8} {'warm-py':>8} {'cpu w-py':>8}  "
-        "warm parts ms (import/parse/passes/codegen/build/first launch)  targets"
+        f"{'device':<7} {'program':<9} {'cache':<5} {'ms':>6} {'-py ms':>7} {'cpu-py':>7}  "
+        "parts ms (import/parse/passes/codegen/build/first launch)  target"
     ]
     for r in rows:
         if "error" in r:
@@ -198,20 +198,19 @@ def table(rows: list[dict[str, Any]]) -> str:
                 f"{r['recompile_min_s'] * 1e3:.3f} min (target <= 1 ms: {verdict}; from the cache: {r['cached']})"
             )
             continue
-        parts = "/".join(ms(r["warm_parts"][p]) for p in PARTS)
-        verdicts = [f"warm {'met' if r['warm_meets'] else 'MISSED'}"]
-        if "cold_meets" in r:
-            verdicts.append(f"cold {'met' if r['cold_meets'] else 'MISSED'}")
-        lines.append(
-            f"{r['device']:<7} {r['program']:<9} {ms(r['cold_s']):>8} {ms(r['warm_s']):>8} "
-            f"{ms(r['cold_beyond_python_s']):>8} {ms(r['warm_beyond_python_s']):>8} {ms(r['warm_cpu_beyond_python_s']):>8}  "
-            f"{parts:<62} {', '.join(verdicts)}"
-        )
+        for label in ("cold", "warm"):
+            parts = "/".join(ms(r[f"{label}_parts"][p]) for p in PARTS)
+            meets = r.get(f"{label}_meets")
+            verdict = "-" if meets is None else "met" if meets else "MISSED"
+            lines.append(
+                f"{r['device']:<7} {r['program']:<9} {label:<5} {ms(r[f'{label}_s']):>6} "
+                f"{ms(r[f'{label}_beyond_python_s']):>7} {ms(r[f'{label}_cpu_beyond_python_s']):>7}  {parts:<56} {verdict}"
+            )
     python = next((r["python_s"] for r in rows if "python_s" in r), None)
     if python is not None:
         lines.append(
-            f"(python -c pass: {ms(python)} ms; X-py = beyond it; cpu w-py: the warm process's CPU seconds beyond "
-            "python's, steadier on a loaded machine. Targets, on wall time: warm <= 250 ms, cold on llvm <= 600 ms.)"
+            f"(python -c pass: {ms(python)} ms; -py = beyond it; cpu-py: the process's CPU seconds beyond python's, "
+            "steadier on a loaded machine. Targets, on wall time: warm <= 250 ms, cold on llvm <= 600 ms.)"
         )
     lines.append(f"(tinygrad's first elementwise result: {TINYGRAD_FIRST_RESULT_S[0]}-{TINYGRAD_FIRST_RESULT_S[1]} s, {TINYGRAD_SOURCE})")
     return "\n".join(lines)
