@@ -49,16 +49,30 @@ class TunePass(AccyPass):
             raise ValueError(f"tune: budget must be a whole number of seconds >= 1; got {self.budget}")
 
     def run(self, ctx: Context, module: ModuleOp, am: AnalysisManager) -> PreservedAnalyses:
+        from accy.env import EnvVarError
         from accy.passes.analyses.bufferization import BufferPlan
         from accy.passes.analyses.outlining import Outlining
         from accy.passes.analyses.schedule import Schedule
         from accy.passes.analyses.shape_layout import ShapeLayout
+        from accy.passes.diagnostics import DiagnosticError
+        from accy.runtime.device import TargetMismatch
+        from accy.runtime.devices import get_device
         from accy.tuning.api import default_budget, tune
 
-        budget = default_budget()
-        if self.budget is not None:
-            budget = replace(budget, program_s=float(self.budget), kernel_s=min(budget.kernel_s, float(self.budget)))
-        result = tune(module, self.device, self.fn, budget)
+        # The user's to fix, each said in one line: a device that is not
+        # here (get_device's ValueError), a bad ACCY_TUNE_BUDGET, a target
+        # the device cannot compile.
+        try:
+            device = get_device(self.device)
+        except ValueError as e:
+            raise DiagnosticError(f"tune: {e}") from None
+        try:
+            budget = default_budget()
+            if self.budget is not None:
+                budget = replace(budget, program_s=float(self.budget), kernel_s=min(budget.kernel_s, float(self.budget)))
+            result = tune(module, device, self.fn, budget)
+        except (EnvVarError, TargetMismatch) as e:
+            raise DiagnosticError(f"tune: {e}") from None
         print(f"accy-opt: {result.summary()}", file=sys.stderr)
         new = result.module.attributes.get(TARGET_KEY)
         if new is None or module.attributes.get(TARGET_KEY) == new:

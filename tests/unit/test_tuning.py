@@ -233,6 +233,14 @@ def test_accy_opt_p_tune_prints_the_tuned_module(tmp_path: Path, monkeypatch: py
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as bad:
         assert accy.cli.opt.main([str(prog), "-p", "tune{budget=0}"]) != 0
     assert "budget" in bad.getvalue()
+    # A device that is not here is the user's error: one line, status 1, no reproducer.
+    monkeypatch.chdir(tmp_path)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as unknown:
+        assert accy.cli.opt.main([str(prog), "-p", "tune{device=nope}"]) == 1
+    assert unknown.getvalue().splitlines() == [
+        "error: tune: unknown device 'nope' (known: auto, reference, opencl, llvm, opencl:N)"
+    ]
+    assert not list(tmp_path.glob("accy-repro*"))
 
 
 def test_accy_run_tune(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
