@@ -12,8 +12,8 @@ weak as in numpy 2); called without a traced argument, it is numpy's own.
 accy's named ops (`softmax`, `log_softmax`, `layer_norm`, `attention`) and
 elementwise ops with no numpy function (`sigmoid`, `relu`, `gelu`, `erf`)
 are here too. numpy's own functions called on traced values dispatch here
-(`np.exp(x)` traces); one that needs an op the dialect lacks (`argmax`,
-`flip`, `sort`) raises `UnsupportedError` naming it. The dtypes
+(`np.exp(x)` traces); one that needs an op the dialect lacks (`flip`,
+`sort`) raises `UnsupportedError` naming it. The dtypes
 (`anp.float32`, ...) and constants are numpy's.
 """
 
@@ -94,6 +94,7 @@ from accy.frontends.tracing import (
     not_equal,
     ones,
     ones_like,
+    pad,
     positive,
     power,
     prod,
@@ -218,6 +219,7 @@ __all__ = [
     "not_equal",
     "ones",
     "ones_like",
+    "pad",
     "pi",
     "positive",
     "power",

@@ -33,8 +33,8 @@ and complex dtypes are refused. Integer-array indexing (one integer array, with
 basic indexing around it) and `take` are `accy.gather`s: a traced index out
 of range is clamped to the nearest end (numpy raises; accy cannot look at
 run-time values), a literal one raises as numpy does. Where numpy needs an
-op the dialect lacks (boolean indexing, an argmax reduction, a reverse for
-negative slice steps, fmod for float `%`), the function raises
+op the dialect lacks (boolean indexing, a reverse for negative slice steps,
+fmod for float `%`, numpy.pad's 'symmetric' mode), the function raises
 `UnsupportedError` naming the function and what is missing. Python control
 flow on a traced value (`if x > 0:`, `bool(x)`, `float(x)`, iterating)
 raises `TracerConversionError`. Both name the user's file and line.
@@ -104,6 +104,7 @@ from accy.dialects.accy import (
     NegOp,
     NotOp,
     OrOp,
+    PadOp,
     PowOp,
     ReciprocalOp,
     ReduceOp,
@@ -164,15 +165,12 @@ def unsupported(what: str, why: str) -> UnsupportedError:
 
 #: numpy functions that need an op the dialect lacks: why, for the message.
 MISSING: dict[str, str] = {
-    "argmax": "the dialect has no argmax reduction (accy.reduce kinds: sum, prod, max, min, mean)",
-    "argmin": "the dialect has no argmin reduction (accy.reduce kinds: sum, prod, max, min, mean)",
     "take_along_axis": "the dialect has no gather along an axis by indices of the array's rank",
     "flip": "the dialect has no reverse op (accy.slice strides are positive)",
     "sort": "the dialect has no sort op",
     "argsort": "the dialect has no sort op",
     "nonzero": "its result's shape depends on the values (shapes are static)",
     "unique": "its result's shape depends on the values (shapes are static)",
-    "pad": "the dialect has no pad op",
 }
 
 
@@ -460,6 +458,12 @@ class Tracer:
 
     def all(self, axis: Any = None, keepdims: bool = False) -> Tracer:
         return all(self, axis, keepdims=keepdims)
+
+    def argmax(self, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Tracer:
+        return argmax(self, axis, out, keepdims=keepdims)
+
+    def argmin(self, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Tracer:
+        return argmin(self, axis, out, keepdims=keepdims)
 
     def cumsum(self, axis: int | None = None, dtype: Any = None) -> Tracer:
         return cumsum(self, axis, dtype)
@@ -1054,6 +1058,37 @@ def cumprod(a: Operand, axis: int | None = None, dtype: Any = None) -> Any:
     return _scan("cumprod", "prod", a, axis, dtype)
 
 
+def _arg(name: str, kind: str, a: Operand, axis: Any, out: Any, keepdims: bool) -> Any:
+    """numpy's argmax / argmin as accy.reduce `kind`: the first extreme (the
+    first NaN, as numpy's), int64; `axis=None` over every dim, which is the
+    flat index numpy gives (the op's position is row-major over the reduced dims)."""
+    if _trace_of(a, out) is None:
+        return getattr(np, name)(a, axis=axis, out=out, keepdims=keepdims)
+    if out is not None:
+        raise unsupported(f"numpy.{name} with out=", "traced arrays are immutable")
+    x: Tracer = a
+    axes = tuple(range(x.ndim)) if axis is None else (_axis(axis, x.ndim, f"numpy.{name}"),)
+    if math.prod(x.shape[d] for d in axes) == 0:
+        raise _located(ValueError, f"numpy.{name}: attempt to get {name} of an empty sequence")
+    t = _cast(x, np.dtype(np.int8)) if x.dtype == BOOL else x
+    value = t.trace.emit(ReduceOp(t.value, kind, list(axes), index_type=element_type(INT64)))
+    result = Tracer(t.trace, value, tuple(n for d, n in enumerate(x.shape) if d not in axes), INT64)
+    if keepdims:
+        result = _reshape(result, tuple(1 if d in axes else n for d, n in enumerate(x.shape)))
+    return result
+
+
+def argmax(a: Operand, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+    """numpy.argmax: the index of the first greatest element (of the first
+    NaN), over the flattened array when `axis` is None."""
+    return _arg("argmax", "argmax", a, axis, out, keepdims)
+
+
+def argmin(a: Operand, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+    """numpy.argmin: the index of the first least element (of the first NaN)."""
+    return _arg("argmin", "argmin", a, axis, out, keepdims)
+
+
 # --------------------------------------------------------------------------
 # Shapes
 # --------------------------------------------------------------------------
@@ -1225,6 +1260,72 @@ def stack(arrays: Sequence[Operand], axis: int = 0) -> Any:
         raise _located(ValueError, "all input arrays must have the same shape")
     ax = _axis(axis, ts[0].ndim + 1, "numpy.stack")
     return concatenate([expand_dims(t, ax) for t in ts], axis=ax)
+
+
+#: numpy.pad's modes and accy.pad's (docs/op-contract.md): numpy's reflect
+#: mirrors about the edge element without repeating it, as accy.pad's does.
+_PAD_MODES = {"constant": "constant", "edge": "edge", "reflect": "reflect", "wrap": "wrap"}
+
+
+def _pad_widths(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
+    """numpy.pad's pad_width (an int, (before, after), or a pair per dim) as
+    a (before, after) per dim; numpy's errors for negative or ill-shaped ones."""
+    def items(v: Any) -> list[Any]:
+        return [x for item in v for x in items(item)] if isinstance(v, list | tuple) else [v]
+
+    for w in items(pad_width):
+        if isinstance(w, Tracer):
+            raise w._concrete("numpy.pad with a traced pad width")
+    widths = np.asarray(pad_width)
+    if widths.dtype.kind not in "iu":
+        raise _located(TypeError, "numpy.pad: `pad_width` must be of integral type.")
+    try:
+        pairs = np.broadcast_to(widths, (ndim, 2))
+    except ValueError:
+        raise _located(ValueError, f"numpy.pad: pad_width {pad_width!r} does not fit an array of {ndim} dims") from None
+    if (pairs < 0).any():
+        raise _located(ValueError, "numpy.pad: index can't contain negative values")
+    return [(int(b), int(e)) for b, e in pairs]
+
+
+def pad(array: Operand, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
+    """numpy.pad as one accy.pad: modes constant (one `constant_values`, a
+    scalar or a traced rank-0 value), edge, reflect (numpy's default
+    reflect_type 'even') and wrap. 'symmetric' (which repeats the edge
+    element, unlike reflect), 'odd' reflections and the statistic modes do
+    not trace."""
+    trace = _trace_of(array, *kwargs.values())
+    if trace is None:
+        return np.pad(array, pad_width, mode, **kwargs)
+    t = _tracer(_prepare(array), trace)
+    if not isinstance(mode, str) or mode not in _PAD_MODES:
+        why = ("accy.pad's reflect is numpy's 'reflect' (the edge element is not repeated); 'symmetric' repeats it"
+               if mode == "symmetric" else "accy.pad's modes are constant, edge, reflect and wrap")
+        raise unsupported(f"numpy.pad(mode={mode!r})", why)
+    value: Any = kwargs.pop("constant_values", 0) if mode == "constant" else 0
+    reflect_type = kwargs.pop("reflect_type", "even") if mode == "reflect" else "even"
+    if reflect_type != "even":
+        raise unsupported(f"numpy.pad(reflect_type={reflect_type!r})", "accy.pad reflects evenly (numpy's default)")
+    if kwargs:
+        raise _located(ValueError, f"numpy.pad: unsupported keyword arguments for mode '{mode}': {set(kwargs)}")
+    widths = _pad_widths(pad_width, t.ndim)
+    if mode != "constant":
+        for d, (n, (b, e)) in enumerate(zip(t.shape, widths, strict=True)):
+            if n == 0 and (b or e):
+                raise _located(ValueError, f"numpy.pad: can't extend empty axis {d} using modes other than 'constant' or 'empty'")
+    if isinstance(value, Tracer):
+        if value.shape != ():
+            raise unsupported("numpy.pad with traced constant_values of a shape", "accy.pad pads with one value")
+        fill = _cast(value, t.dtype)
+    else:
+        values = np.asarray(value)
+        if values.size and (values != values.reshape(-1)[0]).any():
+            raise unsupported("numpy.pad with constant_values per axis", "accy.pad pads with one value")
+        with np.errstate(all="ignore"):
+            fill = t.trace.literal(np.asarray(values.reshape(-1)[0] if values.size else 0).astype(t.dtype))
+    low, high = [b for b, _ in widths], [e for _, e in widths]
+    shape = tuple(b + n + e for n, (b, e) in zip(t.shape, widths, strict=True))
+    return Tracer(t.trace, t.trace.emit(PadOp(t.value, fill.value, low, high, _PAD_MODES[mode])), shape, t.dtype)
 
 
 def _index_array(item: Any) -> bool:
@@ -1557,8 +1658,6 @@ def _unsupported_function(name: str) -> Callable[..., Any]:
     return refuse
 
 
-argmax = _unsupported_function("argmax")
-argmin = _unsupported_function("argmin")
 take_along_axis = _unsupported_function("take_along_axis")
 flip = _unsupported_function("flip")
 sort = _unsupported_function("sort")
@@ -1583,7 +1682,7 @@ NUMPY_FUNCTIONS: dict[str, Callable[..., Any]] = {
         "copy astype sum prod mean max min "
         "amax amin any all cumsum cumprod reshape ravel transpose swapaxes moveaxis expand_dims squeeze "
         "broadcast_to concatenate stack matmul dot full zeros ones full_like zeros_like ones_like arange argmax "
-        "argmin take take_along_axis flip sort argsort"
+        "argmin pad take take_along_axis flip sort argsort"
     ).split()
 }
 #: ufunc -> its accy.numpy function (numpy's ufuncs called on tracers dispatch here).
