@@ -4,8 +4,9 @@ compiler against the reference interpreter.
 `programs(...)` is a hypothesis strategy of `Program`s: a `func.func @main`
 with 1-4 arguments of small odd shapes (dims from `DIMS`, rank 1-3; f32
 mostly, some i32, i8, i16, i64) and 2-12 random ops from the whole tensor dialect
-(elementwise, cmp/select/cast, views, concat, gather, iota, reduce, scan,
-softmax, log_softmax, layer_norm, dot_general, constants, iterate), returning several
+(elementwise, cmp/select/cast, views, concat, gather, iota, pad, reduce
+with argmax/argmin, scan, softmax, log_softmax, layer_norm, dot_general,
+conv, pool, constants, iterate), returning several
 of the values it computed. Values are reused by several consumers. The IR is
 built with the op builders of `accy.dialects.accy` and printed to text (the
 custom or the generic form), which is what a user hands `accy.compile`.
@@ -30,8 +31,8 @@ need first, inserting ops that provide it:
 - exp, sin/cos, softmax, layer_norm, dot_general, products and reductions get
   a tamed value (`tanh(x)`, or a clamp `min(max(x, -c), c)` when x is exact,
   which also removes the infinities of an exclusive max/min scan);
-- floor, ceil, cmp and casts to integers (where one ulp can flip the answer)
-  only take exact values;
+- floor, ceil, cmp, argmax/argmin and casts to integers (where one ulp can
+  flip the answer) only take exact values;
 - integer values stay far from overflow (C leaves signed overflow undefined).
 
 Inputs are standard normal float32 clipped to [-4, 4] and integers in
@@ -191,12 +192,16 @@ class _Builder:
 
     # -- emitting -----------------------------------------------------------
 
-    def emit(self, op: Operation, mag: float, exact: bool, lo: float = 0.0, feature: str | None = None) -> Val:
+    def emit(
+        self, op: Operation, mag: float, exact: bool, lo: float = 0.0, feature: str | None = None, pooled: bool = True
+    ) -> Val:
+        """Appends `op`; its value joins the pool others draw from unless not `pooled`."""
         self.block.add_op(op)
         self.count += 1
         self.features.add(feature or op.name.removeprefix("accy."))
         v = Val(op.results[0], mag, exact, lo)
-        self.pool.append(v)
+        if pooled:
+            self.pool.append(v)
         return v
 
     def constant(self, shape: Sequence[int], et, value: float | None = None) -> Val:
@@ -491,6 +496,125 @@ class _Builder:
         shape = [self.choice(DIMS) for _ in range(self.integer(1, 3))]
         dim = self.integer(0, len(shape) - 1)
         return self.emit(A.IotaOp(shape, self.choice([f32, i32]), dim), shape[dim] - 1, True)
+
+    def op_pad(self) -> Val | None:
+        """accy.pad in every mode: per dim a pad of -(size-1) .. size+2 at
+        each end (negative ones crop; edge, reflect and wrap pads longer than
+        the dim repeat it), constant mode also cropping a dim to nothing."""
+        v = self.pick(lambda w: len(w.shape) >= 1)
+        if v is None:
+            return None
+        mode = self.choice(A.PAD_MODES)
+        low, high = [], []
+        for n in v.shape:
+            lo = self.integer(-(n - 1), n + 2)
+            # What the low pad leaves: the high pad crops at most all of it
+            # (constant), or all but one element (the others repeat one).
+            keep = n - max(-lo, 0)
+            hi = self.integer(-(keep - (mode != "constant")), n + 2)
+            low.append(lo)
+            high.append(hi)
+        out = A.infer_pad(v.shape, low, high)
+        if _size(out) > MAX_ELEMENTS or 0 in out:
+            return None
+        value = self.constant((), v.et, 0.0 if v.is_bool else self.choice([0.0, -1.5, 3.0]) if v.is_float else self.choice([0, 2, -3]))
+        if mode != "constant":
+            value = Val(value.ssa, 0.0, True, v.lo)
+        mag, lo = max(v.mag, value.mag), min(v.lo, value.lo) if value.lo > 0 else 0.0
+        long = any(max(a, b) > n for a, b, n in zip(low, high, v.shape, strict=True))
+        feature = "pad_" + mode + "_crop" * (min(low + high) < 0) + "_long" * long
+        return self.emit(A.PadOp(v.ssa, value.ssa, low, high, mode), mag, v.exact and value.exact, lo, feature=feature)
+
+    def op_argreduce(self) -> Val | None:
+        """argmax / argmin (i32 or i64) over some dims of an exact value (one
+        ulp could move the answer), often with ties on purpose (a clamp to
+        [-0.5, 0.5] or a small integer range) or NaNs (a select of NaN where
+        the value is large: the first NaN wins)."""
+        v = self.pick(lambda w: not w.is_bool and w.exact and len(w.shape) >= 1)
+        if v is None:
+            return None
+        how = self.choice(["plain", "ties", "nan"] if v.is_float else ["plain", "ties"])
+        if how == "ties":
+            c = 0.5 if v.is_float else 1
+            lo, hi = self.constant(v.shape, v.et, -c), self.constant(v.shape, v.et, c)
+            v = self.emit(A.MinOp(self.emit(A.MaxOp(v.ssa, lo.ssa), v.mag, True).ssa, hi.ssa), c, True)
+        elif how == "nan":
+            big = self.emit(A.CmpOp("gt", v.ssa, self.constant(v.shape, v.et, 0.5).ssa), 1, True)
+            nan = self.constant(v.shape, v.et, math.nan)
+            # NaNs stay out of the pool: only the arg reduction reads them.
+            v = self.emit(A.SelectOp(big.ssa, nan.ssa, v.ssa), math.inf, True, pooled=False)
+        kind = self.choice(A.ARG_KINDS)
+        axes = self.subset(range(len(v.shape)), min_size=1)
+        et = self.choice([i32, IntegerType(64)])
+        count = _size([v.shape[a] for a in axes])
+        feature = f"{kind}_{how}"
+        return self.emit(A.ReduceOp(v.ssa, kind, axes, index_type=et), count - 1, True, feature=feature)
+
+    def _window(self, spatial: Sequence[int], least_pads: bool) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+        """A window, strides, dilations and pads over `spatial` that fit
+        (the window's span at most the padded dim, each window holding an
+        input element when `least_pads`)."""
+        window, strides, dil, low, high = [], [], [], [], []
+        for n in spatial:
+            d = self.choice([1, 1, 2]) if n >= 3 else 1
+            k = self.integer(1, min(3, (n - 1) // d + 1))
+            window.append(k)
+            dil.append(d)
+            strides.append(self.choice([1, 1, 2, 3]))
+            span = d * (k - 1) + 1
+            low.append(self.integer(0, min(2, span - 1)))
+            high.append(self.integer(0, min(2, span - 1)))
+        if least_pads:
+            inside = np.pad(np.ones(tuple(spatial)), list(zip(low, high, strict=True)))
+            out = A.infer_window(spatial, window, strides, dil, low, high)
+            count = np.zeros(out)
+            for tap in np.ndindex(*window):
+                count += inside[tuple(slice(t * dd, t * dd + (o - 1) * s + 1, s)
+                                      for t, dd, o, s in zip(tap, dil, out, strides, strict=True))]
+            if count.min() == 0:  # a window wholly in the padding (-inf, or 0/0)
+                low, high = [0] * len(spatial), [0] * len(spatial)
+        return window, strides, dil, low, high
+
+    def op_conv(self) -> Val | None:
+        """accy.conv of a small [N, C, x...] float value (1 or 2 spatial
+        dims) by a dense literal of weights, over groups that divide C."""
+        v = self.pick(lambda w: w.is_float and len(w.shape) in (3, 4) and _size(w.shape) <= 4096)
+        if v is None:
+            return None
+        N, C, *spatial = v.shape
+        groups = self.choice([g for g in range(1, C + 1) if C % g == 0 and g <= 4])
+        M = groups * self.integer(1, 3)
+        window, strides, dil, low, high = self._window(spatial, least_pads=False)
+        wshape = (M, C // groups, *window)
+        if _size(wshape) > 2048:
+            return None
+        out = (N, M, *A.infer_window(spatial, window, strides, dil, low, high))
+        taps = C // groups * _size(window)
+        if _size(out) > MAX_ELEMENTS or _size(out) * taps > 400_000:
+            return None
+        x = self.tame(v, 4.0)
+        w = self.constant(wshape, f32)
+        feature = "conv" + "_grouped" * (groups > 1) + "_strided" * (max(strides) > 1) + "_dilated" * (max(dil) > 1)
+        return self.emit(A.ConvOp(x.ssa, w.ssa, strides, dil, low, high, groups), x.mag * w.mag * taps, False, feature=feature)
+
+    def op_pool(self) -> Val | None:
+        """accy.pool max, sum or average (floats), with or without
+        count_include_pad, over a small [N, C, x...] value."""
+        v = self.pick(lambda w: not w.is_bool and len(w.shape) in (3, 4))
+        if v is None:
+            return None
+        kind = self.choice(A.POOL_KINDS if v.is_float else ("max", "sum"))
+        window, strides, dil, low, high = self._window(v.shape[2:], least_pads=True)
+        taps = _size(window)
+        include = kind == "average" and self.flag()
+        if kind == "max":
+            x, mag, exact, lo = v, v.mag, v.exact, v.lo
+        else:
+            x = self.tame(v, (FLOAT_LIMIT if v.is_float else INT_LIMIT) / taps)
+            mag, exact = x.mag * (taps if kind == "sum" else 1), x.is_int
+            lo = x.lo if kind == "average" and not include else 0.0
+        op = A.PoolOp(x.ssa, kind, window, strides, dil, low, high, include)
+        return self.emit(op, mag, exact, lo, feature=f"pool_{kind}" + "_include_pad" * include)
 
     def _near_one(self, v: Val, n: int) -> Val:
         """A function of `v` whose products over `n` elements stay in range:
@@ -804,6 +928,7 @@ class _Builder:
     OPS: tuple[str, ...] = (
         "unary", "binary", "cmp", "select", "cast", "broadcast", "transpose", "reshape", "slice", "concat",
         "reduce", "scan", "softmax", "layer_norm", "dot", "iterate", "row_primitive", "attention", "gather", "iota",
+        "pad", "argreduce", "conv", "pool",
     )  # fmt: skip
 
 

@@ -99,6 +99,20 @@ def test_random_program_streamed(program: Program, seed: int, device: Device) ->
     check_text(streamed(program.text), seed, device)
 
 
+#: Pads, arg reductions and window ops among what feeds and reads them.
+WINDOW_PROGRAM_OPS = ("pad", "argreduce", "conv", "pool", "unary", "binary", "reduce", "broadcast", "slice", "cast")
+
+
+@settings(max_examples=40, derandomize=True, **_COMMON)
+@given(program=programs(ops=WINDOW_PROGRAM_OPS, min_ops=2, max_ops=6), seed=st.integers(0, 2**16))
+def test_pads_arg_reductions_and_windows(program: Program, seed: int, device: Device) -> None:
+    """accy.pad in every mode (negative pads, pads past the dim), argmax and
+    argmin over ties and NaNs (i32 and i64), accy.conv (groups, strides,
+    dilations, pads) and accy.pool (max, sum, average, count_include_pad)
+    in small sizes, fused with their producers and consumers."""
+    check_program(program, seed, device)
+
+
 @pytest.mark.slow
 @settings(max_examples=1500, **_COMMON)
 @given(program=programs(ops=ROW_PATTERN_OPS, square=True, min_ops=1, max_ops=6), seed=st.integers(0, 2**16))
