@@ -31,8 +31,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from accy.cli import STARTED
 from accy.cli.diagnostics import (
     BAD_INPUT,
@@ -46,12 +44,12 @@ from accy.cli.diagnostics import (
 )
 from accy.cli.version import VersionAction
 from accy.progress import quieted
-from accy.runtime.devices import AUTO, get_device, known_devices
-from accy.runtime.executable import Executable, compile
-from accy.runtime.host_memory import DeviceMemoryWarning
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from accy.cli.onnx_backend import OnnxProgram
+    from accy.runtime.executable import Executable
 
 TOOL = "accy-run"
 CHECK_FAILED = 3
@@ -79,7 +77,14 @@ def _epilog() -> str:
     return "exit status:\n" + "\n".join(rows) + "\n"
 
 
+# numpy and the runtime (which imports it) are imported where they are used:
+# `main` may then give numpy's OpenBLAS one thread before it starts (see
+# `_one_blas_thread`).
+
+
 def _parser() -> argparse.ArgumentParser:
+    from accy.runtime.devices import known_devices
+
     p = argparse.ArgumentParser(
         prog=TOOL,
         description="Compile a function of an .mlir file for a device and run it.",
@@ -157,6 +162,8 @@ def read_npz(path: str) -> dict[str, np.ndarray]:
     """Every array of the .npz file at `path`, read now (numpy reads lazily,
     so a damaged member would otherwise fail later); ToolError saying what
     is wrong with the file otherwise."""
+    import numpy as np
+
     p = Path(path)
     if p.is_dir():
         raise ToolError(f"'{path}' is a directory, not an .npz file")
@@ -211,6 +218,8 @@ def check_out_path(path: str) -> Path:
 
 def write_outputs(path: Path, outputs: Sequence[np.ndarray]) -> None:
     """Writes the results as out0, out1, ... to the .npz file `path`."""
+    import numpy as np
+
     try:
         with path.open("wb") as f:
             np.savez(f, **{f"out{i}": o for i, o in enumerate(outputs)})
@@ -219,6 +228,8 @@ def write_outputs(path: Path, outputs: Sequence[np.ndarray]) -> None:
 
 
 def _print_outputs(exe: Executable, outputs: Sequence[np.ndarray]) -> None:
+    import numpy as np
+
     with np.printoptions(threshold=32, edgeitems=3, linewidth=100):
         # The specs need no parse (a program from the compile cache is not parsed); None for bf16.
         for i, (value, t) in enumerate(zip(outputs, exe.output_specs or exe.output_types, strict=True)):
@@ -249,6 +260,10 @@ def _tuning_requested(flag: bool) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from accy.runtime.devices import AUTO, get_device
+    from accy.runtime.executable import compile
+    from accy.runtime.host_memory import DeviceMemoryWarning
+
     program = read_program(args.file)
     model = _onnx_program(args.file)
     # What the user named is checked before the (slower) compile.
@@ -333,10 +348,26 @@ def _run(args: argparse.Namespace) -> int:
     return status
 
 
+#: The variable `_one_blas_thread` sets (a value the user gave stays).
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
+
+
+def _one_blas_thread(args_list: list[str]) -> None:
+    """Gives numpy's OpenBLAS one thread when numpy is not loaded yet (a new
+    accy-run process) and `--check` is not asked for: importing numpy
+    starts OpenBLAS's thread per core (~40 ms of a warm run's ~250 on this
+    2-core machine), and without the reference interpreter accy-run makes
+    no BLAS call (random inputs, printing and .npz files use none)."""
+    if "numpy" not in sys.modules and "--check" not in args_list:
+        os.environ.setdefault(BLAS_THREADS_ENV, "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The `accy-run` entry point; returns the exit code."""
     try:
-        status = _main(list(sys.argv[1:] if argv is None else argv))
+        args_list = list(sys.argv[1:] if argv is None else argv)
+        _one_blas_thread(args_list)
+        status = _main(args_list)
         sys.stdout.flush()  # a reader gone shows here rather than in the interpreter's flush at exit
     except BrokenPipeError:  # --help or --version into a closed pipe, or the last flush
         return stdout_closed()
