@@ -354,11 +354,14 @@ BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 
 def _one_blas_thread(args_list: list[str]) -> None:
     """Gives numpy's OpenBLAS one thread when numpy is not loaded yet (a new
-    accy-run process) and `--check` is not asked for: importing numpy
-    starts OpenBLAS's thread per core (~40 ms of a warm run's ~250 on this
-    2-core machine), and without the reference interpreter accy-run makes
-    no BLAS call (random inputs, printing and .npz files use none)."""
-    if "numpy" not in sys.modules and "--check" not in args_list:
+    accy-run process) and neither `--check` nor the reference device is
+    asked for: importing numpy starts OpenBLAS's thread per core (~40 ms of
+    a warm run's ~250 on this 2-core machine), and without the reference
+    interpreter accy-run makes no BLAS call (random inputs, printing and
+    .npz files use none; a work item on the host reference path, a
+    fallback, runs its numpy on one BLAS thread)."""
+    reference = any(a in ("reference", "--device=reference") for a in args_list)
+    if "numpy" not in sys.modules and "--check" not in args_list and not reference:
         os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
