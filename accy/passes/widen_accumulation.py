@@ -15,8 +15,9 @@ widened whole: q, k and v are cast, the attention runs in f32 (its flash
 kernel then keeps the scores, the row sum and the accumulator in f32) and
 only the result is narrowed, as the reference computes it (its matmuls of
 f16 operands accumulate in f32). A conv and a sum or average pool are
-widened too: the reference accumulates them in f32, and `kernelize`
-decomposes them (into a dot and adds of taps) after this pass has run.
+widened too: the reference accumulates them in f32, and the kernels
+`kernelize` makes of them after this pass (a conv's register tiles, a
+pool's adds of taps) accumulate in the type they are given.
 Max, min, max pools, softmax and layer norm are left as they are.
 """
 

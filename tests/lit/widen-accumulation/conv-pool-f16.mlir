@@ -1,8 +1,8 @@
 // RUN: accy-opt %s -p widen-accumulation | filecheck %s
 
-// A float16 conv and average pool run in float32 between casts (kernelize
-// decomposes them after this pass: their dot and adds then accumulate in
-// f32, as the reference does); a max pool is left as it is.
+// A float16 conv and average pool run in float32 between casts (the
+// kernels kernelize makes of them accumulate in the type they are given:
+// f32 here, as the reference accumulates); a max pool is left as it is.
 func.func @main(%x: tensor<1x4x9xf16>, %w: tensor<2x4x3xf16>) -> (tensor<1x2x7xf16>, tensor<1x4x7xf16>, tensor<1x4x7xf16>) {
   %c = "accy.conv"(%x, %w) <{strides = array<i64: 1>, dilations = array<i64: 1>, pads_low = array<i64: 0>, pads_high = array<i64: 0>}> : (tensor<1x4x9xf16>, tensor<2x4x3xf16>) -> tensor<1x2x7xf16>
   %a = "accy.pool"(%x) <{kind = "average", window = array<i64: 3>, strides = array<i64: 1>, dilations = array<i64: 1>, pads_low = array<i64: 0>, pads_high = array<i64: 0>}> : (tensor<1x4x9xf16>) -> tensor<1x4x7xf16>
