@@ -42,12 +42,13 @@ SHAPES = [
     ((), 33, 19, 40, True, False),
     ((), 18, 70, 21, False, True),
     ((2,), 16, 8, 16, True, True),
+    ((2,), 37, 48, 40, False, False),  # K and N whole 16-byte vectors: vector staging reads
 ]
 #: The emulated cases a plain run takes, by element type (the others are
 #: `slow`: PoCL takes 10-30 s to build each emulated kernel, whose exchange
 #: puts barriers in the k loop): between them odd M, N and K, k past one
-#: staged step, a batch and both operands transposed.
-QUICK = {("f16", 5), ("bf16", 4), ("f32", 6)}
+#: staged step, a batch, transposed operands, and vector staging reads.
+QUICK = {("f16", 5), ("f16", 8), ("bf16", 4), ("f32", 8)}
 
 
 def _cases() -> list:

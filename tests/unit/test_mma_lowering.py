@@ -57,6 +57,17 @@ def test_half_dots_print_mma_sync(et: str, kind: str) -> None:
     assert "tanh(" in source  # the epilogue is fused
 
 
+@pytest.mark.parametrize(("et", "extra", "lanes"), [("f16", "", 8), ("bf16", "", 8), ("f32", ', math = "fast"', 4)])
+def test_contiguous_operands_are_staged_16_bytes_a_read(et: str, extra: str, lanes: int) -> None:
+    # K and N whole vectors of 16 bytes: the lhs read along k, the rhs along n.
+    source = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "sm80"{extra}', m=40, n=48, k=64)))
+    assert f"vload{lanes}(0, b0 + " in source and f"vload{lanes}(0, b1 + " in source
+    assert f"vstore{lanes}(" in source  # the lhs's vector into its staged row
+    # K of no whole vector: element by element.
+    odd = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "sm80"{extra}', m=40, n=48, k=63)))
+    assert f"vload{lanes}(0, b0 + " not in odd
+
+
 def test_f32_dots_use_tf32_only_under_fast_math() -> None:
     fast = _kernelized(_matmul("f32", f'{GPU}, mma = "sm80", math = "fast"'))
     assert {op.shape.data for op in _mmas(fast)} == {"m16n8k8"}

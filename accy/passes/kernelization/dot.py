@@ -64,14 +64,14 @@ from xdsl.ir import SSAValue
 
 from accy.dialects import accy
 from accy.dialects.target import TargetProfile
-from accy.dialects.types import numel
+from accy.dialects.types import element_bytes, numel
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
 from accy.passes.kernelization.launch import work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel
-from accy.passes.kernelization.mma_tiles import MmaOperands, fits, mma_tiles
+from accy.passes.kernelization.mma_tiles import VECTOR_BYTES, MmaOperands, fits, mma_tiles
 from accy.passes.kernelization.register_tiles import (
     fma,
     gpu_k_step,
@@ -271,7 +271,16 @@ class _Dot:
             return None
         if not fits(profile, element):
             return None
-        return MmaOperands(shape, element, partial(self.a_at, source=a), partial(self.b_at, source=b))
+        # Vector reads (16 bytes) along k of an lhs whose last dim is the one
+        # contracting dim, along n of an rhs whose last dim is the last free dim.
+        w = VECTOR_BYTES // element_bytes(element)
+        lanes = vectorizable(self.others, self.kb)
+        a_lanes = w if lanes and self.lc == (len(self.a_shape) - 1,) and self.K % w == 0 else 1
+        b_vectors = bool(self.rf) and self.rf[-1] == len(self.b_shape) - 1 and self.n_shape[-1] % w == 0
+        b_lanes = w if lanes and b_vectors else 1
+        return MmaOperands(
+            shape, element, partial(self.a_at, source=a), partial(self.b_at, source=b), a_lanes, b_lanes
+        )
 
     def _narrow(self, operand: SSAValue) -> SSAValue | None:
         """The 16-bit float value an operand is: itself, or the source of the

@@ -17,7 +17,9 @@ device tests the lowering).
   warp's fragment loads fall in distinct banks), zero past M, N and K; the
   next step's elements are fetched from global memory into registers while
   this step's are multiplied (as `GpuTiles` does). Consecutive work-items
-  read consecutive k of the lhs and consecutive n of the rhs (row-major
+  read consecutive k of the lhs and consecutive n of the rhs, 16 bytes at
+  a time (`VECTOR_BYTES`) where that operand is contiguous along them and
+  K (or N's last dim) is whole vectors, else element by element (row-major
   operands coalesce; others are read through their strides, correct and
   slower).
 - A fragment register is one local load: a `vector<2xT>` pair along k for
@@ -60,6 +62,9 @@ THREADS = WARP * WARPS_M * WARPS_N
 #: load (a row per group g, 8 of them) start in different banks.
 PAD_BYTES = 16
 
+#: Bytes of an operand a staging read takes where it is contiguous.
+VECTOR_BYTES = 16
+
 #: Reads one operand element: (evaluator, batch coordinates, flat m or n, k coordinates) -> value.
 Read = Callable[[Expr, list[SSAValue], SSAValue, list[SSAValue]], SSAValue]
 
@@ -68,12 +73,17 @@ Read = Callable[[Expr, list[SSAValue], SSAValue, list[SSAValue]], SSAValue]
 class MmaOperands:
     """What the tensor-core kernel of a product reads: its mma `shape`, the
     staged element type (f16, bf16 or f32) and the readers of the lhs at (m,
-    k) and the rhs at (n, k), giving values of that type."""
+    k) and the rhs at (n, k), giving values of that type; `a_lanes`
+    consecutive k of the lhs a read and `b_lanes` consecutive n of the rhs
+    (vectors, `lanes` > 1, only where the caller knows a vector never
+    crosses the end of K or N: K, or N's last dim, a multiple of it)."""
 
     shape: str
     element: Attribute
     read_a: Read
     read_b: Read
+    a_lanes: int = 1
+    b_lanes: int = 1
 
     @property
     def k(self) -> int:
@@ -164,41 +174,60 @@ class MmaTiles:
         kb.barrier()
         return acc + following
 
-    def _slots(self) -> list[SSAValue]:
-        """This work-item's slots of a staged tile (BM·bk = BN·bk elements, THREADS apart)."""
-        return [self.kb.add(self.flat, e * THREADS) for e in range(BM * self.bk // THREADS)]
+    def _slots(self, lanes: int) -> list[SSAValue]:
+        """This work-item's slots of a staged tile, of `lanes` elements each
+        (BM·bk = BN·bk elements, THREADS slots apart)."""
+        return [self.kb.add(self.flat, e * THREADS) for e in range(BM * self.bk // lanes // THREADS)]
 
     def fetch(self, k0: SSAValue) -> list[SSAValue]:
-        """This work-item's lhs and rhs elements of the step at k0, as (lhs,
-        rhs) pairs: the lhs slot's k fastest, the rhs slot's n fastest; zero
-        past M, N and K."""
-        kb, p = self.kb, self.p
+        """This work-item's lhs elements of the step at k0 (k fastest, `a_lanes`
+        consecutive k a slot), then its rhs elements (n fastest, `b_lanes`
+        consecutive n a slot); zero past M, N and K."""
+        kb, p, ops = self.kb, self.p, self.ops
         out: list[SSAValue] = []
-        for slot in self._slots():
-            m, k = kb.add(self.m0, kb.div(slot, self.bk)), kb.add(k0, kb.rem(slot, self.bk))
-            out.append(self._read_or_zero(m, p.M, k, self.ops.read_a))
-            n, k2 = kb.add(self.n0, kb.rem(slot, BN)), kb.add(k0, kb.div(slot, BN))
-            out.append(self._read_or_zero(n, p.N, k2, self.ops.read_b))
+        per_row = self.bk // ops.a_lanes
+        for slot in self._slots(ops.a_lanes):
+            m, k = kb.add(self.m0, kb.div(slot, per_row)), kb.add(k0, kb.mul(kb.rem(slot, per_row), ops.a_lanes))
+            out.append(self._read_or_zero(m, p.M, k, ops.read_a, ops.a_lanes))
+        per_k = BN // ops.b_lanes
+        for slot in self._slots(ops.b_lanes):
+            n, k = kb.add(self.n0, kb.mul(kb.rem(slot, per_k), ops.b_lanes)), kb.add(k0, kb.div(slot, per_k))
+            out.append(self._read_or_zero(n, p.N, k, ops.read_b, ops.b_lanes))
         return out
 
-    def _read_or_zero(self, i: SSAValue, extent: int, k: SSAValue, read: Read) -> SSAValue:
-        """`read` at (i, k) where i < extent and k < K, else zero."""
+    def _read_or_zero(self, i: SSAValue, extent: int, k: SSAValue, read: Read, lanes: int) -> SSAValue:
+        """`read` of `lanes` elements at (i, k) where i < extent and k < K,
+        else zero (a slot of several lanes lies all in range or all out:
+        `MmaOperands`)."""
         kb, p = self.kb, self.p
         ok = kb.val(arith.AndIOp(kb.lt(i, extent), kb.lt(k, p.K)))
+        zero = self.zero
+        if lanes > 1:
+            zero = kb.val(vector.BroadcastOp(self.zero, VectorType(self.ops.element, [lanes])))
 
         def value() -> list[SSAValue]:
-            return [read(Expr(kb, p.others), self.bc, i, kb.delinearize(k, p.k_shape))]
+            return [read(Expr(kb, p.others, lanes), self.bc, i, kb.delinearize(k, p.k_shape))]
 
-        return kb.if_(ok, value, lambda: [self.zero], [self.ops.element])[0]
+        return kb.if_(ok, value, lambda: [zero], [zero.type])[0]
 
     def put(self, values: list[SSAValue]) -> None:
-        """Stores what `fetch` gave: the lhs at [m][k], the rhs at [n][k]."""
-        kb = self.kb
-        for e, slot in enumerate(self._slots()):
-            a_at = kb.add(kb.mul(kb.div(slot, self.bk), self.stride), kb.rem(slot, self.bk))
-            b_at = kb.add(kb.mul(kb.rem(slot, BN), self.stride), kb.div(slot, BN))
-            kb.op(memref.StoreOp.get(values[2 * e], self.a_tile, [a_at]))
-            kb.op(memref.StoreOp.get(values[2 * e + 1], self.b_tile, [b_at]))
+        """Stores what `fetch` gave: the lhs at [m][k] (a slot's lanes one
+        vector store), the rhs at [n][k] (lane by lane)."""
+        kb, ops = self.kb, self.ops
+        a_slots, b_slots = self._slots(ops.a_lanes), self._slots(ops.b_lanes)
+        per_row = self.bk // ops.a_lanes
+        for slot, value in zip(a_slots, values[: len(a_slots)], strict=True):
+            at = kb.add(kb.mul(kb.div(slot, per_row), self.stride), kb.mul(kb.rem(slot, per_row), ops.a_lanes))
+            if ops.a_lanes > 1:
+                kb.op(vector.StoreOp(value, self.a_tile, [at]))
+            else:
+                kb.op(memref.StoreOp.get(value, self.a_tile, [at]))
+        per_k = BN // ops.b_lanes
+        for slot, value in zip(b_slots, values[len(a_slots) :], strict=True):
+            n, k = kb.mul(kb.rem(slot, per_k), ops.b_lanes), kb.div(slot, per_k)
+            for lane in range(ops.b_lanes):
+                x = value if ops.b_lanes == 1 else kb.val(vector.ExtractOp(value, [lane], ops.element))
+                kb.op(memref.StoreOp.get(x, self.b_tile, [kb.add(kb.mul(kb.add(n, lane), self.stride), k)]))
 
     # -- the matrix instructions -------------------------------------------------
 
