@@ -13,6 +13,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper  # noqa: E402
+from onnx_graphs import model, vi  # noqa: E402
 
 from accy.cli.onnx_backend import AccyBackend, reference_outputs  # noqa: E402
 from accy.dialects import accy as A  # noqa: E402
@@ -22,13 +23,6 @@ DEVICES = ["reference", "llvm", "opencl"]
 RNG = np.random.default_rng(2222)
 
 
-def model(nodes, inputs, outputs, initializers=(), opset=18):
-    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def vi(name, shape, t=TP.FLOAT):
-    return helper.make_tensor_value_info(name, t, shape)
 
 
 def ints(lo, hi, shape, dtype=np.int64):

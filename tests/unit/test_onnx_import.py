@@ -26,6 +26,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper  # noqa: E402
+from onnx_graphs import model, vi  # noqa: E402
 from xdsl.dialects.builtin import BytesAttr  # noqa: E402
 
 from accy.cli.onnx_backend import AccyBackend, reference_outputs  # noqa: E402
@@ -42,13 +43,6 @@ BIN = Path(sys.executable).parent
 RNG = np.random.default_rng(22)
 
 
-def model(nodes, inputs, outputs, initializers=(), opset=18):
-    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def tensor_in(name, shape, t=TP.FLOAT):
-    return helper.make_tensor_value_info(name, t, shape)
 
 
 def weight(name, array):
@@ -58,18 +52,18 @@ def weight(name, array):
 def random_feeds(m):
     feeds = {}
     inits = {t.name for t in m.graph.initializer}
-    for vi in m.graph.input:
-        if vi.name in inits:
+    for info in m.graph.input:
+        if info.name in inits:
             continue
-        tt = vi.type.tensor_type
+        tt = info.type.tensor_type
         shape = [d.dim_value for d in tt.shape.dim]
         dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
         if dtype == np.bool_:
-            feeds[vi.name] = RNG.random(shape) < 0.5
+            feeds[info.name] = RNG.random(shape) < 0.5
         elif np.issubdtype(dtype, np.integer):
-            feeds[vi.name] = RNG.integers(0 if np.issubdtype(dtype, np.unsignedinteger) else -9, 200, shape).astype(dtype)
+            feeds[info.name] = RNG.integers(0 if np.issubdtype(dtype, np.unsignedinteger) else -9, 200, shape).astype(dtype)
         else:
-            feeds[vi.name] = RNG.standard_normal(shape).astype(dtype)
+            feeds[info.name] = RNG.standard_normal(shape).astype(dtype)
     return feeds
 
 
@@ -97,8 +91,8 @@ def mlp():
             helper.make_node("Add", ["o", "b2"], ["z"]),
             helper.make_node("Softmax", ["z"], ["y"], axis=-1),
         ],
-        [tensor_in("x", [8, 16])],
-        [tensor_in("y", [8, 4])],
+        [vi("x", [8, 16])],
+        [vi("y", [8, 4])],
         [
             weight("w1", RNG.standard_normal((32, 16)).astype(np.float32)),
             weight("b1", RNG.standard_normal(32).astype(np.float32)),
@@ -111,8 +105,8 @@ def mlp():
 def layer_norm_op():
     return model(
         [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
-        [tensor_in("x", [6, 32])],
-        [tensor_in("y", [6, 32])],
+        [vi("x", [6, 32])],
+        [vi("y", [6, 32])],
         [weight("g", RNG.standard_normal(32).astype(np.float32)), weight("b", RNG.standard_normal(32).astype(np.float32))],
         opset=17,
     )
@@ -131,8 +125,8 @@ def layer_norm_written_out():
             helper.make_node("Sqrt", ["ve"], ["s"]),
             helper.make_node("Div", ["c", "s"], ["y"]),
         ],
-        [tensor_in("x", [5, 24])],
-        [tensor_in("y", [5, 24])],
+        [vi("x", [5, 24])],
+        [vi("y", [5, 24])],
         [weight("axes", np.array([-1], dtype=np.int64)), two, eps],
     )
 
@@ -147,8 +141,8 @@ def attention_block():
             helper.make_node("Softmax", ["sc"], ["p"], axis=-1),
             helper.make_node("MatMul", ["p", "v"], ["y"]),
         ],
-        [tensor_in("q", [2, s, d]), tensor_in("k", [2, s, d]), tensor_in("v", [2, s, d])],
-        [tensor_in("y", [2, s, d])],
+        [vi("q", [2, s, d]), vi("k", [2, s, d]), vi("v", [2, s, d])],
+        [vi("y", [2, s, d])],
         [weight("scale", np.float32(1 / np.sqrt(d)))],
     )
 
@@ -163,14 +157,14 @@ def reductions():
             helper.make_node("ReduceLogSumExp", ["x", "a02"], ["lse"], keepdims=1),
             helper.make_node("ArgMin", ["x"], ["am"], axis=2, keepdims=0),
         ],
-        [tensor_in("x", [3, 5, 7])],
+        [vi("x", [3, 5, 7])],
         [
-            tensor_in("s", [3, 1, 7]),
-            tensor_in("mx", [5]),
-            tensor_in("mean", [1, 1, 1]),
-            tensor_in("l2", [3, 7]),
-            tensor_in("lse", [1, 5, 1]),
-            tensor_in("am", [3, 5], TP.INT64),
+            vi("s", [3, 1, 7]),
+            vi("mx", [5]),
+            vi("mean", [1, 1, 1]),
+            vi("l2", [3, 7]),
+            vi("lse", [1, 5, 1]),
+            vi("am", [3, 5], TP.INT64),
         ],
         [weight("a1", np.array([1], dtype=np.int64)), weight("a02", np.array([0, 2], dtype=np.int64))],
     )
@@ -184,9 +178,9 @@ def broadcasting():
             helper.make_node("Where", ["g", "a", "c"], ["y"]),
             helper.make_node("Mul", ["i", "j"], ["k"]),
         ],
-        [tensor_in("a", [3, 1, 5]), tensor_in("b", [4, 5]), tensor_in("c", [5]), tensor_in("i", [2, 1], TP.INT32),
-         tensor_in("j", [3], TP.INT32)],
-        [tensor_in("y", [3, 4, 5]), tensor_in("k", [2, 3], TP.INT32)],
+        [vi("a", [3, 1, 5]), vi("b", [4, 5]), vi("c", [5]), vi("i", [2, 1], TP.INT32),
+         vi("j", [3], TP.INT32)],
+        [vi("y", [3, 4, 5]), vi("k", [2, 3], TP.INT32)],
     )  # fmt: skip
 
 
@@ -202,8 +196,8 @@ def reshape_of_shape():
             helper.make_node("ConstantOfShape", ["target_fixed"], ["ones"], value=helper.make_tensor("v", TP.FLOAT, [1], [1.0])),
             helper.make_node("Add", ["y", "ones"], ["z"]),
         ],
-        [tensor_in("x", [2, 3, 4])],
-        [tensor_in("z", [2, 12])],
+        [vi("x", [2, 3, 4])],
+        [vi("z", [2, 12])],
         [
             weight("zero", np.array(0, dtype=np.int64)),
             weight("axes", np.array([0], dtype=np.int64)),
@@ -222,8 +216,8 @@ def small_cnn():
             helper.make_node("GlobalAveragePool", ["p"], ["g"]),
             helper.make_node("Flatten", ["g"], ["y"]),
         ],
-        [tensor_in("x", [2, 3, 8, 8])],
-        [tensor_in("y", [2, 4])],
+        [vi("x", [2, 3, 8, 8])],
+        [vi("y", [2, 4])],
         [weight("w", RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)), weight("b", RNG.standard_normal(4).astype(np.float32))],
     )
 
@@ -231,8 +225,8 @@ def small_cnn():
 def embedding():
     return model(
         [helper.make_node("Gather", ["table", "ids"], ["y"], axis=0)],
-        [tensor_in("ids", [2, 5], TP.INT64)],
-        [tensor_in("y", [2, 5, 8])],
+        [vi("ids", [2, 5], TP.INT64)],
+        [vi("y", [2, 5, 8])],
         [weight("table", RNG.standard_normal((200, 8)).astype(np.float32))],
     )
 
@@ -240,8 +234,8 @@ def embedding():
 def unsigned():
     return model(
         [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Mul", ["s", "b"], ["y"])],
-        [tensor_in("a", [16], TP.UINT8), tensor_in("b", [16], TP.UINT8)],
-        [tensor_in("y", [16], TP.UINT8)],
+        [vi("a", [16], TP.UINT8), vi("b", [16], TP.UINT8)],
+        [vi("y", [16], TP.UINT8)],
     )
 
 
@@ -287,8 +281,8 @@ def test_large_initializers_are_bytes_and_splats_one_element() -> None:
     big = RNG.standard_normal((64, 64)).astype(np.float32)
     m = model(
         [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "ones"], ["y"])],
-        [tensor_in("x", [4, 64])],
-        [tensor_in("y", [4, 64])],
+        [vi("x", [4, 64])],
+        [vi("y", [4, 64])],
         [weight("w", big), weight("ones", np.ones((4, 64), dtype=np.float32))],
     )
     literals = [op.value for op in import_model(m).walk() if isinstance(op, A.ConstantOp)]
@@ -308,7 +302,7 @@ def one_node(node, inputs, outputs, opset=18):
 
 
 def test_an_unsupported_op_names_the_node_the_op_and_what_is_missing() -> None:
-    m = one_node(helper.make_node("NonZero", ["x"], ["y"], name="nz"), [tensor_in("x", [4, 8])], [tensor_in("y", [2, 3], TP.INT64)])
+    m = one_node(helper.make_node("NonZero", ["x"], ["y"], name="nz"), [vi("x", [4, 8])], [vi("y", [2, 3], TP.INT64)])
     with pytest.raises(OnnxImportError) as e:
         import_model(m)
     assert e.value.kind == "op" and e.value.node == "nz" and e.value.op_type == "NonZero"
@@ -321,19 +315,19 @@ def test_an_attribute_no_handler_reads_is_refused_not_ignored() -> None:
     node = helper.make_node("Relu", ["x"], ["y"], name="r")
     node.attribute.append(helper.make_attribute("alpha", 0.5))  # not Relu's: silently ignoring it could be wrong
     with pytest.raises(OnnxImportError, match=r"node 'r' \(Relu\): attribute alpha is not supported") as e:
-        import_model(one_node(node, [tensor_in("x", [3])], [tensor_in("y", [3])]))
+        import_model(one_node(node, [vi("x", [3])], [vi("y", [3])]))
     assert e.value.kind == "attribute"
 
 
 def test_an_attribute_value_outside_what_is_imported_is_refused() -> None:
     node = helper.make_node("Gelu", ["x"], ["y"], name="g", approximate="sigmoid")
     with pytest.raises(OnnxImportError, match="approximate='sigmoid' is not supported"):
-        import_model(one_node(node, [tensor_in("x", [3])], [tensor_in("y", [3])], opset=20))
+        import_model(one_node(node, [vi("x", [3])], [vi("y", [3])], opset=20))
 
 
 @pytest.mark.parametrize("elem", [TP.UINT64, TP.STRING])
 def test_a_dtype_the_dialect_lacks_is_refused(elem: int) -> None:
-    m = one_node(helper.make_node("Identity", ["x"], ["y"]), [tensor_in("x", [3], elem)], [tensor_in("y", [3], elem)])
+    m = one_node(helper.make_node("Identity", ["x"], ["y"]), [vi("x", [3], elem)], [vi("y", [3], elem)])
     with pytest.raises(OnnxImportError, match="graph input 'x' is") as e:
         import_model(m)
     assert e.value.kind == "dtype"
@@ -342,8 +336,8 @@ def test_a_dtype_the_dialect_lacks_is_refused(elem: int) -> None:
 def test_a_shape_operand_computed_at_run_time_says_which_inputs_it_needs() -> None:
     m = one_node(
         helper.make_node("Reshape", ["x", "s"], ["y"], name="rs"),
-        [tensor_in("x", [2, 6]), tensor_in("s", [2], TP.INT64)],
-        [tensor_in("y", [3, 4])],
+        [vi("x", [2, 6]), vi("s", [2], TP.INT64)],
+        [vi("y", [3, 4])],
     )
     with pytest.raises(NeedsConstant) as e:
         import_model(m)
@@ -367,8 +361,8 @@ def test_a_shape_operand_computed_from_data_is_refused_never_specialised() -> No
             helper.make_node("Cast", ["ay"], ["s"], to=TP.INT64),
             helper.make_node("Reshape", ["x", "s"], ["z"], name="rs"),
         ],
-        [tensor_in("x", [2, 6]), tensor_in("y", [2])],
-        [tensor_in("z", [3, 4])],
+        [vi("x", [2, 6]), vi("y", [2])],
+        [vi("z", [3, 4])],
     )
     with pytest.raises(OnnxImportError) as e:
         import_model(m)
@@ -379,7 +373,7 @@ def test_a_shape_operand_computed_from_data_is_refused_never_specialised() -> No
 
 
 def test_a_symbolic_dim_needs_its_shape() -> None:
-    m = one_node(helper.make_node("Relu", ["x"], ["y"]), [tensor_in("x", ["N", 3])], [tensor_in("y", ["N", 3])])
+    m = one_node(helper.make_node("Relu", ["x"], ["y"]), [vi("x", ["N", 3])], [vi("y", ["N", 3])])
     with pytest.raises(OnnxImportError, match="graph input 'x' has a dim 'N'"):
         import_model(m)
     assert "tensor<5x3xf32>" in str(import_model(m, input_shapes={"x": (5, 3)}))
@@ -391,8 +385,8 @@ def test_a_symbolic_dim_needs_its_shape() -> None:
 def test_training_dropout_is_refused_not_run_as_identity() -> None:
     m = model(
         [helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="d")],
-        [tensor_in("x", [4])],
-        [tensor_in("y", [4])],
+        [vi("x", [4])],
+        [vi("y", [4])],
         [weight("r", np.float32(0.5)), weight("t", np.array(True))],
     )
     with pytest.raises(OnnxImportError, match="drops at random"):
@@ -457,7 +451,7 @@ def test_accy_opt_prints_the_imported_module(tmp_path: Path) -> None:
 
 def test_accy_opt_reports_what_it_cannot_import(tmp_path: Path) -> None:
     path = tmp_path / "bad.onnx"
-    m = one_node(helper.make_node("Det", ["x"], ["y"], name="det"), [tensor_in("x", [3, 3])], [tensor_in("y", [])])
+    m = one_node(helper.make_node("Det", ["x"], ["y"], name="det"), [vi("x", [3, 3])], [vi("y", [])])
     onnx.save(m, path)
     done = run_tool("accy-opt", str(path))
     assert done.returncode == 1 and done.stdout == ""

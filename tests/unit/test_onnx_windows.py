@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
+import onnx_graphs  # noqa: E402
 from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper  # noqa: E402
+from onnx_graphs import vi  # noqa: E402
 
 from accy.cli.onnx_backend import AccyBackend, reference_outputs  # noqa: E402
 from accy.dialects import accy as A  # noqa: E402
@@ -26,12 +28,10 @@ RNG = np.random.default_rng(2626)
 
 
 def model(nodes, inputs, outputs, initializers=(), opset=19):
-    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    """onnx_graphs.model at opset 19, this file's default."""
+    return onnx_graphs.model(nodes, inputs, outputs, initializers, opset)
 
 
-def vi(name, shape, t=TP.FLOAT):
-    return helper.make_tensor_value_info(name, t, shape)
 
 
 def const(name, values, dtype=np.int64):
