@@ -388,7 +388,14 @@ class KernelDevice(Device):
     @cached_property
     def _source_identity(self) -> str | None:
         # Taken once: a device's identity does not change (OpenCL's reads package metadata).
-        return self.source_identity()
+        identity = self.source_identity()
+        if identity is not None and not _profile_is_its_classes(type(self)):
+            # A subclass that makes its own profile (a test's or a user's
+            # device forcing one) would share its class's identity, and so
+            # take programs compiled for the other profile: the profile
+            # itself is part of it then.
+            identity += f"|profile={self.target_profile()!r}"
+        return identity
 
     @cached_property
     def recent(self) -> RecentCompiles:
@@ -438,6 +445,13 @@ def _signature_of(module: ModuleOp, fn: str) -> tuple[tuple[TensorSpec, ...], tu
         )
     except (ValueError, KeyError, AttributeError):
         return None
+
+
+def _profile_is_its_classes(cls: type[Device]) -> bool:
+    """Whether `cls` makes its target profile as the class whose
+    `source_identity` it uses does (so that identity covers the profile)."""
+    owner = next(c for c in cls.__mro__ if "source_identity" in c.__dict__)
+    return cls.target_profile is owner.target_profile
 
 
 def _report_bounds(module: ModuleOp) -> None:

@@ -181,3 +181,33 @@ def test_a_warm_accy_run_parses_nothing_and_loads_no_xdsl(tmp_path: Path) -> Non
     assert warm["stats"]["compile_cached"] and warm["stats"]["parse_s"] == warm["stats"]["passes_s"] == 0
     assert warm["stats"]["build_s"] > 0 and warm["stats"]["import_s"] > 0 and warm["stats"]["first_launch_s"] > 0
     assert warm["loaded"] == [], warm["loaded"]  # neither xDSL, the parser's dialects, the passes nor the reference
+
+
+def test_a_device_making_its_own_profile_has_an_identity_of_its_own(cache_dir: Path) -> None:
+    """Two devices of one class over one OpenCL device, each forcing a
+    profile (as the conformance suite's do): the same text compiled on each
+    gives each its own profile's kernels, never the other's from the index."""
+    pytest.importorskip("pyopencl")
+    from accy.dialects.target import CPU_PROFILE, GPU_PROFILE, TargetProfile
+    from accy.runtime.opencl import OpenCLDevice
+
+    class Profiled(OpenCLDevice):
+        def __init__(self, profile: TargetProfile) -> None:
+            super().__init__(poison=True)
+            self.profile = profile
+
+        def target_profile(self, math_tier: str = "exact") -> TargetProfile:
+            return self.profile.replace(math=math_tier)
+
+    try:
+        cpu, gpu = Profiled(CPU_PROFILE), Profiled(GPU_PROFILE)
+    except Exception as e:  # noqa: BLE001  (no OpenCL platform on this machine)
+        pytest.skip(f"no OpenCL device: {e}")
+    text = EXP_MUL_SUM.format(r=37, c=301)
+    sources: dict[Profiled, set[str]] = {cpu: set(), gpu: set()}
+    for device in (cpu, gpu, cpu, gpu):
+        exe = accy.compile(text, device=device)
+        check(exe, seed=4)
+        sources[device].add(exe.program.source)
+    assert len(sources[cpu]) == len(sources[gpu]) == 1  # the second compile of each: the same program
+    assert "__local" in next(iter(sources[gpu])) and "__local" not in next(iter(sources[cpu]))
