@@ -228,10 +228,10 @@ def _probe_mma(device: cl.Device) -> str:
     return "sm80"
 
 
-def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProfile:
+def profile_of_device(device: cl.Device, math_tier: str = "exact", tensor_cores: bool = False) -> TargetProfile:
     """The target profile of a pyopencl device: its kind and limits, the
     profile's defaults for tile and work-group sizes, and its tensor cores
-    (`mma_of_device`)."""
+    (`mma_of_device`, when `tensor_cores`: `tensor_cores_on()`)."""
     import pyopencl as cl
 
     is_cpu = bool(device.type & cl.device_type.CPU)
@@ -246,8 +246,23 @@ def profile_of_device(device: cl.Device, math_tier: str = "exact") -> TargetProf
         vector_width=preferred_vector_width(device),
         fp16="cl_khr_fp16" in extensions,
         fp64="cl_khr_fp64" in extensions,
-        mma="" if is_cpu else mma_of_device(device),
+        mma="sm80" if not is_cpu and tensor_cores and mma_of_device(device) == "sm80" else "",
     )
+
+
+#: Turns the tensor-core dots on for devices that have them (docs/environment.md).
+TENSOR_CORES_ENV = "ACCY_TENSOR_CORES"
+
+
+def tensor_cores_on() -> bool:
+    """Whether an OpenCL device made now sets `mma` in its own profile
+    where it has `mma.sync`: only with `$ACCY_TENSOR_CORES` on, for now. The tensor-core kernels
+    are checked emulated (`mma = "emulate"`) but have not yet run on a
+    card, so they are opt-in: a module may also ask for them with
+    `mma = "sm80"` in its target."""
+    from accy.env import env_optional_flag
+
+    return bool(env_optional_flag(TENSOR_CORES_ENV))
 
 
 def launch_work_group(gfunc: gpu.FuncOp, block: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -759,6 +774,8 @@ class OpenCLDevice(KernelDevice):
             raise ValueError(f"no OpenCL device {i}: there are {len(devices)} ({listing})")
         self.cl_device = devices[i]
         self.poison = poison_from_env(poison)
+        #: Whether this device's own profile uses its tensor cores (`tensor_cores_on()`).
+        self.tensor_cores = tensor_cores_on()
         self.index = i
         self.name = "opencl" if index is None else f"opencl:{i}"
         self.description = f"{self.cl_device.platform.name.strip()}: {self.cl_device.name.strip()}"
@@ -811,7 +828,7 @@ class OpenCLDevice(KernelDevice):
 
     def target_profile(self, math_tier: str = "exact") -> TargetProfile:
         """The device's own profile (what it fills in of a module's target)."""
-        return profile_of_device(self.cl_device, math_tier)
+        return profile_of_device(self.cl_device, math_tier, self.tensor_cores)
 
     # -- buffers of accy.Arrays (Device; on the main queue, blocking) ---------
 
@@ -844,7 +861,7 @@ class OpenCLDevice(KernelDevice):
                     f"the module's target sets {name} = {getattr(profile, name)}, more than device "
                     f"'{self.name}' ({self.description}) has: {getattr(device, name)}"
                 )
-        if profile.mma == "sm80" and device.mma != "sm80":
+        if profile.mma == "sm80" and mma_of_device(self.cl_device) != "sm80":
             raise TargetMismatch(
                 f"the module's target sets mma = \"sm80\", but device '{self.name}' ({self.description}) has no "
                 "mma.sync that its driver builds (mma = \"emulate\" runs the same kernels on any GPU-profile device)"
@@ -886,7 +903,10 @@ class OpenCLDevice(KernelDevice):
     def source_identity(self) -> str:
         """`cache_identity()` and what `profile_of_device` reads of the device."""
         d = self.cl_device
-        profile = (int(d.type), d.extensions, d.max_work_group_size, d.local_mem_size, d.preferred_vector_width_float)
+        profile = (
+            int(d.type), d.extensions, d.max_work_group_size, d.local_mem_size, d.preferred_vector_width_float,
+            f"tensor_cores={self.tensor_cores}",
+        )
         return f"{type(self).__name__}:{self.cache_identity()}|{'|'.join(str(p).strip() for p in profile)}"
 
     def freeze(self, program: Program) -> bytes | None:

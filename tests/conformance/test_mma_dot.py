@@ -27,7 +27,7 @@ from check import arr, ty
 from conftest import profiled_device
 
 import accy
-from accy.runtime.opencl import OpenCLDevice, opencl_devices
+from accy.runtime.opencl import OpenCLDevice, mma_of_device, opencl_devices
 
 DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16), "f32": np.dtype(np.float32)}
 #: (rtol, atol scaled by the largest expected magnitude) by element type and mma kind.
@@ -83,10 +83,10 @@ func.func @main(%a: {ty(a_shape, et)}, %b: {ty(b_shape, et)}, %r: {out}) -> {out
 
 @cache
 def _nvidia() -> OpenCLDevice | None:
-    """The first OpenCL device whose own profile has `mma = "sm80"`, if any."""
+    """The first OpenCL device with mma.sync (`mma_of_device`), if any."""
     for i in range(len(opencl_devices())):
         device = OpenCLDevice(i, poison=True)
-        if device.target_profile().mma == "sm80":
+        if mma_of_device(device.cl_device) == "sm80":
             return device
     return None
 

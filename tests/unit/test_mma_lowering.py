@@ -130,3 +130,26 @@ def test_a_device_that_is_no_nvidia_gpu_has_no_mma() -> None:
     if not devices:
         pytest.skip("no OpenCL device other than NVIDIA's")
     assert all(mma_of_device(d) == "" for d in devices)
+
+
+def test_tensor_cores_are_opt_in_and_parsed_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device's own profile sets mma only with ACCY_TENSOR_CORES on (read
+    when the device is made), and the flag is a yes/no word."""
+    from accy.env import EnvVarError
+    from accy.runtime.opencl import OpenCLDevice, opencl_devices, tensor_cores_on
+
+    monkeypatch.delenv("ACCY_TENSOR_CORES", raising=False)
+    assert not tensor_cores_on()
+    monkeypatch.setenv("ACCY_TENSOR_CORES", "1")
+    assert tensor_cores_on()
+    monkeypatch.setenv("ACCY_TENSOR_CORES", "sometimes")
+    with pytest.raises(EnvVarError, match="ACCY_TENSOR_CORES"):
+        tensor_cores_on()
+    if not opencl_devices():
+        return
+    monkeypatch.delenv("ACCY_TENSOR_CORES")
+    off = OpenCLDevice()
+    monkeypatch.setenv("ACCY_TENSOR_CORES", "yes")
+    on = OpenCLDevice()
+    assert (off.tensor_cores, on.tensor_cores) == (False, True)
+    assert off.target_profile().mma == "" and off.source_identity() != on.source_identity()

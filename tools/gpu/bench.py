@@ -95,9 +95,9 @@ class TensorCoreRow(NamedTuple):
 #: The tensor-core rows, by workload name: tools/bench/workloads.py's
 #: matmul in another element type.
 TENSOR_CORE_ROWS = {
-    "matmul_f16": TensorCoreRow("f16", "float16", "float16", tolerance=2e-3),
-    "matmul_bf16": TensorCoreRow("bf16", "bfloat16", "bfloat16", tolerance=1.6e-2),
-    "matmul_tf32": TensorCoreRow("f32", "float32", "float32", target='math = "fast"', tf32=True, tolerance=2e-3),
+    "matmul_f16": TensorCoreRow("f16", "float16", "float16", target='mma = "sm80"', tolerance=2e-3),
+    "matmul_bf16": TensorCoreRow("bf16", "bfloat16", "bfloat16", target='mma = "sm80"', tolerance=1.6e-2),
+    "matmul_tf32": TensorCoreRow("f32", "float32", "float32", target='math = "fast", mma = "sm80"', tf32=True, tolerance=2e-3),
 }
 GPU_SIZES.update({name: [(4096,)] for name in TENSOR_CORE_ROWS})
 
