@@ -504,6 +504,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
+#: The side sections' tables, in the order printed: (side, its module, heading).
+SIDE_TABLES = (
+    ("dispatch", dispatch, "Dispatch cost (dispatch.py): median us of a warm call on 16 floats; accy-bare = what accy adds to its OpenCL calls"),
+    ("memory", memory, "Memory (memory.py): RSS growth in bytes after warm-up, and readings at which the pool's state changed"),
+    ("rnn", rnn, "RNN cell iterated on the device (rnn.py): ms a call; us a trip beyond the kernels' device time"),
+    ("latency", latency, "Latency to a first result (latency.py): fresh accy-run processes, cold = empty cache, warm = the same cache"),
+    ("tuning", tuning, "Tuned against untuned (tuning.py): medians of calls in turn; x untuned = untuned / tuned (above 1, tuned is faster)"),
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.chart_only:
@@ -575,26 +585,11 @@ def main(argv: list[str] | None = None) -> int:
             f"accy.compile of {DEMO.name} (medians of 3): cold = new process, empty cache; warm = new process, same cache"
         )
         print(compile_table(compiles))
-    if "dispatch" in sides:
-        print()
-        print("Dispatch cost (dispatch.py): median us of a warm call on 16 floats; accy-bare = what accy adds to its OpenCL calls")
-        print(dispatch.table(sides["dispatch"]))
-    if "memory" in sides:
-        print()
-        print("Memory (memory.py): RSS growth in bytes after warm-up, and readings at which the pool's state changed")
-        print(memory.table(sides["memory"]))
-    if "rnn" in sides:
-        print()
-        print("RNN cell iterated on the device (rnn.py): ms a call; us a trip beyond the kernels' device time")
-        print(rnn.table(sides["rnn"]))
-    if "latency" in sides:
-        print()
-        print("Latency to a first result (latency.py): fresh accy-run processes, cold = empty cache, warm = the same cache")
-        print(latency.table(sides["latency"]))
-    if "tuning" in sides:
-        print()
-        print("Tuned against untuned (tuning.py): medians of calls in turn; x untuned = untuned / tuned (above 1, tuned is faster)")
-        print(tuning.table(sides["tuning"]))
+    for side, module, heading in SIDE_TABLES:
+        if side in sides:
+            print()
+            print(heading)
+            print(module.table(sides[side]))
     ratios = ratio_entries(records, args.devices, baselines, cpus)
     ratios += dispatch.entries(sides.get("dispatch", [])) + memory.entries(sides.get("memory", []))
     ratios += rnn.entries(sides.get("rnn", [])) + tuning.entries(sides.get("tuning", []))
