@@ -235,9 +235,16 @@ def device_put(value: object, device: str | Device = "auto") -> Array:
             return value
         value = value._values(export=False)  # copied into `target` below
     host = np.asarray(value)
-    if host.dtype.kind not in "biuf":
+    if host.dtype.kind not in "biuf" and not is_bfloat16_dtype(host.dtype):
         raise TypeError(f"accy.device_put takes numeric or bool arrays, got an array of {host.dtype}")
     return Array.from_host(target, host)
+
+
+def is_bfloat16_dtype(dtype: np.dtype) -> bool:
+    """Whether `dtype` is ml_dtypes' bfloat16 (numpy has no kind for it)."""
+    from accy.dialects.types import is_bfloat16  # loads xDSL: only for a dtype outside numpy's kinds
+
+    return is_bfloat16(dtype)
 
 
 def result_arrays(

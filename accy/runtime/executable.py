@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from accy.dialects.source_text import read_source
-from accy.runtime.array import Array
+from accy.runtime.array import Array, is_bfloat16_dtype
 from accy.runtime.device import Device, KernelDevice, RunStats
 from accy.runtime.devices import get_device
 from accy.runtime.disk_cache import stacklevel_outside_accy
@@ -389,18 +389,12 @@ class _Tolerances(dict[np.dtype, tuple[float, float]]):
     rounding is 2^-9 relative."""
 
     def __missing__(self, dtype: np.dtype) -> tuple[float, float]:
-        if _is_bfloat16(dtype):
+        if is_bfloat16_dtype(dtype):
             return (4e-2, 8e-3)
         raise KeyError(dtype)
 
     def get(self, dtype: np.dtype, default: tuple[float, float] | None = None) -> tuple[float, float] | None:  # type: ignore[override]
-        return self[dtype] if dtype in self or _is_bfloat16(dtype) else default
-
-
-def _is_bfloat16(dtype: np.dtype) -> bool:
-    from accy.dialects.types import is_bfloat16
-
-    return is_bfloat16(dtype)
+        return self[dtype] if dtype in self or is_bfloat16_dtype(dtype) else default
 
 
 TOLERANCES = _Tolerances({
@@ -466,7 +460,7 @@ def _random_values(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Gener
             part[:] = rng.integers(0, 2, size=part.size, dtype=np.int8)
         elif dtype.kind == "f" and dtype.itemsize >= 4:
             rng.standard_normal(out=part, dtype=dtype)
-        elif dtype.kind == "f" or _is_bfloat16(dtype):
+        elif dtype.kind == "f" or is_bfloat16_dtype(dtype):
             part[:] = rng.standard_normal(size=part.size, dtype=np.float32)
         else:
             part[:] = rng.integers(-5, 6, size=part.size, dtype=dtype)
