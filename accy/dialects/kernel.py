@@ -55,6 +55,17 @@ Streaming stores are xDSL's own `vector.store` with `nontemporal = true`
 (`stream_store_op`, `is_stream_store`): the vector goes to memory around
 the caches (x86 `movntps`), and its address must be a multiple of the
 vector's size in bytes, which the lowering that marks one guarantees.
+
+Aligned vector accesses are `vector.load` / `vector.store` with an
+`alignment` attribute (bytes, an i64, as MLIR's `vector.load` has it;
+`aligned_access`, `alignment_of`): the address is a multiple of it. The
+base must be a kernel's buffer argument (a whole device allocation) or a
+`memref.alloca` whose own `alignment` is at least as large; the bounds
+verifier proves both, with the index a multiple of alignment / element
+bytes. The OpenCL C backend reads and writes such a vector through a
+pointer to the vector type, one wide access (`vloadN` may assume only the
+element's alignment: NVIDIA's compiler splits a `vload8` of 16-bit
+elements into 8 loads); the LLVM backend keeps the element's alignment.
 """
 
 from __future__ import annotations
@@ -333,6 +344,23 @@ def is_stream_store(op: Operation) -> bool:
     return isinstance(flag, IntegerAttr) and flag.value.data != 0
 
 
+#: The attribute of an aligned vector access (module docstring).
+ALIGNMENT_ATTR = "alignment"
+
+
+def aligned_access(op: Operation, nbytes: int) -> Operation:
+    """`op` (a `vector.load` / `vector.store`) promising an address that is a multiple of `nbytes`."""
+    assert isinstance(op, vector.LoadOp | vector.StoreOp)
+    op.attributes[ALIGNMENT_ATTR] = IntegerAttr(nbytes, IntegerType(64))
+    return op
+
+
+def alignment_of(op: Operation) -> int:
+    """The alignment in bytes `op` promises (`aligned_access`), 0 if none."""
+    flag = op.attributes.get(ALIGNMENT_ATTR)
+    return flag.value.data if isinstance(flag, IntegerAttr) else 0
+
+
 AccyKernel = Dialect("accy_kernel", [VCmpOp, VSelectOp, VCastOp, MmaOp], [])
 
 __all__ = [
@@ -342,12 +370,15 @@ __all__ = [
     "ACCUMULATOR_FRAGMENT",
     "FRAGMENTS",
     "MMA_K",
+    "ALIGNMENT_ATTR",
     "AccyKernel",
     "MmaOp",
     "VCastOp",
     "VCmpOp",
     "VSelectOp",
     "WORK_ITEM_OPS",
+    "aligned_access",
+    "alignment_of",
     "compare_op",
     "convert_op",
     "is_stream_store",

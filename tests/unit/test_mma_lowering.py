@@ -52,8 +52,11 @@ def test_half_dots_print_mma_sync(et: str, kind: str) -> None:
     source = emit_opencl(module)
     assert f'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 ' in source
     assert "reqd_work_group_size(32, 8, 1)" in source
-    # The operands come in as they are stored: 16-bit pairs from local memory.
-    assert '"r"(as_uint(v' in source and "vload2(0, l" in source
+    # The operands come in as they are stored: 16-bit pairs from local memory,
+    # each one 32-bit load from the 16-byte aligned tiles (not vload2, which
+    # NVIDIA's compiler splits into two 16-bit loads).
+    assert '"r"(as_uint(v' in source and "= *(__local ushort2*)(l" in source and "vload2(0, l" not in source
+    assert source.count("__attribute__((aligned(16)))") == 2
     assert "tanh(" in source  # the epilogue is fused
 
 
@@ -62,7 +65,8 @@ def test_contiguous_operands_are_staged_16_bytes_a_read(et: str, extra: str, lan
     # K and N whole vectors of 16 bytes: the lhs read along k, the rhs along n.
     source = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "sm80"{extra}', m=40, n=48, k=64)))
     assert f"vload{lanes}(0, b0 + " in source and f"vload{lanes}(0, b1 + " in source
-    assert f"vstore{lanes}(" in source  # the lhs's vector into its staged row
+    vec = "float" if et == "f32" else "ushort"
+    assert f"*(__local {vec}{lanes}*)(l" in source  # the lhs's vector into its staged row, one wide store
     # K of no whole vector: element by element.
     odd = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "sm80"{extra}', m=40, n=48, k=63)))
     assert f"vload{lanes}(0, b0 + " not in odd

@@ -77,7 +77,7 @@ from accy.backends import kernels as backend_kernels
 from accy.backends.kernels import written_arguments
 from accy.dialects.dense import bf16_bits
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
-from accy.dialects.kernel import MmaOp, VCmpOp, is_stream_store
+from accy.dialects.kernel import MmaOp, VCmpOp, alignment_of, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
 
 
@@ -728,12 +728,13 @@ class _KernelEmitter:
         elem = self.scalar_c_type(t.element_type)
         size = max(1, math.prod(t.get_shape()))
         space = t.memory_space
+        aligned = f" __attribute__((aligned({op.alignment.value.data})))" if op.alignment is not None else ""
         if isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP:
             name = self.fresh("l")
-            self.local_decls.append(f"__local {elem} {name}[{size}];")
+            self.local_decls.append(f"__local {elem} {name}[{size}]{aligned};")
         else:  # none or private (check_kernel)
             name = self.fresh("p")
-            self.line(f"{elem} {name}[{size}];")
+            self.line(f"{elem} {name}[{size}]{aligned};")
         self.names[op.results[0]] = name
 
     def load(self, op: Operation) -> None:
@@ -747,7 +748,11 @@ class _KernelEmitter:
     def vector_load(self, op: Operation) -> None:
         memref, *indices = op.operands
         w = _width(op.results[0].type)
-        self.define(op.results[0], f"vload{w}(0, {self.get(memref)} + {self.address(memref, indices)})")
+        at = f"{self.get(memref)} + {self.address(memref, indices)}"
+        if self.wide_access(op, memref, op.results[0].type):
+            self.define(op.results[0], f"*({self.vector_pointer(memref, op.results[0].type, const=True)})({at})")
+            return
+        self.define(op.results[0], f"vload{w}(0, {at})")
 
     def vector_store(self, op: Operation) -> None:
         value, memref, *indices = op.operands
@@ -757,7 +762,27 @@ class _KernelEmitter:
             self.helpers.setdefault(_STREAM_STORE, _STREAM_STORE_TEXT)
             self.line(f"{_STREAM_STORE}({self.c_type(value.type)}, {self.get(value)}, {at});")
             return
+        if self.wide_access(op, memref, value.type):
+            self.line(f"*({self.vector_pointer(memref, value.type, const=False)})({at}) = {self.get(value)};")
+            return
         self.line(f"vstore{w}({self.get(value)}, 0, {at});")
+
+    def wide_access(self, op: Operation, memref: SSAValue, t: Attribute) -> bool:
+        """Whether a vector access is aligned to its whole vector (`aligned_access`:
+        one wide load or store through a vector pointer instead of `vloadN`)."""
+        assert isinstance(memref.type, MemRefType)
+        return not _is_bool(_elem(t)) and alignment_of(op) >= _width(t) * _bits(memref.type.element_type) // 8
+
+    def vector_pointer(self, memref: SSAValue, t: Attribute, const: bool) -> str:
+        """The C type of a pointer to vector `t` in `memref`'s address space."""
+        space = memref.type.memory_space if isinstance(memref.type, MemRefType) else None
+        if isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP:
+            qualifier = "__local "
+        elif memref in self.func.body.block.args:
+            qualifier = "__global const " if const else "__global "
+        else:  # private memory
+            qualifier = ""
+        return f"{qualifier}{self.c_type(t)}*"
 
     # -- vector --------------------------------------------------------
 

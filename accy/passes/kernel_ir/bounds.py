@@ -45,6 +45,8 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefTyp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from accy.dialects.accy import KERNEL_GLOBAL_SIZE_ATTR, KernelCallOp
+from accy.dialects.kernel import alignment_of
+from accy.dialects.types import element_bytes
 from accy.env import env_flag
 
 #: This yes/no environment variable (on: 1, true, yes, on; read by
@@ -54,6 +56,10 @@ from accy.env import env_flag
 VERIFY_BOUNDS_ENV = "ACCY_VERIFY_BOUNDS"
 
 INF = math.inf
+#: The alignment in bytes a kernel's buffer argument has at least: a whole
+#: device allocation (OpenCL's CL_DEVICE_MEM_BASE_ADDR_ALIGN is at least the
+#: largest built-in type, 128 bytes).
+BUFFER_ALIGNMENT = 128
 
 
 def bounds_requested_by_env() -> bool:
@@ -832,6 +838,27 @@ def check_bounds(
             if n < 0 or r.lo < 0 or r.hi + w - 1 > n - 1:
                 problems.append(BoundsProblem(kernel, op, _message(kernel, op, mem, t, names, i, r, n, w, d, launch, where)))
 
+    def check_alignment(op: vector.LoadOp | vector.StoreOp, env: _Env) -> None:
+        """An aligned access's promise (accy_kernel's `aligned_access`): a base
+        at least as aligned (a buffer argument, or an alloca of that
+        alignment) and a flat index whose multiple of the element's bytes is
+        a multiple of the alignment."""
+        claim, mem, t = alignment_of(op), op.base, op.base.type
+        assert isinstance(t, MemRefType)
+        alloca = mem.owner if isinstance(mem.owner, memref.AllocaOp) else None
+        if isinstance(mem, BlockArgument) and mem.block is func.body.block:
+            base = claim <= BUFFER_ALIGNMENT
+        else:
+            base = alloca is not None and alloca.alignment is not None and alloca.alignment.value.data >= claim
+        index = list(op.indices)
+        step = ranges.multiple(index[-1], env) if len(index) == 1 else 1
+        nbytes = element_bytes(t.element_type)
+        if base and (step * nbytes) % claim == 0:
+            return
+        what = "its base" if not base else f"its index ({names.expr(index[-1])}, a multiple of {step})"
+        message = f"kernel @{kernel}: {op.name} promises {claim}-byte alignment in {names.buffer(mem)}, but {what} does not prove it"
+        problems.append(BoundsProblem(kernel, op, message))
+
     def walk(block: Block, env: _Env) -> None:
         for op in block.ops:
             if isinstance(op, memref.LoadOp):
@@ -842,6 +869,8 @@ def check_bounds(
                 vt = op.result.type if isinstance(op, vector.LoadOp) else op.vector.type
                 width = vt.get_shape()[-1] if isinstance(vt, VectorType) else 1
                 check(op, op.base, list(op.indices), width, env)
+                if alignment_of(op):
+                    check_alignment(op, env)
             elif isinstance(op, scf.ForOp):
                 _loop(op, env)
             elif isinstance(op, scf.IfOp):

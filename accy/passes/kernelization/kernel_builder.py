@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    NoneAttr,
     StringAttr,
     VectorType,
     i8,
@@ -531,11 +532,11 @@ class KernelBuilder:
                 s = self.val(vector.ExtractOp(x, [lane], buffer_element_type(acc.element_type)))
                 self.op(memref.StoreOp.get(s, acc.arg, [self.address(acc, lc)]))
 
-    def local_array(self, n: int, t: Attribute, workgroup: bool) -> SSAValue:
-        """A static local (work-group shared) or private array of n elements."""
-        if workgroup:
-            return self.val(memref.AllocaOp.get(t, shape=[n], memory_space=WORKGROUP))
-        return self.val(memref.AllocaOp.get(t, shape=[n]))
+    def local_array(self, n: int, t: Attribute, workgroup: bool, alignment: int | None = None) -> SSAValue:
+        """A static local (work-group shared) or private array of n elements,
+        its start a multiple of `alignment` bytes where given."""
+        space = WORKGROUP if workgroup else NoneAttr()
+        return self.val(memref.AllocaOp.get(t, alignment=alignment, shape=[n], memory_space=space))
 
 
 def _view_root(v: SSAValue) -> SSAValue:
