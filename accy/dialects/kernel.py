@@ -346,6 +346,11 @@ def is_stream_store(op: Operation) -> bool:
 
 #: The attribute of an aligned vector access (module docstring).
 ALIGNMENT_ATTR = "alignment"
+#: The alignment in bytes every kernel buffer argument has at least (a whole
+#: device allocation): the LLVM device's host buffers are 64-byte aligned,
+#: and OpenCL requires CL_DEVICE_MEM_BASE_ADDR_ALIGN to be at least 128
+#: bytes (the size of a long16). Streaming stores and aligned accesses rely on it.
+BUFFER_ALIGN_BYTES = 64
 
 
 def aligned_access(op: Operation, nbytes: int) -> Operation:
@@ -371,6 +376,7 @@ __all__ = [
     "FRAGMENTS",
     "MMA_K",
     "ALIGNMENT_ATTR",
+    "BUFFER_ALIGN_BYTES",
     "AccyKernel",
     "MmaOp",
     "VCastOp",

@@ -64,12 +64,13 @@ def test_half_dots_print_mma_sync(et: str, kind: str) -> None:
 def test_contiguous_operands_are_staged_16_bytes_a_read(et: str, extra: str, lanes: int) -> None:
     # K and N whole vectors of 16 bytes: the lhs read along k, the rhs along n.
     source = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "sm80"{extra}', m=40, n=48, k=64)))
-    assert f"vload{lanes}(0, b0 + " in source and f"vload{lanes}(0, b1 + " in source
     vec = "float" if et == "f32" else "ushort"
+    # Whole buffers at a multiple of the lanes: one wide (aligned) read each.
+    assert f"= *(__global const {vec}{lanes}*)(b0 + " in source and f"= *(__global const {vec}{lanes}*)(b1 + " in source
     assert f"*(__local {vec}{lanes}*)(l" in source  # the lhs's vector into its staged row, one wide store
     # K of no whole vector: element by element.
     odd = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "sm80"{extra}', m=40, n=48, k=63)))
-    assert f"vload{lanes}(0, b0 + " not in odd
+    assert f"vload{lanes}(0, b0 + " not in odd and f"*(__global const {vec}{lanes}*)(b0 + " not in odd
 
 
 def test_f32_dots_use_tf32_only_under_fast_math() -> None:

@@ -45,7 +45,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefTyp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from accy.dialects.accy import KERNEL_GLOBAL_SIZE_ATTR, KernelCallOp
-from accy.dialects.kernel import alignment_of
+from accy.dialects.kernel import BUFFER_ALIGN_BYTES, alignment_of
 from accy.dialects.types import element_bytes
 from accy.env import env_flag
 
@@ -56,10 +56,6 @@ from accy.env import env_flag
 VERIFY_BOUNDS_ENV = "ACCY_VERIFY_BOUNDS"
 
 INF = math.inf
-#: The alignment in bytes a kernel's buffer argument has at least: a whole
-#: device allocation (OpenCL's CL_DEVICE_MEM_BASE_ADDR_ALIGN is at least the
-#: largest built-in type, 128 bytes).
-BUFFER_ALIGNMENT = 128
 
 
 def bounds_requested_by_env() -> bool:
@@ -847,7 +843,7 @@ def check_bounds(
         assert isinstance(t, MemRefType)
         alloca = mem.owner if isinstance(mem.owner, memref.AllocaOp) else None
         if isinstance(mem, BlockArgument) and mem.block is func.body.block:
-            base = claim <= BUFFER_ALIGNMENT
+            base = BUFFER_ALIGN_BYTES % claim == 0
         else:
             base = alloca is not None and alloca.alignment is not None and alloca.alignment.value.data >= claim
         index = list(op.indices)

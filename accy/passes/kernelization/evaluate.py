@@ -114,9 +114,15 @@ class Expr:
         ops: Sequence[Operation],
         width: int = 1,
         access: dict[SSAValue, Access] | None = None,
+        aligned: bool = False,
     ) -> None:
         self.kb = kb
         self.width = width
+        #: The caller evaluates only at a last coordinate that is a multiple
+        #: of `width` (`KernelBuilder.load`'s `aligned`): the loads at that
+        #: very coordinate may say so.
+        self.aligned = aligned
+        self._aligned_last: SSAValue | None = None
         self.producers = {r: op for op in ops for r in op.results}
         self.access = access if access is not None else kb.access
         self.pinned: dict[SSAValue, Callable[[Sequence[SSAValue]], SSAValue]] = {}
@@ -149,6 +155,15 @@ class Expr:
         hit = self.kb.lookup(self._memo, key)
         if hit is not None:
             return hit
+        outer = self._aligned_last
+        if self.aligned and self.width > 1 and coords:
+            self._aligned_last = coords[-1]
+        try:
+            return self._evaluate(key)
+        finally:
+            self._aligned_last = outer
+
+    def _evaluate(self, key: tuple[SSAValue, tuple[SSAValue, ...]]) -> SSAValue:
         # (value, coords) pairs whose operands are being evaluated; `reads`
         # keeps the operand points a view computed, so its index math is
         # emitted once.
@@ -211,7 +226,8 @@ class Expr:
         op = self._producer(value)
         if op is None:
             if value in self.access:
-                return kb.load(self.access[value], coords, self.width)
+                aligned = self._aligned_last is not None and coords[-1] is self._aligned_last
+                return kb.load(self.access[value], coords, self.width, aligned=aligned)
             raise Decline(f"value {value.name_hint or value} is neither computed by the kernel nor one of its inputs")
         if isinstance(op, ELEMENTWISE):
             return apply_elementwise(kb, op, operands)

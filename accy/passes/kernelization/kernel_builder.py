@@ -41,7 +41,7 @@ from xdsl.rewriter import InsertPoint
 
 from accy.dialects import accy
 from accy.dialects.host import WORKGROUP, buffer_element_type
-from accy.dialects.kernel import compare_op, select_op, stream_store_op
+from accy.dialects.kernel import BUFFER_ALIGN_BYTES, aligned_access, compare_op, select_op, stream_store_op
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, is_row_major, numel
 from accy.passes.analyses.bufferization import Buffer, BufferPlan
@@ -53,11 +53,6 @@ from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 T = TypeVar("T")
 Anchor = TypeVar("Anchor", bound=Operation)
 
-#: Every buffer a kernel is given starts at a multiple of this many bytes:
-#: the LLVM device's host buffers are 64-byte aligned, and OpenCL requires
-#: CL_DEVICE_MEM_BASE_ADDR_ALIGN to be at least 128 bytes (the size of a
-#: long16). Streaming stores rely on it (`KernelBuilder.streams`).
-BUFFER_ALIGN_BYTES = 64
 
 
 def buffer_type(buffer: Buffer, element_type: Attribute) -> MemRefType:
@@ -473,9 +468,12 @@ class KernelBuilder:
 
     # -- memory --------------------------------------------------------------
 
-    def load(self, acc: Access, coords: Sequence[SSAValue], width: int = 1) -> SSAValue:
+    def load(self, acc: Access, coords: Sequence[SSAValue], width: int = 1, aligned: bool = False) -> SSAValue:
         """The value at `coords` (width > 1: W consecutive elements along the
-        last coordinate), converted from storage (i8 -> i1)."""
+        last coordinate), converted from storage (i8 -> i1). `aligned`: the
+        caller knows the last coordinate is a multiple of W, so a contiguous
+        vector at an offset and strides of whole vectors is aligned to its
+        size (`aligned_access`, proved again by the bounds verifier)."""
         et = acc.element_type
         st = buffer_element_type(et)
         key = (self.block, acc.arg, self.address(acc, coords), width, acc.strides[-1] if acc.strides else 0, et)
@@ -488,7 +486,11 @@ class KernelBuilder:
             s = self.val(memref.LoadOp.get(acc.arg, [self.address(acc, coords)]))
             x = self.val(vector.BroadcastOp(s, VectorType(st, [width])))
         elif acc.strides[-1] == 1:
-            x = self.val(vector.LoadOp(acc.arg, [self.address(acc, coords)], VectorType(st, [width])))
+            load = vector.LoadOp(acc.arg, [self.address(acc, coords)], VectorType(st, [width]))
+            size = width * element_bytes(et)
+            if aligned and BUFFER_ALIGN_BYTES % size == 0 and all(s % width == 0 for s in (acc.offset, *acc.strides[:-1])):
+                aligned_access(load, size)
+            x = self.val(load)
         else:  # a strided row: gather lane by lane
             x = self.const(0, VectorType(st, [width]))
             for lane in range(width):

@@ -210,7 +210,8 @@ class MmaTiles:
             zero = kb.val(vector.BroadcastOp(self.zero, VectorType(self.ops.element, [lanes])))
 
         def value() -> list[SSAValue]:
-            return [read(Expr(kb, p.others, lanes), self.bc, i, kb.delinearize(k, p.k_shape))]
+            # A slot's lanes start at a multiple of them along k (lhs) or n (rhs).
+            return [read(Expr(kb, p.others, lanes, aligned=True), self.bc, i, kb.delinearize(k, p.k_shape))]
 
         return kb.if_(ok, value, lambda: [zero], [zero.type])[0]
 
