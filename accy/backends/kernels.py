@@ -23,7 +23,16 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from accy.dialects.host import KERNELS_MODULE, AddressSpace, AddressSpaceAttr, written_arguments
-from accy.dialects.kernel import FLOAT_PREDICATES, INT_PREDICATES, WORK_ITEM_OPS, MmaOp, VCastOp, VCmpOp, VSelectOp
+from accy.dialects.kernel import (
+    FLOAT_PREDICATES,
+    INT_PREDICATES,
+    WORK_ITEM_OPS,
+    LdMatrixOp,
+    MmaOp,
+    VCastOp,
+    VCmpOp,
+    VSelectOp,
+)
 
 
 class KernelModuleError(ValueError):
@@ -131,7 +140,7 @@ KERNEL_OPS: dict[str, tuple[type[Operation], ...]] = {
         vector.LoadOp, vector.StoreOp, vector.BroadcastOp, vector.ReductionOp, vector.ExtractOp, vector.InsertOp,
         vector.ShuffleOp, vector.FMAOp,
     ),
-    "accy_kernel": (VCmpOp, VSelectOp, VCastOp, MmaOp),
+    "accy_kernel": (VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp),
 }  # fmt: skip
 #: Every op of `KERNEL_OPS`.
 KERNEL_OP_SET: frozenset[type[Operation]] = frozenset(op for ops in KERNEL_OPS.values() for op in ops)
@@ -141,6 +150,7 @@ KERNEL_OP_SET: frozenset[type[Operation]] = frozenset(op for ops in KERNEL_OPS.v
 EMIT_METHODS: dict[type[Operation], str] = {
     arith.ConstantOp: "constant", arith.NegfOp: "negf", arith.CmpiOp: "cmpi", arith.CmpfOp: "cmpf",
     arith.SelectOp: "select", VCmpOp: "vcmp", VSelectOp: "select", VCastOp: "vcast", MmaOp: "mma",
+    LdMatrixOp: "ldmatrix",
     **dict.fromkeys(CASTS, "cast"), math_dialect.AbsIOp: "absi",
     **dict.fromkeys(WORK_ITEM_OPS, "work_item_id"), gpu.BarrierOp: "barrier",
     memref.AllocaOp: "alloca", memref.LoadOp: "load", memref.StoreOp: "store",

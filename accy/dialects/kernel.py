@@ -51,6 +51,17 @@ The OpenCL C backend prints it as inline PTX (`asm volatile`), which only
 NVIDIA's driver builds; the LLVM backend declines it. The dot lowering
 emits it only where the target's `mma` is "sm80".
 
+`accy_kernel.ldmatrix` is NVIDIA's `ldmatrix.sync.aligned.m8n8.x4.shared.b16`,
+a collective of a warp like `mma`: operands a workgroup (local) memref of
+16-bit elements and `index`, where this work-item's row starts (8
+consecutive elements, 16 bytes, 16-byte aligned); results four
+`vector<2xT>`. Work-items 8i to 8i+7 give the rows of 8x8 matrix i (i = 0
+to 3); work-item 4·g + t gets, as its result i, elements 2t and 2t+1 of
+row g of matrix i: an mma fragment (A's four registers from a 16x16 block
+stored k-contiguous, or two n-tiles' B registers from [n][k] rows) in one
+instruction instead of four 32-bit loads. The bounds verifier proves each
+row in bounds and aligned; only the OpenCL C backend prints it.
+
 Streaming stores are xDSL's own `vector.store` with `nontemporal = true`
 (`stream_store_op`, `is_stream_store`): the vector goes to memory around
 the caches (x86 `movntps`), and its address must be a multiple of the
@@ -82,6 +93,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     StringAttr,
     VectorType,
 )
@@ -101,6 +113,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+
+from accy.dialects.host import AddressSpace, AddressSpaceAttr
 
 #: arith.cmpf's predicates, in the order of its integer encoding.
 FLOAT_PREDICATES = (
@@ -307,6 +321,39 @@ class MmaOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' {shape} takes a and b fragments of one type, {wanted}")
 
 
+@irdl_op_definition
+class LdMatrixOp(IRDLOperation):
+    """One warp's `ldmatrix ... .x4` of four 8x8 matrices of 16-bit elements (module docstring)."""
+
+    name = "accy_kernel.ldmatrix"
+
+    tile = operand_def(MemRefType)
+    index = operand_def(IndexType)
+    d = var_result_def(VectorType)
+
+    assembly_format = "$tile `[` $index `]` attr-dict `:` type($tile) `->` type($d)"
+
+    #: Elements of a row each work-item names.
+    ROW: ClassVar[int] = 8
+
+    def __init__(self, tile: SSAValue, index: SSAValue) -> None:
+        assert isinstance(tile.type, MemRefType)
+        pair = VectorType(tile.type.element_type, [2])
+        super().__init__(operands=[tile, index], result_types=[[pair] * 4])
+
+    def verify_(self) -> None:
+        t = self.tile.type
+        assert isinstance(t, MemRefType)
+        space = t.memory_space
+        if not (isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP):
+            raise VerifyException(f"'{self.name}' reads workgroup (local) memory")
+        if not isinstance(t.element_type, Float16Type | BFloat16Type):
+            raise VerifyException(f"'{self.name}' reads 16-bit float elements (f16 or bf16)")
+        pair = VectorType(t.element_type, [2])
+        if len(self.d) != 4 or any(r.type != pair for r in self.d):
+            raise VerifyException(f"'{self.name}' gives four {pair}")
+
+
 def compare_op(lhs: SSAValue, rhs: SSAValue, predicate: str) -> Operation:
     """`predicate` (an arith.cmpf name for floats, arith.cmpi name otherwise)
     of two scalars (`arith.cmpf/cmpi`) or vectors (`accy_kernel.vcmp`)."""
@@ -366,7 +413,7 @@ def alignment_of(op: Operation) -> int:
     return flag.value.data if isinstance(flag, IntegerAttr) else 0
 
 
-AccyKernel = Dialect("accy_kernel", [VCmpOp, VSelectOp, VCastOp, MmaOp], [])
+AccyKernel = Dialect("accy_kernel", [VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp], [])
 
 __all__ = [
     "CAST_KINDS",
@@ -378,6 +425,7 @@ __all__ = [
     "ALIGNMENT_ATTR",
     "BUFFER_ALIGN_BYTES",
     "AccyKernel",
+    "LdMatrixOp",
     "MmaOp",
     "VCastOp",
     "VCmpOp",

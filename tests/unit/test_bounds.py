@@ -458,3 +458,40 @@ def test_an_alignment_promise_is_proved_or_refused(name: str) -> None:
         assert not problems, "\n".join(p.message for p in problems)
     else:
         assert len(problems) == 1 and f"promises {claim}-byte alignment" in problems[0].message, [p.message for p in problems]
+
+
+def _ldmatrix(index: str, aligned: bool = True) -> str:
+    """For j in [0, 8): accy_kernel.ldmatrix of the row at `index` (of %j) in a 64-element f16 tile."""
+    attr = " {alignment = 16 : i64}" if aligned else ""
+    t = "memref<64xf16, #gpu.address_space<workgroup>>"
+    pair = "vector<2xf16>"
+    return f"""
+    %c8 = arith.constant 8 : index
+    %c9 = arith.constant 9 : index
+    %l = memref.alloca(){attr} : {t}
+    scf.for %j = %c0 to %c8 step %c1 {{
+      %s = arith.muli %j, %c8 : index
+      %o = arith.muli %j, %c9 : index
+      %i = arith.addi {index}, %c0 : index
+      %r:4 = accy_kernel.ldmatrix %l[%i] : {t} -> {pair}, {pair}, {pair}, {pair}
+    }}"""
+
+
+@pytest.mark.parametrize(
+    ("index", "aligned", "problem"),
+    [
+        ("%s", True, None),  # rows 0, 8, ..., 56: each 8 elements in, 16 bytes aligned
+        ("%o", True, "promises 16-byte alignment"),  # 9j: misaligned, and j = 7's row ends at 71
+        ("%s", False, "promises 16-byte alignment"),  # an alloca of no alignment
+        ("%c9", True, "promises 16-byte alignment"),
+    ],
+)
+def test_ldmatrix_rows_are_proved_in_bounds_and_aligned(index: str, aligned: bool, problem: str | None) -> None:
+    kernel = _kernel([("a", "memref<64xf32>")], _ldmatrix(index, aligned))
+    messages = [p.message for p in check_bounds(kernel, launch_of([1], [1]))]
+    if problem is None:
+        assert not messages, messages
+    else:
+        assert any(problem in m for m in messages), messages
+    if index == "%o":
+        assert any("accy_kernel.ldmatrix" in m and "alignment" not in m for m in messages), messages  # out of bounds too

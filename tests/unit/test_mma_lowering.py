@@ -52,10 +52,11 @@ def test_half_dots_print_mma_sync(et: str, kind: str) -> None:
     source = emit_opencl(module)
     assert f'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 ' in source
     assert "reqd_work_group_size(32, 8, 1)" in source
-    # The operands come in as they are stored: 16-bit pairs from local memory,
-    # each one 32-bit load from the 16-byte aligned tiles (not vload2, which
-    # NVIDIA's compiler splits into two 16-bit loads).
-    assert '"r"(as_uint(v' in source and "= *(__local ushort2*)(l" in source and "vload2(0, l" not in source
+    # The operands come in as they are stored: 16-bit pairs from the 16-byte
+    # aligned local tiles, by ldmatrix: per round of k16, an mma tile's A
+    # registers in one (4 tiles) and two n tiles' B registers in one (2).
+    assert '"r"(as_uint(v' in source and "vload2(0, l" not in source
+    assert source.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == (4 + 2) * 2
     assert source.count("__attribute__((aligned(16)))") == 2
     assert "tanh(" in source  # the epilogue is fused
 

@@ -636,6 +636,9 @@ class _KernelEmitter:
     def mma(self, op: Operation) -> None:
         raise self.fail(op, "a warp's mma.sync is NVIDIA's inline PTX, which only the OpenCL C backend prints")
 
+    def ldmatrix(self, op: Operation) -> None:
+        raise self.fail(op, "a warp's ldmatrix is NVIDIA's inline PTX, which only the OpenCL C backend prints")
+
     # -- memory --------------------------------------------------------
 
     def alloca(self, op: Operation) -> None:

@@ -77,7 +77,7 @@ from accy.backends import kernels as backend_kernels
 from accy.backends.kernels import written_arguments
 from accy.dialects.dense import bf16_bits
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
-from accy.dialects.kernel import MmaOp, VCmpOp, alignment_of, is_stream_store
+from accy.dialects.kernel import LdMatrixOp, MmaOp, VCmpOp, alignment_of, is_stream_store
 from accy.dialects.target import TargetProfile, format_mismatch
 
 
@@ -719,6 +719,19 @@ class _KernelEmitter:
             [f'"r"(as_uint({self.get(v)}))' for v in (*op.a, *op.b)] + [f'"f"({self.get(v)})' for v in op.c]
         )
         self.line(f'asm volatile("{instruction} {operands};" : {outs} : {ins});')
+
+    def ldmatrix(self, op: Operation) -> None:
+        """`accy_kernel.ldmatrix` as inline PTX: the row's local address as
+        a 32-bit shared-window offset (what a `__local` pointer's integer
+        value is on NVIDIA's driver), four 32-bit results as ushort2 pairs."""
+        assert isinstance(op, LdMatrixOp)
+        words = [self.fresh("w") for _ in op.d]
+        self.line(f"uint {', '.join(words)};")
+        outs = ", ".join(f'"=r"({w})' for w in words)
+        at = f"(uint)(ulong)({self.get(op.tile)} + {self.get(op.index)})"
+        self.line(f'asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0,%1,%2,%3}}, [%4];" : {outs} : "r"({at}));')
+        for result, w in zip(op.d, words, strict=True):
+            self.define(result, f"as_{self.c_type(result.type)}({w})")
 
     # -- memory --------------------------------------------------------
 

@@ -45,7 +45,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefTyp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from accy.dialects.accy import KERNEL_GLOBAL_SIZE_ATTR, KernelCallOp
-from accy.dialects.kernel import BUFFER_ALIGN_BYTES, alignment_of
+from accy.dialects.kernel import BUFFER_ALIGN_BYTES, LdMatrixOp, alignment_of
 from accy.dialects.types import element_bytes
 from accy.env import env_flag
 
@@ -834,19 +834,22 @@ def check_bounds(
             if n < 0 or r.lo < 0 or r.hi + w - 1 > n - 1:
                 problems.append(BoundsProblem(kernel, op, _message(kernel, op, mem, t, names, i, r, n, w, d, launch, where)))
 
-    def check_alignment(op: vector.LoadOp | vector.StoreOp, env: _Env) -> None:
+    def check_alignment(op: vector.LoadOp | vector.StoreOp | LdMatrixOp, env: _Env) -> None:
         """An aligned access's promise (accy_kernel's `aligned_access`): a base
         at least as aligned (a buffer argument, or an alloca of that
         alignment) and a flat index whose multiple of the element's bytes is
         a multiple of the alignment."""
-        claim, mem, t = alignment_of(op), op.base, op.base.type
+        if isinstance(op, LdMatrixOp):
+            claim, mem, index = 16, op.tile, [op.index]
+        else:
+            claim, mem, index = alignment_of(op), op.base, list(op.indices)
+        t = mem.type
         assert isinstance(t, MemRefType)
         alloca = mem.owner if isinstance(mem.owner, memref.AllocaOp) else None
         if isinstance(mem, BlockArgument) and mem.block is func.body.block:
             base = BUFFER_ALIGN_BYTES % claim == 0
         else:
             base = alloca is not None and alloca.alignment is not None and alloca.alignment.value.data >= claim
-        index = list(op.indices)
         step = ranges.multiple(index[-1], env) if len(index) == 1 else 1
         nbytes = element_bytes(t.element_type)
         if base and (step * nbytes) % claim == 0:
@@ -867,6 +870,9 @@ def check_bounds(
                 check(op, op.base, list(op.indices), width, env)
                 if alignment_of(op):
                     check_alignment(op, env)
+            elif isinstance(op, LdMatrixOp):  # this work-item's row: ROW elements, 16-byte aligned
+                check(op, op.tile, [op.index], LdMatrixOp.ROW, env)
+                check_alignment(op, env)
             elif isinstance(op, scf.ForOp):
                 _loop(op, env)
             elif isinstance(op, scf.IfOp):

@@ -22,8 +22,10 @@ device tests the lowering).
   K (or N's last dim) is whole vectors, else element by element (row-major
   operands coalesce; others are read through their strides, correct and
   slower).
-- A fragment register is one local load: a `vector<2xT>` pair along k for
-  16-bit operands, an f32 for TF32 (`accy_kernel.FRAGMENTS` places them).
+- 16-bit operands' fragments come by `accy_kernel.ldmatrix` (an mma
+  tile's A registers, or two n tiles' B registers, one instruction);
+  emulated, and for TF32, a fragment register is one local load (a
+  `vector<2xT>` pair along k, an f32; `accy_kernel.FRAGMENTS` places them).
 - The staged tiles are 16-byte aligned and their vector accesses say so
   (`aligned_access`): `vloadN` may assume only the element's alignment,
   and NVIDIA's compiler splits it into N narrow accesses (the H200's f16
@@ -43,7 +45,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import Float32Type, VectorType
 from xdsl.ir import Attribute, SSAValue
 
-from accy.dialects.kernel import ACCUMULATOR_FRAGMENT, FRAGMENTS, MMA_K, MmaOp, aligned_access
+from accy.dialects.kernel import ACCUMULATOR_FRAGMENT, FRAGMENTS, MMA_K, LdMatrixOp, MmaOp, aligned_access
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes
 from accy.passes.kernelization.evaluate import Expr
@@ -239,8 +241,11 @@ class MmaTiles:
     def _round(self, ks: int, acc: list[SSAValue]) -> list[SSAValue]:
         """One mma k (16 or 8) at staged k `ks`: every warp's MT x NT tiles."""
         kb, shape = self.kb, self.ops.shape
-        a = [self._fragment(self.a_tile, kb.add(self.wm, mt * 16), ks, FRAGMENTS[shape]["a"]) for mt in range(MT)]
-        b = [self._fragment(self.b_tile, kb.add(self.wn, nt * 8), ks, FRAGMENTS[shape]["b"]) for nt in range(NT)]
+        if self.ops.pairs and not self.emulated:
+            a, b = self._ldmatrix_fragments(ks)
+        else:
+            a = [self._fragment(self.a_tile, kb.add(self.wm, mt * 16), ks, FRAGMENTS[shape]["a"]) for mt in range(MT)]
+            b = [self._fragment(self.b_tile, kb.add(self.wn, nt * 8), ks, FRAGMENTS[shape]["b"]) for nt in range(NT)]
         if self.emulated:
             return self._emulated_round(a, b, acc)
         out = list(acc)
@@ -249,6 +254,25 @@ class MmaTiles:
                 at = (mt * NT + nt) * 4
                 out[at : at + 4] = kb.op(MmaOp(shape, a[mt], b[nt], out[at : at + 4])).results
         return out
+
+    def _ldmatrix_fragments(self, ks: int) -> tuple[list[list[SSAValue]], list[list[SSAValue]]]:
+        """A round's fragments by `accy_kernel.ldmatrix`: an mma tile's four
+        A registers (8x8 matrices: rows +0/+8, k +0/+8) in one, and two n
+        tiles' B registers (n +0/+8, k +0/+8) in another. Work-item 8i + r
+        names row r of matrix i."""
+        kb = self.kb
+        matrix, r = kb.div(self.lane, 8), kb.rem(self.lane, 8)
+        low, high = kb.mul(kb.rem(matrix, 2), 8), kb.mul(kb.div(matrix, 2), 8)
+
+        def load(tile: SSAValue, row: SSAValue, k: SSAValue) -> list[SSAValue]:
+            return list(kb.op(LdMatrixOp(tile, kb.add(kb.mul(row, self.stride), k))).results)
+
+        a = [load(self.a_tile, kb.add(kb.add(self.wm, mt * 16), kb.add(low, r)), kb.add(high, ks)) for mt in range(MT)]
+        b: list[list[SSAValue]] = []
+        for pair in range(NT // 2):
+            regs = load(self.b_tile, kb.add(kb.add(self.wn, pair * 16), kb.add(high, r)), kb.add(low, ks))
+            b += [regs[:2], regs[2:]]
+        return a, b
 
     def _fragment(
         self, tile: SSAValue, base: SSAValue, ks: int, registers: tuple[tuple[int, int, int], ...]
