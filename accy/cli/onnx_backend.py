@@ -40,6 +40,7 @@ from onnx import helper
 from onnx.backend.base import Backend, BackendRep
 
 from accy.frontends.onnx import UNSIGNED, ImportedModel, NeedsConstant, held_dtype, import_onnx, load
+from accy.frontends.onnx_narrow import NARROW, from_held, to_held
 from accy.runtime.executable import Comparison, Executable, compile
 
 
@@ -113,18 +114,27 @@ class AccyBackendRep(BackendRep):
         compiled = self._prepare(feeds)
         assert compiled is not None
         imported = compiled.imported
-        # An unsigned type is held in a wider signed one (accy has none): converted both ways.
-        args = [
-            feeds[n].astype(held_dtype(t)) if t in UNSIGNED else feeds[n]
-            for n, t in zip(imported.inputs, imported.input_types, strict=True)
-        ]
+        args = [_held(feeds[n], t) for n, t in zip(imported.inputs, imported.input_types, strict=True)]
         exe = compiled.executable
         outputs = exe(*args)
         self.last = exe
-        return tuple(
-            np.asarray(o).astype(helper.tensor_dtype_to_np_dtype(t)) if t in UNSIGNED else np.asarray(o)
-            for o, t in zip(outputs, imported.output_types, strict=True)
-        )
+        return tuple(_unheld(o, t) for o, t in zip(outputs, imported.output_types, strict=True))
+
+
+def _held(a: np.ndarray, t: int) -> np.ndarray:
+    """A graph input of ONNX type `t` as the imported function takes it: an
+    unsigned type in a wider signed one (accy has none), a narrow type
+    (float8, float4, int4, ...) as its codes (accy.frontends.onnx_narrow)."""
+    if t in NARROW:
+        return to_held(a, t)
+    return a.astype(held_dtype(t)) if t in UNSIGNED else a
+
+
+def _unheld(o: Any, t: int) -> np.ndarray:
+    """`_held` undone for a graph output of ONNX type `t`."""
+    if t in NARROW:
+        return from_held(np.asarray(o), t)
+    return np.asarray(o).astype(helper.tensor_dtype_to_np_dtype(t)) if t in UNSIGNED else np.asarray(o)
 
 
 def _static_shape(vi: onnx.ValueInfoProto) -> bool:

@@ -23,7 +23,8 @@ What happens to each node:
   (docs/op-contract.md), making numpy's broadcasting explicit with
   `accy.broadcast`. A handler reads exactly the attributes and inputs it
   understands: one it did not read, an element type the dialect does not
-  have (8- and 4-bit floats, 4-bit integers, uint64, strings), an operand that
+  have (uint64, strings; 8- and 4-bit floats and 4- and 2-bit integers
+  anywhere but Cast, CastLike and Identity), an operand that
   must be known at import but is not (a Reshape's shape computed from
   data), or an op the dialect cannot express yet is an
   `OnnxImportError` naming the node, the op and what is missing, never a
@@ -45,7 +46,8 @@ Indices output as strided slices of the padded input (TAP_LIMIT),
 recurrences and loops unrolled (STEP_LIMIT, UNROLL_LIMIT), Resize as each
 axis's interpolation matrix, TopK as K rounds of an extreme (TOPK_LIMIT).
 An unsigned type is held in the signed type
-twice as wide (UNSIGNED).
+twice as wide (UNSIGNED); a narrow type (float8, float4, int4, ...) as its
+codes (`accy/frontends/onnx_narrow.py`).
 
 This module imports only `accy.dialects`, numpy, onnx and xDSL
 (tests/unit/test_layering.py): running the imported function happens at the
@@ -86,6 +88,9 @@ from xdsl.utils.frontend import Frontend
 from accy.dialects import accy as A
 from accy.dialects.dense import splat_literal
 from accy.dialects.types import elem_of, is_bool, is_float, is_int, shape_of, tensor
+from accy.frontends import onnx_narrow
+from accy.frontends.onnx_narrow import NARROW
+from accy.frontends.onnx_narrow import round_half_even as _round_half_even
 
 # --------------------------------------------------------------------------
 # Errors
@@ -144,7 +149,10 @@ UNSIGNED: dict[int, tuple[Attribute, int]] = {
     TensorProto.UINT16: (IntegerType(32), 16),
     TensorProto.UINT32: (IntegerType(64), 32),
 }
-SUPPORTED_DTYPES = "float32, float64, float16, bfloat16, bool, int8, int16, int32, int64, uint8, uint16, uint32"
+SUPPORTED_DTYPES = (
+    "float32, float64, float16, bfloat16, bool, int8, int16, int32, int64, uint8, uint16, uint32"
+    " (and float8/float4/e8m0/int4/uint4/int2/uint2 through Cast, CastLike and Identity only)"
+)
 
 
 def _dtype_name(elem_type: int) -> str:
@@ -156,6 +164,8 @@ def _dtype_name(elem_type: int) -> str:
 
 def element_type(elem_type: int) -> Attribute:
     """The accy element type that holds ONNX element type `elem_type`; KeyError if none."""
+    if elem_type in NARROW:
+        return NARROW[elem_type]
     return ELEMENT_TYPES[elem_type] if elem_type in ELEMENT_TYPES else UNSIGNED[elem_type][0]
 
 
@@ -288,6 +298,8 @@ class _Importer:
         self.graph_inputs: dict[SSAValue, str] = {}
         #: SSA value -> the width of the unsigned type it holds (see UNSIGNED).
         self.unsigned: dict[SSAValue, int] = {}
+        #: SSA value -> the narrow ONNX type whose codes it holds (onnx_narrow.NARROW).
+        self.narrow: dict[SSAValue, int] = {}
         self.literals: dict[str, SSAValue] = {}
         self.ops: list[Operation] = []
         self.functions = {(f.domain, f.name): f for f in model.functions}
@@ -320,6 +332,8 @@ class _Importer:
             elem_type = vi.type.tensor_type.elem_type
             if elem_type in UNSIGNED:
                 self.unsigned[arg] = UNSIGNED[elem_type][1]
+            if elem_type in NARROW:
+                self.narrow[arg] = elem_type
             names.append(vi.name)
             in_types.append(elem_type)
         self.run_nodes(graph.node, self.opsets)
@@ -355,6 +369,8 @@ class _Importer:
     def onnx_type(self, v: Value) -> int:
         """The ONNX element type of a value."""
         if isinstance(v, SSAValue):
+            if v in self.narrow:
+                return self.narrow[v]
             bits = self.unsigned.get(v)
             if bits is not None:
                 return next(k for k, (_, b) in UNSIGNED.items() if b == bits)
@@ -366,7 +382,7 @@ class _Importer:
             kind = vi.type.WhichOneof("value")
             raise OnnxImportError("dtype", f"graph input '{vi.name}' is a {kind}, not a tensor: only tensors are supported")
         tt = vi.type.tensor_type
-        if tt.elem_type not in ELEMENT_TYPES and tt.elem_type not in UNSIGNED:
+        if tt.elem_type not in ELEMENT_TYPES and tt.elem_type not in UNSIGNED and tt.elem_type not in NARROW:
             raise OnnxImportError(
                 "dtype", f"graph input '{vi.name}' is {_dtype_name(tt.elem_type)}: accy has {SUPPORTED_DTYPES}"
             )
@@ -404,6 +420,11 @@ class _Importer:
         return self.literals[name]
 
     def literal(self, array: np.ndarray, et: Attribute | None = None) -> SSAValue:
+        narrow = _narrow_type_of(array.dtype) if et is None else None
+        if narrow is not None:
+            v = self.emit(A.ConstantOp(dense_literal(onnx_narrow.to_held(array, narrow), NARROW[narrow])))
+            self.narrow[v] = narrow
+            return v
         if et is None:
             et = _element_of_dtype(array.dtype)
             if et is None:
@@ -462,6 +483,17 @@ class _Importer:
                 self.expand(node, body, label, _function_opsets(body, opsets), defaults)
                 return
             raise OnnxImportError("op", f"operator {node.op_type} is not supported{_missing_op(node.op_type)}", label, node.op_type)
+        if node.op_type not in NARROW_OPS:
+            for name in node.input:
+                v = self.values[name] if name else None
+                if isinstance(v, SSAValue) and v in self.narrow:
+                    raise OnnxImportError(
+                        "dtype",
+                        f"input '{name}' is {_dtype_name(self.narrow[v])}, which accy carries only through "
+                        f"{', '.join(sorted(NARROW_OPS))}",
+                        label,
+                        node.op_type,
+                    )
         ctx = _Node(self, node, opset, label, opsets)
         outputs = handler(ctx)
         ctx.finish(outputs)
@@ -1029,6 +1061,19 @@ RANGE_KEEPING = frozenset(
 )
 
 
+#: The ops that take a value of a narrow type (onnx_narrow): any other refuses it.
+NARROW_OPS = frozenset({"Cast", "CastLike", "Identity"})
+
+
+def _narrow_type_of(dtype: np.dtype) -> int | None:
+    """The narrow ONNX type of an ml_dtypes dtype, or None."""
+    try:
+        t = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return t if t in NARROW else None
+
+
 def _onnx_type_or_none(et: Attribute) -> int | None:
     try:
         return _onnx_type_of(et)
@@ -1415,22 +1460,6 @@ def _round(n: _Node) -> list[Value]:
     return [_round_half_even(n, x)]
 
 
-def _round_half_even(n: _Node, x: SSAValue) -> SSAValue:
-    """x rounded to the nearest integer, ties to even (numpy's rint)."""
-    # Half to even: floor(x) + (1 where the fraction is above 1/2, or exactly
-    # 1/2 and floor(x) is odd). x - floor(x) is exact.
-    f = n.emit(A.FloorOp(x))
-    d = n.emit(A.SubOp(x, f))
-    half = n.scalar(0.5, x)
-    two = n.scalar(2, x)
-    odd = n.emit(A.CmpOp("ne", n.emit(A.MulOp(n.emit(A.FloorOp(n.emit(A.DivOp(f, two)))), two)), f))
-    up = n.emit(A.OrOp(n.emit(A.CmpOp("gt", d, half)), n.emit(A.AndOp(n.emit(A.CmpOp("eq", d, half)), odd))))
-    r = n.select(up, n.emit(A.AddOp(f, n.scalar(1, x))), f)
-    # Infinities and NaN are their own rounding (x - floor(x) is NaN for them).
-    finite = n.emit(A.CmpOp("eq", d, d))
-    return n.select(finite, r, x)
-
-
 # -- quantization --------------------------------------------------------------
 
 #: The quantized types accy holds, with their ranges.
@@ -1567,12 +1596,29 @@ def _cast(n: _Node) -> list[Value]:
         to = n.attr("to")
         if isinstance(to, str):  # opset 1 names the type
             to = getattr(TensorProto, to.upper())
-    if to not in ELEMENT_TYPES and to not in UNSIGNED:
+    if to not in ELEMENT_TYPES and to not in UNSIGNED and to not in NARROW:
         raise n.error("dtype", f"cast to {_dtype_name(to)} is not supported: accy has {SUPPORTED_DTYPES}")
-    if n.int_attr("saturate", 1) != 1:
-        raise n.unsupported("saturate=0 (it applies to float8 types only)")
-    n.ignore("round_mode")  # float8/float4 rounding only
-    r = n.cast(x, element_type(to))
+    # Both change only a cast to a float8 (saturate) or float8e8m0 (both), as in onnx's reference.
+    saturate = n.int_attr("saturate", 1) != 0
+    round_mode = n.attr("round_mode", "up")
+    source = n.im.narrow.get(x)
+    if source is not None and to in NARROW:
+        r = onnx_narrow.recode(n, x, source, to, saturate, round_mode)
+        n.im.narrow[r] = to
+        return [r]
+    if source in onnx_narrow.FLOATS or source == onnx_narrow.E8M0:
+        x = onnx_narrow.decode(n, x, source)
+    if to in onnx_narrow.INTS:
+        r = onnx_narrow.to_int(n, x, to)
+    elif to in NARROW:
+        r = onnx_narrow.encode(n, x, to, saturate, round_mode)
+    elif x in n.im.narrow:  # int4/int2 to the i8 that holds them: a value of its own, not marked narrow
+        r = n.emit(A.CastOp(x, element_type(to)))
+    else:
+        r = n.cast(x, element_type(to))
+    if to in NARROW:
+        n.im.narrow[r] = to
+        return [r]
     if to in UNSIGNED:
         held, bits = UNSIGNED[to]
         if n.unsigned_bits(0) != bits:
