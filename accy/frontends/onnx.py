@@ -1630,9 +1630,13 @@ def _cast(n: _Node) -> list[Value]:
 @handles("BitShift")
 def _bit_shift(n: _Node) -> list[Value]:
     x, y = n.broadcast_all([n.value(0), n.value(1)])
-    if n.unsigned_bits(0) is None:
-        raise n.error("dtype", f"{elem_of(x)} is not supported (it takes an unsigned type)")
     direction = n.attr("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise n.unsupported(f"direction '{direction}'")
+    if n.unsigned_bits(0) is None:
+        if not is_int(elem_of(x)) or is_bool(elem_of(x)):
+            raise n.error("dtype", f"{elem_of(x)} is not supported (it takes an integer type)")
+        return [_signed_bit_shift(n, x, y, direction)]
     # x << y = x·2^y (masked to the width); x >> y = x / 2^y (x >= 0). A shift
     # past the holding type's width gives 2^y = 0, and x / 0 = 0 in accy.
     p = n.emit(A.PowOp(n.scalar(2, y), y))
@@ -1641,9 +1645,28 @@ def _bit_shift(n: _Node) -> list[Value]:
         bits = n.unsigned_bits(0)
         assert bits is not None
         return [n.emit(A.AndOp(r, n.scalar((1 << bits) - 1, r)))]
-    if direction == "RIGHT":
-        return [n.emit(A.DivOp(x, p))]
-    raise n.unsupported(f"direction '{direction}'")
+    return [n.emit(A.DivOp(x, p))]
+
+
+def _signed_bit_shift(n: _Node, x: SSAValue, y: SSAValue, direction: str) -> SSAValue:
+    """BitShift of a signed integer type as onnx's reference: a shift by y
+    outside [0, width) gives 0 (LEFT) or the sign, -1 or 0 (RIGHT); LEFT
+    wraps (x·2^y modulo 2^width: 2^(width-1) wraps to INT_MIN, which is the
+    same modulo 2^width); RIGHT is arithmetic, floor(x / 2^y)."""
+    width = elem_of(x).width.data
+    zero = n.scalar(0, x)
+    if direction == "LEFT":
+        valid = n.emit(A.AndOp(n.emit(A.CmpOp("ge", y, zero)), n.emit(A.CmpOp("lt", y, n.scalar(width, y)))))
+        p = n.emit(A.PowOp(n.scalar(2, y), n.select(valid, y, zero)))
+        return n.select(valid, n.emit(A.MulOp(x, p)), zero)
+    # A shift by width - 1 or more (or a negative one) leaves the sign; 2^y, y < width - 1, is positive.
+    sign = n.select(n.emit(A.CmpOp("lt", x, zero)), n.scalar(-1, x), zero)
+    valid = n.emit(A.AndOp(n.emit(A.CmpOp("ge", y, zero)), n.emit(A.CmpOp("lt", y, n.scalar(width - 1, y)))))
+    p = n.emit(A.PowOp(n.scalar(2, y), n.select(valid, y, zero)))
+    q = n.emit(A.DivOp(x, p))  # truncated: one less where x < 0 leaves a remainder
+    inexact = n.emit(A.AndOp(n.emit(A.CmpOp("lt", x, zero)), n.emit(A.CmpOp("ne", n.emit(A.MulOp(q, p)), x))))
+    q = n.select(inexact, n.emit(A.SubOp(q, n.scalar(1, q))), q)
+    return n.select(valid, q, sign)
 
 
 @handles("Clip")
