@@ -57,9 +57,10 @@ a collective of a warp like `mma`: operands a workgroup (local) memref of
 consecutive elements, 16 bytes, 16-byte aligned); results four
 `vector<2xT>`. Work-items 8i to 8i+7 give the rows of 8x8 matrix i (i = 0
 to 3); work-item 4·g + t gets, as its result i, elements 2t and 2t+1 of
-row g of matrix i: an mma fragment (A's four registers from a 16x16 block
-stored k-contiguous, or two n-tiles' B registers from [n][k] rows) in one
-instruction instead of four 32-bit loads. The bounds verifier proves each
+row g of matrix i (with `trans`, of its transpose: elements g of rows 2t
+and 2t+1): an mma fragment (A's four registers from a 16x16 block stored
+k-contiguous; with `trans`, two n-tiles' B registers from [k][n] rows) in
+one instruction instead of four 32-bit loads. The bounds verifier proves each
 row in bounds and aligned; only the OpenCL C backend prints it.
 
 Streaming stores are xDSL's own `vector.store` with `nontemporal = true`
@@ -95,6 +96,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     StringAttr,
+    UnitAttr,
     VectorType,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
@@ -105,6 +107,7 @@ from xdsl.irdl import (
     base,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -329,17 +332,19 @@ class LdMatrixOp(IRDLOperation):
 
     tile = operand_def(MemRefType)
     index = operand_def(IndexType)
+    trans = opt_prop_def(UnitAttr)
     d = var_result_def(VectorType)
 
-    assembly_format = "$tile `[` $index `]` attr-dict `:` type($tile) `->` type($d)"
+    assembly_format = "(`trans` $trans^)? $tile `[` $index `]` attr-dict `:` type($tile) `->` type($d)"
 
     #: Elements of a row each work-item names.
     ROW: ClassVar[int] = 8
 
-    def __init__(self, tile: SSAValue, index: SSAValue) -> None:
+    def __init__(self, tile: SSAValue, index: SSAValue, trans: bool = False) -> None:
         assert isinstance(tile.type, MemRefType)
         pair = VectorType(tile.type.element_type, [2])
-        super().__init__(operands=[tile, index], result_types=[[pair] * 4])
+        properties = {"trans": UnitAttr()} if trans else {}
+        super().__init__(operands=[tile, index], result_types=[[pair] * 4], properties=properties)
 
     def verify_(self) -> None:
         t = self.tile.type

@@ -54,9 +54,11 @@ def test_half_dots_print_mma_sync(et: str, kind: str) -> None:
     assert "reqd_work_group_size(32, 8, 1)" in source
     # The operands come in as they are stored: 16-bit pairs from the 16-byte
     # aligned local tiles, by ldmatrix: per round of k16, an mma tile's A
-    # registers in one (4 tiles) and two n tiles' B registers in one (2).
+    # registers in one (4 tiles) and, transposed from the [k][n] tile, two n
+    # tiles' B registers in one (2).
     assert '"r"(as_uint(v' in source and "vload2(0, l" not in source
-    assert source.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == (4 + 2) * 2
+    assert source.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4 * 2
+    assert source.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 2 * 2
     assert source.count("__attribute__((aligned(16)))") == 2
     assert "tanh(" in source  # the epilogue is fused
 

@@ -729,7 +729,8 @@ class _KernelEmitter:
         self.line(f"uint {', '.join(words)};")
         outs = ", ".join(f'"=r"({w})' for w in words)
         at = f"(uint)(ulong)({self.get(op.tile)} + {self.get(op.index)})"
-        self.line(f'asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0,%1,%2,%3}}, [%4];" : {outs} : "r"({at}));')
+        trans = ".trans" if op.trans is not None else ""
+        self.line(f'asm volatile("ldmatrix.sync.aligned.m8n8.x4{trans}.shared.b16 {{%0,%1,%2,%3}}, [%4];" : {outs} : "r"({at}));')
         for result, w in zip(op.d, words, strict=True):
             self.define(result, f"as_{self.c_type(result.type)}({w})")
 

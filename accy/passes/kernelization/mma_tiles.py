@@ -13,8 +13,10 @@ device tests the lowering).
   32 x 8) computes a `BM` x `BN` block of one batch; warp (wm, wn) a `WM`
   x `WN` part of it, `MT` x `NT` mma tiles of 16 x 8.
 - Each k step stages `STEP_BYTES` of k (32 k of f16, 16 of f32) of the lhs block and of the rhs block in local
-  memory, both k-contiguous ([m][k] and [n][k], rows padded so that a
-  warp's fragment loads fall in distinct banks), zero past M, N and K; the
+  memory, the lhs k-contiguous ([m][k]), the rhs n-contiguous ([k][n]),
+  rows padded by `PAD_BYTES` so that a warp's fragment loads fall in
+  distinct banks (an [n][k] rhs written lane by lane put 16 work-items'
+  stores in one bank), zero past M, N and K; the
   next step's elements are fetched from global memory into registers while
   this step's are multiplied (as `GpuTiles` does). Consecutive work-items
   read consecutive k of the lhs and consecutive n of the rhs, 16 bytes at
@@ -23,9 +25,10 @@ device tests the lowering).
   operands coalesce; others are read through their strides, correct and
   slower).
 - 16-bit operands' fragments come by `accy_kernel.ldmatrix` (an mma
-  tile's A registers, or two n tiles' B registers, one instruction);
-  emulated, and for TF32, a fragment register is one local load (a
-  `vector<2xT>` pair along k, an f32; `accy_kernel.FRAGMENTS` places them).
+  tile's A registers; transposed, two n tiles' B registers: one
+  instruction each); emulated, and for TF32, from local loads (an A
+  register a `vector<2xT>` pair along k or an f32, a B register one or two
+  elements; `accy_kernel.FRAGMENTS` places them).
 - The staged tiles are 16-byte aligned and their vector accesses say so
   (`aligned_access`): `vloadN` may assume only the element's alignment,
   and NVIDIA's compiler splits it into N narrow accesses (the H200's f16
@@ -104,7 +107,7 @@ class MmaOperands:
 def local_bytes(element: Attribute, emulated: bool) -> int:
     """Local memory the kernel stages (and, emulated, exchanges) in."""
     width = element_bytes(element)
-    staged = (BM + BN) * (STEP_BYTES + PAD_BYTES)
+    staged = BM * (STEP_BYTES + PAD_BYTES) + STEP_BYTES // width * (BN * width + PAD_BYTES)
     k = 16 if width == 2 else 8
     exchange = WARPS_M * WARPS_N * (MT * 16 + NT * 8) * k * width if emulated else 0
     return staged + exchange
@@ -125,9 +128,10 @@ class MmaTiles:
         self.kb = kb
         width = element_bytes(ops.element)
         self.bk = STEP_BYTES // width  # k staged per step
-        self.stride = self.bk + PAD_BYTES // width
+        self.stride = self.bk + PAD_BYTES // width  # of the lhs's rows
+        self.b_stride = BN + PAD_BYTES // width  # of the rhs's
         self.a_tile = kb.local_array(BM * self.stride, ops.element, workgroup=True, alignment=VECTOR_BYTES)  # [m][k]
-        self.b_tile = kb.local_array(BN * self.stride, ops.element, workgroup=True, alignment=VECTOR_BYTES)  # [n][k]
+        self.b_tile = kb.local_array(self.bk * self.b_stride, ops.element, workgroup=True, alignment=VECTOR_BYTES)  # [k][n]
         self.emulated = kb.profile.mma == "emulate"
         if self.emulated:
             warps = WARPS_M * WARPS_N
@@ -218,8 +222,8 @@ class MmaTiles:
         return kb.if_(ok, value, lambda: [zero], [zero.type])[0]
 
     def put(self, values: list[SSAValue]) -> None:
-        """Stores what `fetch` gave: the lhs at [m][k] (a slot's lanes one
-        vector store), the rhs at [n][k] (lane by lane)."""
+        """Stores what `fetch` gave: the lhs at [m][k], the rhs at [k][n]
+        (a slot's lanes one vector store: rows and slots are whole vectors)."""
         kb, ops = self.kb, self.ops
         a_slots, b_slots = self._slots(ops.a_lanes), self._slots(ops.b_lanes)
         per_row = self.bk // ops.a_lanes
@@ -232,9 +236,11 @@ class MmaTiles:
         per_k = BN // ops.b_lanes
         for slot, value in zip(b_slots, values[len(a_slots) :], strict=True):
             n, k = kb.mul(kb.rem(slot, per_k), ops.b_lanes), kb.div(slot, per_k)
-            for lane in range(ops.b_lanes):
-                x = value if ops.b_lanes == 1 else kb.val(vector.ExtractOp(value, [lane], ops.element))
-                kb.op(memref.StoreOp.get(x, self.b_tile, [kb.add(kb.mul(kb.add(n, lane), self.stride), k)]))
+            at = kb.add(kb.mul(k, self.b_stride), n)
+            if ops.b_lanes > 1:
+                kb.op(aligned_access(vector.StoreOp(value, self.b_tile, [at]), ops.b_lanes * element_bytes(ops.element)))
+            else:
+                kb.op(memref.StoreOp.get(value, self.b_tile, [at]))
 
     # -- the matrix instructions -------------------------------------------------
 
@@ -245,7 +251,7 @@ class MmaTiles:
             a, b = self._ldmatrix_fragments(ks)
         else:
             a = [self._fragment(self.a_tile, kb.add(self.wm, mt * 16), ks, FRAGMENTS[shape]["a"]) for mt in range(MT)]
-            b = [self._fragment(self.b_tile, kb.add(self.wn, nt * 8), ks, FRAGMENTS[shape]["b"]) for nt in range(NT)]
+            b = [self._b_fragment(kb.add(self.wn, nt * 8), ks, FRAGMENTS[shape]["b"]) for nt in range(NT)]
         if self.emulated:
             return self._emulated_round(a, b, acc)
         out = list(acc)
@@ -257,27 +263,31 @@ class MmaTiles:
 
     def _ldmatrix_fragments(self, ks: int) -> tuple[list[list[SSAValue]], list[list[SSAValue]]]:
         """A round's fragments by `accy_kernel.ldmatrix`: an mma tile's four
-        A registers (8x8 matrices: rows +0/+8, k +0/+8) in one, and two n
-        tiles' B registers (n +0/+8, k +0/+8) in another. Work-item 8i + r
-        names row r of matrix i."""
+        A registers (8x8 matrices of [m][k]: rows +0/+8, k +0/+8) in one,
+        and two n tiles' B registers (transposed 8x8 matrices of [k][n]: k
+        +0/+8, n +0/+8) in another. Work-item 8i + r names row r of matrix i."""
         kb = self.kb
         matrix, r = kb.div(self.lane, 8), kb.rem(self.lane, 8)
         low, high = kb.mul(kb.rem(matrix, 2), 8), kb.mul(kb.div(matrix, 2), 8)
 
-        def load(tile: SSAValue, row: SSAValue, k: SSAValue) -> list[SSAValue]:
-            return list(kb.op(LdMatrixOp(tile, kb.add(kb.mul(row, self.stride), k))).results)
+        def load(tile: SSAValue, row: SSAValue, stride: int, col: SSAValue, trans: bool) -> list[SSAValue]:
+            return list(kb.op(LdMatrixOp(tile, kb.add(kb.mul(row, stride), col), trans)).results)
 
-        a = [load(self.a_tile, kb.add(kb.add(self.wm, mt * 16), kb.add(low, r)), kb.add(high, ks)) for mt in range(MT)]
+        a = [
+            load(self.a_tile, kb.add(kb.add(self.wm, mt * 16), kb.add(low, r)), self.stride, kb.add(high, ks), False)
+            for mt in range(MT)
+        ]
         b: list[list[SSAValue]] = []
         for pair in range(NT // 2):
-            regs = load(self.b_tile, kb.add(kb.add(self.wn, pair * 16), kb.add(high, r)), kb.add(low, ks))
+            k, n = kb.add(kb.add(low, r), ks), kb.add(self.wn, kb.add(high, pair * 16))
+            regs = load(self.b_tile, k, self.b_stride, n, True)
             b += [regs[:2], regs[2:]]
         return a, b
 
     def _fragment(
         self, tile: SSAValue, base: SSAValue, ks: int, registers: tuple[tuple[int, int, int], ...]
     ) -> list[SSAValue]:
-        """A fragment's registers from a staged tile ([g side][k]) whose g side starts at `base`."""
+        """A fragment's registers from a staged tile ([g side][k]) whose g side starts at `base`: A's."""
         kb = self.kb
         regs = []
         for go, ts, to in registers:
@@ -289,6 +299,22 @@ class MmaTiles:
                 regs.append(kb.val(aligned_access(pair, 2 * element_bytes(self.ops.element))))
             else:
                 regs.append(kb.val(memref.LoadOp.get(tile, [at])))
+        return regs
+
+    def _b_fragment(self, base: SSAValue, ks: int, registers: tuple[tuple[int, int, int], ...]) -> list[SSAValue]:
+        """B's registers from the staged [k][n] tile, n from `base`: an
+        element, or a pair along k (two loads, a row apart)."""
+        kb = self.kb
+        regs = []
+        for go, ts, to in registers:
+            n = kb.add(base, kb.add(self.g, go))
+            k = kb.add(kb.mul(self.t, ts), ks + to)
+            x = kb.val(memref.LoadOp.get(self.b_tile, [kb.add(kb.mul(k, self.b_stride), n)]))
+            if self.ops.pairs:
+                after = kb.val(memref.LoadOp.get(self.b_tile, [kb.add(kb.mul(kb.add(k, 1), self.b_stride), n)]))
+                pair = kb.val(vector.BroadcastOp(x, VectorType(self.ops.element, [2])))
+                x = kb.val(vector.InsertOp(after, pair, [1]))
+            regs.append(x)
         return regs
 
     def _emulated_round(self, a: list[list[SSAValue]], b: list[list[SSAValue]], acc: list[SSAValue]) -> list[SSAValue]:
