@@ -16,9 +16,10 @@ device tests the lowering).
   memory, the lhs k-contiguous ([m][k]), the rhs n-contiguous ([k][n]),
   rows padded by `PAD_BYTES` so that a warp's fragment loads fall in
   distinct banks (an [n][k] rhs written lane by lane put 16 work-items'
-  stores in one bank), zero past M, N and K; the
-  next step's elements are fetched from global memory into registers while
-  this step's are multiplied (as `GpuTiles` does). Consecutive work-items
+  stores in one bank), zero past M, N and K. Two buffers of each: a step
+  multiplies one, then writes the next step's elements (fetched from
+  global memory into registers a step before, as `GpuTiles` does) into
+  the other, then one barrier. Consecutive work-items
   read consecutive k of the lhs and consecutive n of the rhs, 16 bytes at
   a time (`VECTOR_BYTES`) where that operand is contiguous along them and
   K (or N's last dim) is whole vectors, else element by element (row-major
@@ -107,7 +108,7 @@ class MmaOperands:
 def local_bytes(element: Attribute, emulated: bool) -> int:
     """Local memory the kernel stages (and, emulated, exchanges) in."""
     width = element_bytes(element)
-    staged = BM * (STEP_BYTES + PAD_BYTES) + STEP_BYTES // width * (BN * width + PAD_BYTES)
+    staged = 2 * (BM * (STEP_BYTES + PAD_BYTES) + STEP_BYTES // width * (BN * width + PAD_BYTES))
     k = 16 if width == 2 else 8
     exchange = WARPS_M * WARPS_N * (MT * 16 + NT * 8) * k * width if emulated else 0
     return staged + exchange
@@ -130,8 +131,12 @@ class MmaTiles:
         self.bk = STEP_BYTES // width  # k staged per step
         self.stride = self.bk + PAD_BYTES // width  # of the lhs's rows
         self.b_stride = BN + PAD_BYTES // width  # of the rhs's
-        self.a_tile = kb.local_array(BM * self.stride, ops.element, workgroup=True, alignment=VECTOR_BYTES)  # [m][k]
-        self.b_tile = kb.local_array(self.bk * self.b_stride, ops.element, workgroup=True, alignment=VECTOR_BYTES)  # [k][n]
+        # Two buffers of each: a step multiplies one while the next step's
+        # elements go into the other (`a_off`, `b_off`: the one in use).
+        self.a_size, self.b_size = BM * self.stride, self.bk * self.b_stride
+        self.a_tile = kb.local_array(2 * self.a_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)  # [m][k]
+        self.b_tile = kb.local_array(2 * self.b_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)  # [k][n]
+        self.a_off, self.b_off = kb.idx(0), kb.idx(0)
         self.emulated = kb.profile.mma == "emulate"
         if self.emulated:
             warps = WARPS_M * WARPS_N
@@ -151,8 +156,10 @@ class MmaTiles:
         """The k loop, then the guarded epilogue of every sum; the finished kernel."""
         kb, p = self.kb, self.p
         n_acc = MT * NT * 4
-        first = self.fetch(kb.idx(0))
-        accs = kb.for_(0, p.K, self.bk, [self.acc_zero] * n_acc + first, self._k_step)[:n_acc]
+        self.put(self.fetch(kb.idx(0)))  # step 0 into buffer 0
+        kb.barrier()
+        ahead = self.fetch(kb.idx(self.bk))
+        accs = kb.for_(0, p.K, self.bk, [self.acc_zero] * n_acc + ahead, self._k_step)[:n_acc]
         for mt in range(MT):
             for nt in range(NT):
                 for i, (go, ts, to) in enumerate(ACCUMULATOR_FRAGMENT):
@@ -171,16 +178,22 @@ class MmaTiles:
     # -- staging -----------------------------------------------------------------
 
     def _k_step(self, k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        """One staged step: the fetched elements into local memory, a barrier,
-        the next step's fetched, bk / k rounds of mma, a barrier."""
+        """One staged step at k, whose elements are in buffer (k / bk) % 2:
+        bk / k rounds of mma on it, the next step's elements (`held`,
+        fetched a step before) into the other buffer, the step after next
+        fetched, one barrier. The other buffer was last read by the step
+        before, which the previous barrier ended."""
         kb = self.kb
         n_acc = MT * NT * 4
         acc, held = carried[:n_acc], carried[n_acc:]
-        self.put(held)
-        kb.barrier()
-        following = self.fetch(kb.add(k, self.bk))
+        cur = kb.rem(kb.div(k, self.bk), 2)
+        other = kb.sub(kb.idx(1), cur)
+        self.a_off, self.b_off = kb.mul(cur, self.a_size), kb.mul(cur, self.b_size)
         for ks in range(0, self.bk, self.ops.k):
             acc = self._round(ks, acc)
+        self.a_off, self.b_off = kb.mul(other, self.a_size), kb.mul(other, self.b_size)
+        self.put(held)
+        following = self.fetch(kb.add(k, 2 * self.bk))
         kb.barrier()
         return acc + following
 
@@ -228,7 +241,7 @@ class MmaTiles:
         a_slots, b_slots = self._slots(ops.a_lanes), self._slots(ops.b_lanes)
         per_row = self.bk // ops.a_lanes
         for slot, value in zip(a_slots, values[: len(a_slots)], strict=True):
-            at = kb.add(kb.mul(kb.div(slot, per_row), self.stride), kb.mul(kb.rem(slot, per_row), ops.a_lanes))
+            at = kb.add(self.a_off, kb.add(kb.mul(kb.div(slot, per_row), self.stride), kb.mul(kb.rem(slot, per_row), ops.a_lanes)))
             if ops.a_lanes > 1:  # a row is STEP_BYTES + PAD_BYTES, a slot a_lanes elements: both whole vectors
                 kb.op(aligned_access(vector.StoreOp(value, self.a_tile, [at]), ops.a_lanes * element_bytes(ops.element)))
             else:
@@ -236,7 +249,7 @@ class MmaTiles:
         per_k = BN // ops.b_lanes
         for slot, value in zip(b_slots, values[len(a_slots) :], strict=True):
             n, k = kb.mul(kb.rem(slot, per_k), ops.b_lanes), kb.div(slot, per_k)
-            at = kb.add(kb.mul(k, self.b_stride), n)
+            at = kb.add(self.b_off, kb.add(kb.mul(k, self.b_stride), n))
             if ops.b_lanes > 1:
                 kb.op(aligned_access(vector.StoreOp(value, self.b_tile, [at]), ops.b_lanes * element_bytes(ops.element)))
             else:
@@ -270,17 +283,17 @@ class MmaTiles:
         matrix, r = kb.div(self.lane, 8), kb.rem(self.lane, 8)
         low, high = kb.mul(kb.rem(matrix, 2), 8), kb.mul(kb.div(matrix, 2), 8)
 
-        def load(tile: SSAValue, row: SSAValue, stride: int, col: SSAValue, trans: bool) -> list[SSAValue]:
-            return list(kb.op(LdMatrixOp(tile, kb.add(kb.mul(row, stride), col), trans)).results)
+        def load(tile: SSAValue, off: SSAValue, row: SSAValue, stride: int, col: SSAValue, trans: bool) -> list[SSAValue]:
+            return list(kb.op(LdMatrixOp(tile, kb.add(off, kb.add(kb.mul(row, stride), col)), trans)).results)
 
         a = [
-            load(self.a_tile, kb.add(kb.add(self.wm, mt * 16), kb.add(low, r)), self.stride, kb.add(high, ks), False)
+            load(self.a_tile, self.a_off, kb.add(kb.add(self.wm, mt * 16), kb.add(low, r)), self.stride, kb.add(high, ks), False)
             for mt in range(MT)
         ]
         b: list[list[SSAValue]] = []
         for pair in range(NT // 2):
             k, n = kb.add(kb.add(low, r), ks), kb.add(self.wn, kb.add(high, pair * 16))
-            regs = load(self.b_tile, k, self.b_stride, n, True)
+            regs = load(self.b_tile, self.b_off, k, self.b_stride, n, True)
             b += [regs[:2], regs[2:]]
         return a, b
 
@@ -293,7 +306,7 @@ class MmaTiles:
         for go, ts, to in registers:
             row = kb.add(base, kb.add(self.g, go))
             col = kb.add(kb.mul(self.t, ts), ks + to)
-            at = kb.add(kb.mul(row, self.stride), col)
+            at = kb.add(self.a_off, kb.add(kb.mul(row, self.stride), col))
             if self.ops.pairs:  # at even k: the pair is one 32-bit word
                 pair = vector.LoadOp(tile, [at], VectorType(self.ops.element, [2]))
                 regs.append(kb.val(aligned_access(pair, 2 * element_bytes(self.ops.element))))
@@ -309,9 +322,10 @@ class MmaTiles:
         for go, ts, to in registers:
             n = kb.add(base, kb.add(self.g, go))
             k = kb.add(kb.mul(self.t, ts), ks + to)
-            x = kb.val(memref.LoadOp.get(self.b_tile, [kb.add(kb.mul(k, self.b_stride), n)]))
+            at = kb.add(self.b_off, kb.add(kb.mul(k, self.b_stride), n))
+            x = kb.val(memref.LoadOp.get(self.b_tile, [at]))
             if self.ops.pairs:
-                after = kb.val(memref.LoadOp.get(self.b_tile, [kb.add(kb.mul(kb.add(k, 1), self.b_stride), n)]))
+                after = kb.val(memref.LoadOp.get(self.b_tile, [kb.add(at, self.b_stride)]))
                 pair = kb.val(vector.BroadcastOp(x, VectorType(self.ops.element, [2])))
                 x = kb.val(vector.InsertOp(after, pair, [1]))
             regs.append(x)
