@@ -63,6 +63,23 @@ k-contiguous; with `trans`, two n-tiles' B registers from [k][n] rows) in
 one instruction instead of four 32-bit loads. The bounds verifier proves each
 row in bounds and aligned; only the OpenCL C backend prints it.
 
+`accy_kernel.async_copy %src[%i], %dst[%j] if %valid` copies 16 bytes
+(16 / element bytes elements) of a global buffer from element i into a
+workgroup memref from element j, both 16-byte aligned, or writes 16 zero
+bytes there where `valid` is false (src is then not read): MLIR's
+`nvgpu.device_async_copy` with `srcElements` 0 for a zero fill. The copy
+may complete late: this work-item's copies issued since the last
+`accy_kernel.async_commit` form a group, and `accy_kernel.async_wait
+{pending = n}` waits until at most the n groups committed last are
+incomplete (`nvgpu.device_async_create_group` / `device_async_wait`); a
+barrier after the wait makes every work-item's finished copies visible to
+the work-group. The OpenCL C backend prints them as NVIDIA's `cp.async.cg`,
+`cp.async.commit_group` and `cp.async.wait_group` (inline PTX) where the
+module's target has `mma = "sm80"`, and elsewhere as a plain copy done at
+once (which every wait finds complete); the LLVM backend declines them (it
+has no workgroup memory). The bounds verifier proves the destination, and
+the source under `valid`, in bounds and both aligned.
+
 Streaming stores are xDSL's own `vector.store` with `nontemporal = true`
 (`stream_store_op`, `is_stream_store`): the vector goes to memory around
 the caches (x86 `movntps`), and its address must be a multiple of the
@@ -103,6 +120,7 @@ from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    ParsePropInAttrDict,
     VarConstraint,
     base,
     irdl_op_definition,
@@ -118,6 +136,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
+from accy.dialects.types import element_bytes
 
 #: arith.cmpf's predicates, in the order of its integer encoding.
 FLOAT_PREDICATES = (
@@ -359,6 +378,83 @@ class LdMatrixOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' gives four {pair}")
 
 
+#: Bytes an `accy_kernel.async_copy` moves (cp.async.cg's only size).
+ASYNC_COPY_BYTES = 16
+
+
+def _space(t: Attribute) -> AddressSpace | None:
+    space = t.memory_space if isinstance(t, MemRefType) else None
+    return space.data if isinstance(space, AddressSpaceAttr) else None
+
+
+@irdl_op_definition
+class AsyncCopyOp(IRDLOperation):
+    """16 bytes from a global buffer into workgroup memory, or zeros, completing by an async_wait (module docstring)."""
+
+    name = "accy_kernel.async_copy"
+
+    src = operand_def(MemRefType)
+    src_index = operand_def(IndexType)
+    dst = operand_def(MemRefType)
+    dst_index = operand_def(IndexType)
+    valid = operand_def(IntegerType(1))
+
+    assembly_format = (
+        "$src `[` $src_index `]` `,` $dst `[` $dst_index `]` `if` $valid attr-dict `:` type($src) `,` type($dst)"
+    )
+
+    def __init__(self, src: SSAValue, src_index: SSAValue, dst: SSAValue, dst_index: SSAValue, valid: SSAValue) -> None:
+        super().__init__(operands=[src, src_index, dst, dst_index, valid])
+
+    @property
+    def elements(self) -> int:
+        """Elements copied: ASYNC_COPY_BYTES of the element type."""
+        t = self.dst.type
+        assert isinstance(t, MemRefType)
+        return ASYNC_COPY_BYTES // element_bytes(t.element_type)
+
+    def verify_(self) -> None:
+        src, dst = self.src.type, self.dst.type
+        assert isinstance(src, MemRefType) and isinstance(dst, MemRefType)
+        if _space(dst) != AddressSpace.WORKGROUP or _space(src) == AddressSpace.WORKGROUP:
+            raise VerifyException(f"'{self.name}' copies from a global buffer into workgroup (local) memory")
+        if src.element_type != dst.element_type:
+            raise VerifyException(f"'{self.name}' copies between memrefs of one element type")
+        if ASYNC_COPY_BYTES % element_bytes(dst.element_type):
+            raise VerifyException(f"'{self.name}' copies whole elements of {ASYNC_COPY_BYTES} bytes")
+
+
+@irdl_op_definition
+class AsyncCommitOp(IRDLOperation):
+    """Closes the group of this work-item's async copies issued since the last commit (module docstring)."""
+
+    name = "accy_kernel.async_commit"
+
+    assembly_format = "attr-dict"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+@irdl_op_definition
+class AsyncWaitOp(IRDLOperation):
+    """Waits until at most `pending` of this work-item's last committed groups of async copies are incomplete."""
+
+    name = "accy_kernel.async_wait"
+
+    pending = prop_def(IntegerAttr)
+
+    assembly_format = "attr-dict"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, pending: int) -> None:
+        super().__init__(properties={"pending": IntegerAttr(pending, IntegerType(64))})
+
+    def verify_(self) -> None:
+        if self.pending.value.data < 0:
+            raise VerifyException(f"'{self.name}' waits with pending >= 0 groups")
+
+
 def compare_op(lhs: SSAValue, rhs: SSAValue, predicate: str) -> Operation:
     """`predicate` (an arith.cmpf name for floats, arith.cmpi name otherwise)
     of two scalars (`arith.cmpf/cmpi`) or vectors (`accy_kernel.vcmp`)."""
@@ -418,7 +514,9 @@ def alignment_of(op: Operation) -> int:
     return flag.value.data if isinstance(flag, IntegerAttr) else 0
 
 
-AccyKernel = Dialect("accy_kernel", [VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp], [])
+AccyKernel = Dialect(
+    "accy_kernel", [VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp], []
+)
 
 __all__ = [
     "CAST_KINDS",
@@ -429,7 +527,11 @@ __all__ = [
     "MMA_K",
     "ALIGNMENT_ATTR",
     "BUFFER_ALIGN_BYTES",
+    "ASYNC_COPY_BYTES",
     "AccyKernel",
+    "AsyncCommitOp",
+    "AsyncCopyOp",
+    "AsyncWaitOp",
     "LdMatrixOp",
     "MmaOp",
     "VCastOp",

@@ -42,13 +42,14 @@ SHAPES = [
     ((), 33, 19, 40, True, False),
     ((), 18, 70, 21, False, True),
     ((2,), 16, 8, 16, True, True),
-    ((2,), 37, 48, 40, False, False),  # K and N whole 16-byte vectors: vector staging reads
+    ((2,), 37, 48, 40, False, False),  # K and N whole 16-byte vectors: staged by async copies
+    ((), 136, 264, 72, False, False),  # so, over several blocks along m and n and k steps, all partial
 ]
 #: The emulated cases a plain run takes, by element type (the others are
 #: `slow`: PoCL takes 10-30 s to build each emulated kernel, whose exchange
 #: puts barriers in the k loop): between them odd M, N and K, k past one
-#: staged step, a batch, transposed operands, and vector staging reads.
-QUICK = {("f16", 5), ("f16", 8), ("bf16", 4), ("f32", 8)}
+#: staged step, a batch, transposed operands, and async-copy staging.
+QUICK = {("f16", 5), ("f16", 8), ("bf16", 4), ("bf16", 9), ("f32", 8)}
 
 
 def _cases() -> list:
@@ -130,6 +131,13 @@ def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
         assert f"mma.sync.aligned.{shape_name}" in exe.program.source
     else:  # the emulated kernel: the tensor-core tiles' exchange, no inline PTX
         assert "asm volatile" not in exe.program.source and "barrier(" in exe.program.source
+    # Operands of whole 16-byte vectors along k (lhs) and n (rhs) are staged
+    # by async copies: cp.async, or emulated plain copies with a zero fill.
+    lanes = 16 // DTYPES[et].itemsize
+    copies = not ta and not tb and k % lanes == 0 and n % lanes == 0
+    vector = f"{'float' if et == 'f32' else 'ushort'}{lanes}"
+    copied = "cp.async.cg" in exe.program.source if kind == "sm80" else f": ({vector})(0);" in exe.program.source
+    assert copied == copies
     (want,) = exe.reference_outputs(inputs)
     assert got.dtype == want.dtype and got.shape == want.shape
     # In float64 from the operands as stored: the tensor-core sums are f32.

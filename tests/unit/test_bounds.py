@@ -495,3 +495,45 @@ def test_ldmatrix_rows_are_proved_in_bounds_and_aligned(index: str, aligned: boo
         assert any(problem in m for m in messages), messages
     if index == "%o":
         assert any("accy_kernel.ldmatrix" in m and "alignment" not in m for m in messages), messages  # out of bounds too
+
+
+def _async_copies(src: str, dst: str, valid: str) -> str:
+    """For j in [0, 8): an async copy of 8 f16 (16 bytes) from %a (60 f16) at
+    `src` into a 64-element 16-byte-aligned local tile at `dst`, where
+    `valid` (of %s = 8j, %o = 9j), then a commit and a wait."""
+    t = "memref<64xf16, #gpu.address_space<workgroup>>"
+    return f"""
+    %c8 = arith.constant 8 : index
+    %c9 = arith.constant 9 : index
+    %c56 = arith.constant 56 : index
+    %l = memref.alloca() {{alignment = 16 : i64}} : {t}
+    scf.for %j = %c0 to %c8 step %c1 {{
+      %s = arith.muli %j, %c8 : index
+      %o = arith.muli %j, %c9 : index
+      %in = arith.cmpi ult, %s, %c56 : index
+      %all = arith.cmpi ult, %j, %c9 : index
+      accy_kernel.async_copy %a[{src}], %l[{dst}] if {valid} : memref<60xf16>, {t}
+      accy_kernel.async_commit
+      accy_kernel.async_wait {{pending = 0 : i64}}
+    }}"""
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "valid", "problem"),
+    [
+        ("%s", "%s", "%in", None),  # source rows 0..48 where 8j < 56: 8 elements each in 60; zeros past
+        ("%s", "%s", "%all", "loads from buffer #0 (memref<60xf16>) 8 elements"),  # j = 7 reads 56..63 of 60
+        ("%s", "%o", "%in", "stores to local memory"),  # 9j: the destination past the end (and misaligned)
+        ("%o", "%s", "%in", "promises 16-byte alignment"),  # 9j: the source misaligned
+        ("%c9", "%s", "%in", "promises 16-byte alignment"),
+    ],
+)
+def test_async_copies_are_proved_in_bounds_and_aligned(src: str, dst: str, valid: str, problem: str | None) -> None:
+    """The destination always, the source where the copy is valid (else it
+    writes zeros and reads nothing), both at 16-byte aligned addresses."""
+    kernel = _kernel([("a", "memref<60xf16>")], _async_copies(src, dst, valid))
+    messages = [p.message for p in check_bounds(kernel, launch_of([1], [1]))]
+    if problem is None:
+        assert not messages, messages
+    else:
+        assert messages and any(problem in m for m in messages), messages

@@ -15,6 +15,7 @@ from accy.backends.opencl.emitter import emit_opencl
 from accy.dialects.kernel import MmaOp
 from accy.dialects.parse import parse_module
 from accy.dialects.target import TargetAttr, TargetProfile
+from accy.passes.kernelization import mma_tiles
 from accy.passes.pass_manager import PassManager
 from accy.passes.registry import DevicePipeline
 
@@ -63,17 +64,40 @@ def test_half_dots_print_mma_sync(et: str, kind: str) -> None:
     assert "tanh(" in source  # the epilogue is fused
 
 
+def _negated_lhs_matmul(et: str, target: str, m: int, n: int, k: int) -> str:
+    """`_matmul` whose lhs is negated first: a producer fused into the dot's kernel, no buffer."""
+    a, na = f"tensor<{m}x{k}x{et}>", '%na = "accy.neg"(%a)'
+    text = _matmul(et, target, m, n, k).replace('%d = "accy.dot_general"(%a,', '%d = "accy.dot_general"(%na,')
+    return text.replace("  %d = ", f"  {na} : ({a}) -> {a}\n  %d = ", 1)
+
+
 @pytest.mark.parametrize(("et", "extra", "lanes"), [("f16", "", 8), ("bf16", "", 8), ("f32", ', math = "fast"', 4)])
 def test_contiguous_operands_are_staged_16_bytes_a_read(et: str, extra: str, lanes: int) -> None:
-    # K and N whole vectors of 16 bytes: the lhs read along k, the rhs along n.
-    source = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "sm80"{extra}', m=40, n=48, k=64)))
+    # K and N whole vectors of 16 bytes, both operands buffers: every slot of
+    # the lhs (along k) and of the rhs (along n) is one cp.async of 16
+    # bytes, STAGES - 1 steps ahead (the prologue's, then each step's): 2 +
+    # 2 slots a work-item a step of 128 x STEP_BYTES and STEP_BYTES x 128.
+    target = f'{GPU}, mma = "sm80"{extra}'
+    source = emit_opencl(_kernelized(_matmul(et, target, m=40, n=48, k=64)))
+    copies = source.count('asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"')
+    assert copies == 4 * mma_tiles.STAGES and source.count("cp.async.commit_group") == mma_tiles.STAGES
+    assert "(ulong)(b0 + (" in source and "(ulong)(b1 + (" in source
+    # Emulated, the same copies are plain wide copies (zeros where not valid).
     vec = "float" if et == "f32" else "ushort"
-    # Whole buffers at a multiple of the lanes: one wide (aligned) read each.
-    assert f"= *(__global const {vec}{lanes}*)(b0 + " in source and f"= *(__global const {vec}{lanes}*)(b1 + " in source
-    assert f"*(__local {vec}{lanes}*)(l" in source  # the lhs's vector into its staged row, one wide store
+    emulated = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "emulate", local_mem_bytes = 65536{extra}', m=40, n=48, k=64)))
+    assert "cp.async" not in emulated
+    assert emulated.count(f" : ({vec}{lanes})(0);") == 4 * mma_tiles.STAGES
+    assert f"? *(__global const {vec}{lanes}*)(b0 + " in emulated
+    # A fused producer of the lhs (no buffer to copy from): register staging,
+    # still one wide (aligned) read a slot of each operand.
+    fused = emit_opencl(_kernelized(_negated_lhs_matmul(et, target, m=40, n=48, k=64)))
+    assert "cp.async" not in fused
+    assert f"= *(__global const {vec}{lanes}*)(b0 + " in fused and f"= *(__global const {vec}{lanes}*)(b1 + " in fused
+    assert f"*(__local {vec}{lanes}*)(l" in fused  # the lhs's vector into its staged row, one wide store
     # K of no whole vector: element by element.
-    odd = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "sm80"{extra}', m=40, n=48, k=63)))
+    odd = emit_opencl(_kernelized(_matmul(et, target, m=40, n=48, k=63)))
     assert f"vload{lanes}(0, b0 + " not in odd and f"*(__global const {vec}{lanes}*)(b0 + " not in odd
+    assert "cp.async" not in odd
 
 
 def test_f32_dots_use_tf32_only_under_fast_math() -> None:

@@ -639,6 +639,15 @@ class _KernelEmitter:
     def ldmatrix(self, op: Operation) -> None:
         raise self.fail(op, "a warp's ldmatrix is NVIDIA's inline PTX, which only the OpenCL C backend prints")
 
+    def async_copy(self, op: Operation) -> None:
+        raise self.refuse_work_group("an async copy into workgroup memory (accy_kernel.async_copy)")
+
+    def async_commit(self, op: Operation) -> None:
+        raise self.refuse_work_group("async copies into workgroup memory (accy_kernel.async_commit)")
+
+    def async_wait(self, op: Operation) -> None:
+        raise self.refuse_work_group("async copies into workgroup memory (accy_kernel.async_wait)")
+
     # -- memory --------------------------------------------------------
 
     def alloca(self, op: Operation) -> None:

@@ -24,6 +24,8 @@ with these sources of facts:
   else). A bound learnt of a value also bounds the values it was computed
   from through `+`, `-` and multiplication by a positive constant, so
   `if (i * 4 + 3 < n) load(a, i * 4)` is proved;
+- an `accy_kernel.async_copy` reads its source only where its `valid`
+  holds (elsewhere it writes zeros), so the source is checked under it;
 - `(x / n) * n + x % n` is `x` (what a flat index delinearized and read
   row-major again is).
 
@@ -45,7 +47,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefTyp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from accy.dialects.accy import KERNEL_GLOBAL_SIZE_ATTR, KernelCallOp
-from accy.dialects.kernel import BUFFER_ALIGN_BYTES, LdMatrixOp, alignment_of
+from accy.dialects.kernel import ASYNC_COPY_BYTES, BUFFER_ALIGN_BYTES, AsyncCopyOp, LdMatrixOp, alignment_of
 from accy.dialects.types import element_bytes
 from accy.env import env_flag
 
@@ -834,15 +836,11 @@ def check_bounds(
             if n < 0 or r.lo < 0 or r.hi + w - 1 > n - 1:
                 problems.append(BoundsProblem(kernel, op, _message(kernel, op, mem, t, names, i, r, n, w, d, launch, where)))
 
-    def check_alignment(op: vector.LoadOp | vector.StoreOp | LdMatrixOp, env: _Env) -> None:
-        """An aligned access's promise (accy_kernel's `aligned_access`): a base
-        at least as aligned (a buffer argument, or an alloca of that
-        alignment) and a flat index whose multiple of the element's bytes is
-        a multiple of the alignment."""
-        if isinstance(op, LdMatrixOp):
-            claim, mem, index = 16, op.tile, [op.index]
-        else:
-            claim, mem, index = alignment_of(op), op.base, list(op.indices)
+    def check_alignment(op: Operation, claim: int, mem: SSAValue, index: list[SSAValue], env: _Env) -> None:
+        """An aligned access's promise (accy_kernel's `aligned_access`,
+        ldmatrix's rows, async copies): a base at least as aligned (a buffer
+        argument, or an alloca of that alignment) and a flat index whose
+        multiple of the element's bytes is a multiple of the alignment."""
         t = mem.type
         assert isinstance(t, MemRefType)
         alloca = mem.owner if isinstance(mem.owner, memref.AllocaOp) else None
@@ -869,10 +867,15 @@ def check_bounds(
                 width = vt.get_shape()[-1] if isinstance(vt, VectorType) else 1
                 check(op, op.base, list(op.indices), width, env)
                 if alignment_of(op):
-                    check_alignment(op, env)
+                    check_alignment(op, alignment_of(op), op.base, list(op.indices), env)
             elif isinstance(op, LdMatrixOp):  # this work-item's row: ROW elements, 16-byte aligned
                 check(op, op.tile, [op.index], LdMatrixOp.ROW, env)
-                check_alignment(op, env)
+                check_alignment(op, 16, op.tile, [op.index], env)
+            elif isinstance(op, AsyncCopyOp):  # the source is read only where valid
+                check(op, op.dst, [op.dst_index], op.elements, env)
+                check(op, op.src, [op.src_index], op.elements, ranges.assume(op.valid, env)[0])
+                check_alignment(op, ASYNC_COPY_BYTES, op.dst, [op.dst_index], env)
+                check_alignment(op, ASYNC_COPY_BYTES, op.src, [op.src_index], env)
             elif isinstance(op, scf.ForOp):
                 _loop(op, env)
             elif isinstance(op, scf.IfOp):
@@ -975,7 +978,8 @@ def _message(
     kernel: str, op: Operation, mem: SSAValue, t: MemRefType, names: _Names, index: SSAValue, r: Interval,
     n: int, width: int, dim: int, launch: LaunchSizes, where: Callable[[Operation], str | None] | None,
 ) -> str:
-    what = "stores to" if isinstance(op, memref.StoreOp | vector.StoreOp) else "loads from"
+    stores = isinstance(op, memref.StoreOp | vector.StoreOp) or (isinstance(op, AsyncCopyOp) and mem is op.dst)
+    what = "stores to" if stores else "loads from"
     lanes = f" {width} elements" if width > 1 else ""
     dims = f" (dimension {dim})" if len(t.get_shape()) > 1 else ""
     valid = f"[0, {n - width}]" if n - width >= 0 else "none"

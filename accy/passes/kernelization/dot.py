@@ -56,7 +56,7 @@ its sizes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
@@ -68,7 +68,7 @@ from accy.dialects.types import element_bytes, numel
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.evaluate import Expr, vectorizable
-from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
+from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel, vectors_aligned
 from accy.passes.kernelization.launch import work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel
 from accy.passes.kernelization.mma_tiles import VECTOR_BYTES, MmaOperands, fits, mma_tiles
@@ -151,17 +151,23 @@ class _Dot:
         self, expr: Expr, bc: list[SSAValue], m: SSAValue, kc: list[SSAValue], source: SSAValue | None = None
     ) -> SSAValue:
         """The lhs at (bc, m, kc), or `source` there (a value of the lhs's shape)."""
-        mc = expr.kb.delinearize(m, self.m_shape)
-        coords = self._place(len(self.a_shape), [(self.lb, bc), (self.lf, mc), (self.lc, kc)])
-        return expr.at(source or self.dot.lhs, coords)
+        return expr.at(source or self.dot.lhs, self.a_coords(bc, m, kc))
+
+    def a_coords(self, bc: list[SSAValue], m: SSAValue, kc: list[SSAValue]) -> list[SSAValue]:
+        """The lhs's coordinates of (bc, m, kc)."""
+        mc = self.kb.delinearize(m, self.m_shape)
+        return self._place(len(self.a_shape), [(self.lb, bc), (self.lf, mc), (self.lc, kc)])
 
     def b_at(
         self, expr: Expr, bc: list[SSAValue], n: SSAValue, kc: list[SSAValue], source: SSAValue | None = None
     ) -> SSAValue:
         """The rhs at (bc, n, kc), or `source` there (a value of the rhs's shape)."""
-        nc = expr.kb.delinearize(n, self.n_shape)
-        coords = self._place(len(self.b_shape), [(self.rb, bc), (self.rf, nc), (self.rc, kc)])
-        return expr.at(source or self.dot.rhs, coords)
+        return expr.at(source or self.dot.rhs, self.b_coords(bc, n, kc))
+
+    def b_coords(self, bc: list[SSAValue], n: SSAValue, kc: list[SSAValue]) -> list[SSAValue]:
+        """The rhs's coordinates of (bc, n, kc)."""
+        nc = self.kb.delinearize(n, self.n_shape)
+        return self._place(len(self.b_shape), [(self.rb, bc), (self.rf, nc), (self.rc, kc)])
 
     def out_coords(self, bc: list[SSAValue], m: SSAValue, n: SSAValue) -> list[SSAValue]:
         kb = self.kb
@@ -269,8 +275,6 @@ class _Dot:
             a, b, element, shape = self.dot.lhs, self.dot.rhs, Float32Type(), "m16n8k8"
         else:
             return None
-        if not fits(profile, element):
-            return None
         # Vector reads (16 bytes) along k of an lhs whose last dim is the one
         # contracting dim, along n of an rhs whose last dim is the last free dim.
         w = VECTOR_BYTES // element_bytes(element)
@@ -278,9 +282,28 @@ class _Dot:
         a_lanes = w if lanes and self.lc == (len(self.a_shape) - 1,) and self.K % w == 0 else 1
         b_vectors = bool(self.rf) and self.rf[-1] == len(self.b_shape) - 1 and self.n_shape[-1] % w == 0
         b_lanes = w if lanes and b_vectors else 1
-        return MmaOperands(
-            shape, element, partial(self.a_at, source=a), partial(self.b_at, source=b), a_lanes, b_lanes
+        # Async copies (cp.async) where both operands are buffers read a whole
+        # aligned vector a slot: no register staging, more k steps in flight.
+        kb = self.kb
+        copies = a_lanes > 1 and b_lanes > 1 and all(
+            v in kb.access and vectors_aligned(kb.access[v], w) for v in (a, b)
         )
+        copy_a = partial(self._copy_source, a, self.a_coords) if copies else None
+        copy_b = partial(self._copy_source, b, self.b_coords) if copies else None
+        if not fits(profile, element, copies):
+            return None
+        return MmaOperands(
+            shape, element, partial(self.a_at, source=a), partial(self.b_at, source=b), a_lanes, b_lanes,
+            copy_a, copy_b,
+        )  # fmt: skip
+
+    def _copy_source(
+        self, value: SSAValue, coords: Callable[[list[SSAValue], SSAValue, list[SSAValue]], list[SSAValue]],
+        bc: list[SSAValue], i: SSAValue, kc: list[SSAValue],
+    ) -> tuple[SSAValue, SSAValue]:
+        """The buffer argument of operand `value` and the flat index of its element at (bc, i, kc)."""
+        acc = self.kb.access[value]
+        return acc.arg, self.kb.address(acc, coords(bc, i, kc))
 
     def _narrow(self, operand: SSAValue) -> SSAValue | None:
         """The 16-bit float value an operand is: itself, or the source of the

@@ -97,6 +97,18 @@ class Access:
     element_type: Attribute
 
 
+def vectors_aligned(acc: Access, width: int) -> bool:
+    """Whether `width` consecutive elements of `acc` along its last
+    coordinate, from a multiple of `width`, are contiguous and aligned to
+    their size: unit last stride, every other stride and the offset whole
+    vectors, and a vector's bytes dividing the buffer's alignment."""
+    size = width * element_bytes(acc.element_type)
+    return (
+        bool(acc.strides) and acc.strides[-1] == 1 and BUFFER_ALIGN_BYTES % size == 0
+        and all(s % width == 0 for s in (acc.offset, *acc.strides[:-1]))
+    )  # fmt: skip
+
+
 @dataclass
 class KernelBuilder:
     """Builds one `gpu.func @<name> kernel` over the buffers of `values`
@@ -487,9 +499,8 @@ class KernelBuilder:
             x = self.val(vector.BroadcastOp(s, VectorType(st, [width])))
         elif acc.strides[-1] == 1:
             load = vector.LoadOp(acc.arg, [self.address(acc, coords)], VectorType(st, [width]))
-            size = width * element_bytes(et)
-            if aligned and BUFFER_ALIGN_BYTES % size == 0 and all(s % width == 0 for s in (acc.offset, *acc.strides[:-1])):
-                aligned_access(load, size)
+            if aligned and vectors_aligned(acc, width):
+                aligned_access(load, width * element_bytes(et))
             x = self.val(load)
         else:  # a strided row: gather lane by lane
             x = self.const(0, VectorType(st, [width]))

@@ -16,10 +16,17 @@ device tests the lowering).
   memory, the lhs k-contiguous ([m][k]), the rhs n-contiguous ([k][n]),
   rows padded by `PAD_BYTES` so that a warp's fragment loads fall in
   distinct banks (an [n][k] rhs written lane by lane put 16 work-items'
-  stores in one bank), zero past M, N and K. Two buffers of each: a step
-  multiplies one, then writes the next step's elements (fetched from
-  global memory into registers a step before, as `GpuTiles` does) into
-  the other, then one barrier. Consecutive work-items
+  stores in one bank), zero past M, N and K. Where both operands are
+  buffers read a 16-byte vector a slot (`MmaOperands.copy_a`), async copies
+  (`accy_kernel.async_copy`, cp.async) fill `STAGES` buffers of each:
+  a step waits for its own copies, one barrier, issues the copies of the
+  step `STAGES` - 1 ahead into the buffer the step before used, then
+  multiplies; no register holds a staged element (the H200's f16 4096²
+  product: 163 registers and 0.88 ms with register staging, 124 and 0.50
+  ms so: two work-groups a multiprocessor). Otherwise two buffers of
+  each: a step multiplies one, then writes the next step's elements
+  (fetched from global memory into registers a step before, as `GpuTiles`
+  does) into the other, then one barrier. Consecutive work-items
   read consecutive k of the lhs and consecutive n of the rhs, 16 bytes at
   a time (`VECTOR_BYTES`) where that operand is contiguous along them and
   K (or N's last dim) is whole vectors, else element by element (row-major
@@ -49,7 +56,17 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import Float32Type, VectorType
 from xdsl.ir import Attribute, SSAValue
 
-from accy.dialects.kernel import ACCUMULATOR_FRAGMENT, FRAGMENTS, MMA_K, LdMatrixOp, MmaOp, aligned_access
+from accy.dialects.kernel import (
+    ACCUMULATOR_FRAGMENT,
+    FRAGMENTS,
+    MMA_K,
+    AsyncCommitOp,
+    AsyncCopyOp,
+    AsyncWaitOp,
+    LdMatrixOp,
+    MmaOp,
+    aligned_access,
+)
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes
 from accy.passes.kernelization.evaluate import Expr
@@ -64,6 +81,9 @@ WM, WN = 64, 32
 BM, BN = WARPS_M * WM, WARPS_N * WN
 #: Bytes of k staged per step and row (32 k of f16 or bf16, 16 of f32).
 STEP_BYTES = 64
+#: Buffers of each staged tile where async copies fill them (`MmaOperands.copy_a`):
+#: STAGES - 1 steps in flight while one is multiplied. Register staging has two.
+STAGES = 2
 #: mma tiles (16 rows x 8 columns) per warp.
 MT, NT = WM // 16, WN // 8
 WARP = 32
@@ -77,6 +97,8 @@ VECTOR_BYTES = 16
 
 #: Reads one operand element: (evaluator, batch coordinates, flat m or n, k coordinates) -> value.
 Read = Callable[[Expr, list[SSAValue], SSAValue, list[SSAValue]], SSAValue]
+#: Where an operand element lies: (batch coordinates, flat m or n, k coordinates) -> (buffer, flat index).
+Place = Callable[[list[SSAValue], SSAValue, list[SSAValue]], tuple[SSAValue, SSAValue]]
 
 
 @dataclass(frozen=True)
@@ -86,7 +108,9 @@ class MmaOperands:
     k) and the rhs at (n, k), giving values of that type; `a_lanes`
     consecutive k of the lhs a read and `b_lanes` consecutive n of the rhs
     (vectors, `lanes` > 1, only where the caller knows a vector never
-    crosses the end of K or N: K, or N's last dim, a multiple of it)."""
+    crosses the end of K or N: K, or N's last dim, a multiple of it).
+    `copy_a` and `copy_b`, where both operands are buffers whose slots are
+    aligned 16-byte vectors, place their elements for async copies."""
 
     shape: str
     element: Attribute
@@ -94,6 +118,8 @@ class MmaOperands:
     read_b: Read
     a_lanes: int = 1
     b_lanes: int = 1
+    copy_a: Place | None = None
+    copy_b: Place | None = None
 
     @property
     def k(self) -> int:
@@ -105,19 +131,22 @@ class MmaOperands:
         return self.shape == "m16n8k16"
 
 
-def local_bytes(element: Attribute, emulated: bool) -> int:
-    """Local memory the kernel stages (and, emulated, exchanges) in."""
+def local_bytes(element: Attribute, emulated: bool, copies: bool) -> int:
+    """Local memory the kernel stages (and, emulated, exchanges) in; `copies`:
+    staged by async copies (STAGES buffers, else two)."""
     width = element_bytes(element)
-    staged = 2 * (BM * (STEP_BYTES + PAD_BYTES) + STEP_BYTES // width * (BN * width + PAD_BYTES))
+    stages = STAGES if copies else 2
+    staged = stages * (BM * (STEP_BYTES + PAD_BYTES) + STEP_BYTES // width * (BN * width + PAD_BYTES))
     k = 16 if width == 2 else 8
     exchange = WARPS_M * WARPS_N * (MT * 16 + NT * 8) * k * width if emulated else 0
     return staged + exchange
 
 
-def fits(profile: TargetProfile, element: Attribute) -> bool:
+def fits(profile: TargetProfile, element: Attribute, copies: bool) -> bool:
     """Whether the device's work-group and local memory hold the kernel."""
     emulated = profile.mma == "emulate"
-    return profile.max_work_group_size >= THREADS and local_bytes(element, emulated) <= profile.local_mem_bytes
+    local = local_bytes(element, emulated, copies)
+    return profile.max_work_group_size >= THREADS and local <= profile.local_mem_bytes
 
 
 class MmaTiles:
@@ -131,11 +160,13 @@ class MmaTiles:
         self.bk = STEP_BYTES // width  # k staged per step
         self.stride = self.bk + PAD_BYTES // width  # of the lhs's rows
         self.b_stride = BN + PAD_BYTES // width  # of the rhs's
-        # Two buffers of each: a step multiplies one while the next step's
-        # elements go into the other (`a_off`, `b_off`: the one in use).
+        # Buffers of each: a step multiplies one while later steps' elements
+        # go into the others (`a_off`, `b_off`: the one in use).
+        self.copies = ops.copy_a is not None and ops.copy_b is not None
+        self.stages = STAGES if self.copies else 2
         self.a_size, self.b_size = BM * self.stride, self.bk * self.b_stride
-        self.a_tile = kb.local_array(2 * self.a_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)  # [m][k]
-        self.b_tile = kb.local_array(2 * self.b_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)  # [k][n]
+        self.a_tile = kb.local_array(self.stages * self.a_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)
+        self.b_tile = kb.local_array(self.stages * self.b_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)
         self.a_off, self.b_off = kb.idx(0), kb.idx(0)
         self.emulated = kb.profile.mma == "emulate"
         if self.emulated:
@@ -156,10 +187,16 @@ class MmaTiles:
         """The k loop, then the guarded epilogue of every sum; the finished kernel."""
         kb, p = self.kb, self.p
         n_acc = MT * NT * 4
-        self.put(self.fetch(kb.idx(0)))  # step 0 into buffer 0
-        kb.barrier()
-        ahead = self.fetch(kb.idx(self.bk))
-        accs = kb.for_(0, p.K, self.bk, [self.acc_zero] * n_acc + ahead, self._k_step)[:n_acc]
+        if self.copies:
+            for s in range(self.stages - 1):  # steps 0 .. STAGES-2 in flight
+                self.issue(kb.idx(s * self.bk), kb.idx(s))
+            accs = kb.for_(0, p.K, self.bk, [self.acc_zero] * n_acc, self._copied_step)
+            kb.op(AsyncWaitOp(0))  # nothing in flight past the kernel's end
+        else:
+            self.put(self.fetch(kb.idx(0)))  # step 0 into buffer 0
+            kb.barrier()
+            ahead = self.fetch(kb.idx(self.bk))
+            accs = kb.for_(0, p.K, self.bk, [self.acc_zero] * n_acc + ahead, self._k_step)[:n_acc]
         for mt in range(MT):
             for nt in range(NT):
                 for i, (go, ts, to) in enumerate(ACCUMULATOR_FRAGMENT):
@@ -197,25 +234,73 @@ class MmaTiles:
         kb.barrier()
         return acc + following
 
-    def _slots(self, lanes: int) -> list[SSAValue]:
-        """This work-item's slots of a staged tile, of `lanes` elements each
-        (BM·bk = BN·bk elements, THREADS slots apart)."""
-        return [self.kb.add(self.flat, e * THREADS) for e in range(BM * self.bk // lanes // THREADS)]
+    def _copied_step(self, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+        """One step at k staged by async copies, in buffer (k / bk) % STAGES:
+        wait for its copies and barrier (every work-item's are in, and every
+        work-item is done with the step before), copy the step STAGES - 1
+        ahead into that step's buffer, then the rounds of mma."""
+        kb = self.kb
+        kb.op(AsyncWaitOp(self.stages - 2))
+        kb.barrier()
+        step = kb.div(k, self.bk)
+        ahead = kb.rem(kb.add(step, self.stages - 1), self.stages)
+        self.issue(kb.add(k, (self.stages - 1) * self.bk), ahead)
+        cur = kb.rem(step, self.stages)
+        self.a_off, self.b_off = kb.mul(cur, self.a_size), kb.mul(cur, self.b_size)
+        for ks in range(0, self.bk, self.ops.k):
+            acc = self._round(ks, acc)
+        return acc
+
+    def issue(self, k0: SSAValue, buffer: SSAValue) -> None:
+        """Async copies of the step at k0 into staging `buffer` (zeros past
+        M, N and K), committed as one group."""
+        kb, p, ops = self.kb, self.p, self.ops
+        offsets = (kb.mul(buffer, self.a_size), kb.mul(buffer, self.b_size))
+        for lhs, row, col in self._layout():
+            i, extent, k = self._source(lhs, row, col, k0)
+            valid = kb.val(arith.AndIOp(kb.lt(i, extent), kb.lt(k, p.K)))
+            place = ops.copy_a if lhs else ops.copy_b
+            assert place is not None
+            src, at = place(self.bc, i, kb.delinearize(k, p.k_shape))
+            kb.op(AsyncCopyOp(src, at, *self._local(lhs, row, col, offsets), valid))
+        kb.op(AsyncCommitOp())
+
+    def _layout(self) -> list[tuple[bool, SSAValue, SSAValue]]:
+        """This work-item's slots of a staged step, `a_lanes` or `b_lanes`
+        elements each: (of the lhs, row, column) in its tile, the lhs's
+        [m][k] k fastest, then the rhs's [k][n] n fastest."""
+        kb, ops = self.kb, self.ops
+        a_row = self.bk // ops.a_lanes
+        out = [(True, kb.div(s, a_row), kb.mul(kb.rem(s, a_row), ops.a_lanes)) for s in self._slots(BM, ops.a_lanes)]
+        b_row = BN // ops.b_lanes
+        out += [(False, kb.div(s, b_row), kb.mul(kb.rem(s, b_row), ops.b_lanes)) for s in self._slots(BN, ops.b_lanes)]
+        return out
+
+    def _source(self, lhs: bool, row: SSAValue, col: SSAValue, k0: SSAValue) -> tuple[SSAValue, int, SSAValue]:
+        """A slot's operand coordinates in the step at k0: (m, M, k) or (n, N, k)."""
+        kb, p = self.kb, self.p
+        if lhs:
+            return kb.add(self.m0, row), p.M, kb.add(k0, col)
+        return kb.add(self.n0, col), p.N, kb.add(k0, row)
+
+    def _local(self, lhs: bool, row: SSAValue, col: SSAValue, offsets: tuple[SSAValue, SSAValue]) -> tuple[SSAValue, SSAValue]:
+        """A slot's local tile and index there, in the buffer at `offsets` (of the lhs's, of the rhs's)."""
+        kb = self.kb
+        tile, off, stride = (self.a_tile, offsets[0], self.stride) if lhs else (self.b_tile, offsets[1], self.b_stride)
+        return tile, kb.add(off, kb.add(kb.mul(row, stride), col))
+
+    def _slots(self, rows: int, lanes: int) -> list[SSAValue]:
+        """This work-item's slots of a staged tile of `rows` (BM or BN) by bk
+        elements, `lanes` elements a slot, THREADS slots apart."""
+        return [self.kb.add(self.flat, e * THREADS) for e in range(rows * self.bk // lanes // THREADS)]
 
     def fetch(self, k0: SSAValue) -> list[SSAValue]:
-        """This work-item's lhs elements of the step at k0 (k fastest, `a_lanes`
-        consecutive k a slot), then its rhs elements (n fastest, `b_lanes`
-        consecutive n a slot); zero past M, N and K."""
-        kb, p, ops = self.kb, self.p, self.ops
-        out: list[SSAValue] = []
-        per_row = self.bk // ops.a_lanes
-        for slot in self._slots(ops.a_lanes):
-            m, k = kb.add(self.m0, kb.div(slot, per_row)), kb.add(k0, kb.mul(kb.rem(slot, per_row), ops.a_lanes))
-            out.append(self._read_or_zero(m, p.M, k, ops.read_a, ops.a_lanes))
-        per_k = BN // ops.b_lanes
-        for slot in self._slots(ops.b_lanes):
-            n, k = kb.add(self.n0, kb.mul(kb.rem(slot, per_k), ops.b_lanes)), kb.add(k0, kb.div(slot, per_k))
-            out.append(self._read_or_zero(n, p.N, k, ops.read_b, ops.b_lanes))
+        """This work-item's elements of the step at k0, slot by slot
+        (`_layout`); zero past M, N and K."""
+        ops, out = self.ops, []
+        for lhs, row, col in self._layout():
+            read, lanes = (ops.read_a, ops.a_lanes) if lhs else (ops.read_b, ops.b_lanes)
+            out.append(self._read_or_zero(*self._source(lhs, row, col, k0), read, lanes))
         return out
 
     def _read_or_zero(self, i: SSAValue, extent: int, k: SSAValue, read: Read, lanes: int) -> SSAValue:
@@ -235,25 +320,17 @@ class MmaTiles:
         return kb.if_(ok, value, lambda: [zero], [zero.type])[0]
 
     def put(self, values: list[SSAValue]) -> None:
-        """Stores what `fetch` gave: the lhs at [m][k], the rhs at [k][n]
-        (a slot's lanes one vector store: rows and slots are whole vectors)."""
+        """Stores what `fetch` gave into the buffer in use: the lhs at
+        [m][k], the rhs at [k][n] (a slot's lanes one aligned vector store:
+        rows and slots are whole vectors)."""
         kb, ops = self.kb, self.ops
-        a_slots, b_slots = self._slots(ops.a_lanes), self._slots(ops.b_lanes)
-        per_row = self.bk // ops.a_lanes
-        for slot, value in zip(a_slots, values[: len(a_slots)], strict=True):
-            at = kb.add(self.a_off, kb.add(kb.mul(kb.div(slot, per_row), self.stride), kb.mul(kb.rem(slot, per_row), ops.a_lanes)))
-            if ops.a_lanes > 1:  # a row is STEP_BYTES + PAD_BYTES, a slot a_lanes elements: both whole vectors
-                kb.op(aligned_access(vector.StoreOp(value, self.a_tile, [at]), ops.a_lanes * element_bytes(ops.element)))
+        for (lhs, row, col), value in zip(self._layout(), values, strict=True):
+            tile, at = self._local(lhs, row, col, (self.a_off, self.b_off))
+            lanes = ops.a_lanes if lhs else ops.b_lanes
+            if lanes > 1:
+                kb.op(aligned_access(vector.StoreOp(value, tile, [at]), lanes * element_bytes(ops.element)))
             else:
-                kb.op(memref.StoreOp.get(value, self.a_tile, [at]))
-        per_k = BN // ops.b_lanes
-        for slot, value in zip(b_slots, values[len(a_slots) :], strict=True):
-            n, k = kb.mul(kb.rem(slot, per_k), ops.b_lanes), kb.div(slot, per_k)
-            at = kb.add(self.b_off, kb.add(kb.mul(k, self.b_stride), n))
-            if ops.b_lanes > 1:
-                kb.op(aligned_access(vector.StoreOp(value, self.b_tile, [at]), ops.b_lanes * element_bytes(ops.element)))
-            else:
-                kb.op(memref.StoreOp.get(value, self.b_tile, [at]))
+                kb.op(memref.StoreOp.get(value, tile, [at]))
 
     # -- the matrix instructions -------------------------------------------------
 
