@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import import_module
 from io import BytesIO
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
@@ -50,6 +50,7 @@ from accy.cli.diagnostics import (
     wants_traceback,
 )
 from accy.cli.located import Located, Source
+from accy.cli.process import run_as_program
 from accy.cli.verify_diagnostics import check
 from accy.cli.version import VERSION_FORMAT
 from accy.dialects.context import make_context
@@ -582,5 +583,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_tool(TOOL, body, wants_traceback(args))
 
 
+def program() -> NoReturn:
+    """The `accy-opt` program (its console script and `python -m accy.cli.opt`): `main()` on
+    `sys.argv` in a process that ends without freeing its objects (accy/cli/process.py)."""
+    run_as_program(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    program()

@@ -29,7 +29,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from accy.cli import STARTED
 from accy.cli.diagnostics import (
@@ -42,6 +42,7 @@ from accy.cli.diagnostics import (
     stdout_closed,
     wants_traceback,
 )
+from accy.cli.process import run_as_program
 from accy.cli.version import VersionAction
 from accy.progress import quieted
 
@@ -402,5 +403,11 @@ def _interruptible(args: argparse.Namespace) -> int:
         return stdout_closed()
 
 
+def program() -> NoReturn:
+    """The `accy-run` program (its console script and `python -m accy.cli.run`): `main()` on
+    `sys.argv` in a process that ends without freeing its objects (accy/cli/process.py)."""
+    run_as_program(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    program()
