@@ -35,6 +35,10 @@ from io import BytesIO
 from pathlib import Path
 from typing import IO, NoReturn
 
+# First: the ops of xDSL's dialects imported below then read their formats lazily.
+import accy.dialects.lazy_formats  # noqa: F401
+
+# isort: split
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.universe import Universe

@@ -22,6 +22,10 @@ import re
 import weakref
 from typing import Any
 
+# First: the ops of xDSL's dialects imported below then read their formats lazily.
+import accy.dialects.lazy_formats  # noqa: F401
+
+# isort: split
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
