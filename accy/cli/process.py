@@ -19,7 +19,7 @@ fresh process takes (issue 24's latency to a first result):
   stdout and stderr flushed), then `os._exit`. Freeing every module and
   object one by one took 30-60 ms after a compile; the operating system
   takes the memory back at once (clang's `-disable-free`, mypy's
-  `hard_exit`).
+  `hard_exit`). Not under a profiler or tracer, which reports after that.
 """
 
 from __future__ import annotations
@@ -58,7 +58,11 @@ def exit_now(status: int) -> NoReturn:
     less freeing its objects: non-daemon threads are joined (and a
     `ThreadPoolExecutor`'s workers told to stop, as at exit), `atexit`
     handlers run, stdout and stderr are flushed (a stdout that cannot be
-    makes the status `FLUSH_FAILED`, as Python does), then `os._exit`."""
+    makes the status `FLUSH_FAILED`, as Python does), then `os._exit`.
+    Under a profiler or tracer (cProfile, trace, coverage), which writes its
+    report after the program ends, the process exits as usual instead."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(status)
     # What Py_FinalizeEx calls first: joins non-daemon threads after running
     # the hooks `threading._register_atexit` took (concurrent.futures' among them).
     shutdown = getattr(threading, "_shutdown", None)

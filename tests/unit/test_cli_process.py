@@ -79,3 +79,16 @@ def test_the_tools_run_as_programs(tool: str, tmp_path: Path) -> None:
     assert missing.returncode == 1 and "no such file" in missing.stderr, missing.stderr
     usage = subprocess.run([sys.executable, "-m", f"accy.cli.{tool}", "--no-such-flag"], capture_output=True, text=True, timeout=120)
     assert usage.returncode == 2 and "usage:" in usage.stderr, usage.stderr
+
+
+def test_a_profiler_still_writes_its_report(tmp_path: Path) -> None:
+    """`python -m cProfile -o F -m accy.cli.run ...`: cProfile writes F after
+    the program, so under a profiler the process exits as usual."""
+    report = tmp_path / "run.prof"
+    done = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(report), "-m", "accy.cli.run", "--help"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "usage: accy-run" in done.stdout
+    assert report.stat().st_size > 0
