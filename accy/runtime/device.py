@@ -295,12 +295,13 @@ class KernelDevice(Device):
                     self._index_source(source, fn, strict, key, signature, payload)
                 self._debug(fn, program)
                 return program
-        from accy.passes.pass_manager import PassManager
-        from accy.passes.registry import DevicePipeline
+        with phase("passes"):  # a new process's first compile imports the pipeline's modules here
+            from accy.passes.pass_manager import PassManager
+            from accy.passes.registry import DevicePipeline
 
-        # accy-opt -p accy-device-pipeline runs the same passes.
-        passes = DevicePipeline(strict=strict, verify_bounds=verify).passes()
-        pm = PassManager(passes, print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
+            # accy-opt -p accy-device-pipeline runs the same passes.
+            passes = DevicePipeline(strict=strict, verify_bounds=verify).passes()
+            pm = PassManager(passes, print_after=["all"] if debug_level() >= 3 else (), out=_ir_out)
         with Bar(f"compile @{fn} on {self.name}") as bar:  # drawn only past a second (accy/progress.py)
             with phase("passes"):
                 pm.run(module)
