@@ -201,16 +201,30 @@ def _init_llvm() -> Any:
         if not _llvm_ready:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
-            # The IR may declare libm functions (tanhf, erff, ...): make them
-            # resolvable by name in the JIT's symbol lookup.
-            libm = ctypes.util.find_library("m")
-            if libm:
-                try:
-                    llvm.load_library_permanently(libm)
-                except RuntimeError:
-                    pass  # libm is linked into the Python process on most systems anyway
+            _load_libm(llvm)
             _llvm_ready = True
     return llvm
+
+
+#: glibc's libm by its soname: dlopen finds it without a search.
+LIBM_SONAME = "libm.so.6"
+
+
+def _load_libm(llvm: Any) -> None:
+    """Makes libm's functions (tanhf, erff, ..., which the IR may declare)
+    resolvable by name in the JIT's symbol lookup: by `LIBM_SONAME`, else
+    where `ctypes.util.find_library` says (it runs ldconfig, ~5 ms of every
+    process, so only on a system without glibc's soname)."""
+    for name in (LIBM_SONAME, None):
+        path = name if name is not None else ctypes.util.find_library("m")
+        if not path:
+            continue
+        try:
+            llvm.load_library_permanently(path)
+            return
+        except RuntimeError:
+            continue
+    # Neither: libm is linked into the Python process on most systems anyway.
 
 
 def object_key(ir_text: str) -> str:

@@ -203,3 +203,55 @@ def test_device_by_name() -> None:
         get_device("no-such-device")
     with pytest.raises(ValueError, match="one LLVM device"):
         get_device("llvm:1")
+
+
+class _RecordingLLVM:
+    """Stands for llvmlite.binding in `_load_libm`: records what it loads, refusing `refused`."""
+
+    def __init__(self, refused: set[str]) -> None:
+        self.refused = refused
+        self.loaded: list[str] = []
+
+    def load_library_permanently(self, path: str) -> None:
+        self.loaded.append(path)
+        if path in self.refused:
+            raise RuntimeError(f"cannot load {path}")
+
+
+def test_libm_by_its_soname_else_where_find_library_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    searched: list[str] = []
+    monkeypatch.setattr(llvm_runtime.ctypes.util, "find_library", lambda name: searched.append(name) or "/lib/libm-x.so")
+    found = _RecordingLLVM(set())
+    llvm_runtime._load_libm(found)
+    assert found.loaded == [llvm_runtime.LIBM_SONAME] and searched == []  # no ldconfig run
+    fallback = _RecordingLLVM({llvm_runtime.LIBM_SONAME})
+    llvm_runtime._load_libm(fallback)
+    assert fallback.loaded == [llvm_runtime.LIBM_SONAME, "/lib/libm-x.so"] and searched == ["m"]
+    neither = _RecordingLLVM({llvm_runtime.LIBM_SONAME, "/lib/libm-x.so"})
+    llvm_runtime._load_libm(neither)  # no error: libm is in the process anyway
+    assert neither.loaded == [llvm_runtime.LIBM_SONAME, "/lib/libm-x.so"]
+
+
+_LIBM_CHILD = """
+import os, sys
+import numpy as np
+import accy
+text = '''func.func @main(%x: tensor<7x5xf64>) -> tensor<7x5xf64> {
+  %t = "accy.tanh"(%x) : (tensor<7x5xf64>) -> tensor<7x5xf64>
+  func.return %t : tensor<7x5xf64>
+}'''
+exe = accy.compile(text, device="llvm")
+assert any('declare double @"tanh"' in source for source in exe.program.sources.values()), "no call of libm's tanh"
+x = np.random.default_rng(3).standard_normal((7, 5)) * 4
+(y,) = exe(x)
+np.testing.assert_allclose(y, np.tanh(x), rtol=1e-12, atol=0)
+print("ok")
+"""
+
+
+def test_a_new_process_calls_libm_from_a_kernel() -> None:
+    """The JIT resolves libm's `tanh` (f64 tanh has no LLVM intrinsic) in a fresh process."""
+    env = {**os.environ, "ACCY_CACHE_DIR": "off"}
+    done = subprocess.run([sys.executable, "-c", _LIBM_CHILD], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
