@@ -151,22 +151,22 @@ class _Dot:
         self, expr: Expr, bc: list[SSAValue], m: SSAValue, kc: list[SSAValue], source: SSAValue | None = None
     ) -> SSAValue:
         """The lhs at (bc, m, kc), or `source` there (a value of the lhs's shape)."""
-        return expr.at(source or self.dot.lhs, self.a_coords(bc, m, kc))
+        return expr.at(source or self.dot.lhs, self.a_coords(expr.kb, bc, m, kc))
 
-    def a_coords(self, bc: list[SSAValue], m: SSAValue, kc: list[SSAValue]) -> list[SSAValue]:
-        """The lhs's coordinates of (bc, m, kc)."""
-        mc = self.kb.delinearize(m, self.m_shape)
+    def a_coords(self, kb: KernelBuilder, bc: list[SSAValue], m: SSAValue, kc: list[SSAValue]) -> list[SSAValue]:
+        """The lhs's coordinates of (bc, m, kc), built on `kb` (a packing kernel's, or the product's)."""
+        mc = kb.delinearize(m, self.m_shape)
         return self._place(len(self.a_shape), [(self.lb, bc), (self.lf, mc), (self.lc, kc)])
 
     def b_at(
         self, expr: Expr, bc: list[SSAValue], n: SSAValue, kc: list[SSAValue], source: SSAValue | None = None
     ) -> SSAValue:
         """The rhs at (bc, n, kc), or `source` there (a value of the rhs's shape)."""
-        return expr.at(source or self.dot.rhs, self.b_coords(bc, n, kc))
+        return expr.at(source or self.dot.rhs, self.b_coords(expr.kb, bc, n, kc))
 
-    def b_coords(self, bc: list[SSAValue], n: SSAValue, kc: list[SSAValue]) -> list[SSAValue]:
-        """The rhs's coordinates of (bc, n, kc)."""
-        nc = self.kb.delinearize(n, self.n_shape)
+    def b_coords(self, kb: KernelBuilder, bc: list[SSAValue], n: SSAValue, kc: list[SSAValue]) -> list[SSAValue]:
+        """The rhs's coordinates of (bc, n, kc), built on `kb` (a packing kernel's, or the product's)."""
+        nc = kb.delinearize(n, self.n_shape)
         return self._place(len(self.b_shape), [(self.rb, bc), (self.rf, nc), (self.rc, kc)])
 
     def out_coords(self, bc: list[SSAValue], m: SSAValue, n: SSAValue) -> list[SSAValue]:
@@ -298,12 +298,14 @@ class _Dot:
         )  # fmt: skip
 
     def _copy_source(
-        self, value: SSAValue, coords: Callable[[list[SSAValue], SSAValue, list[SSAValue]], list[SSAValue]],
+        self, value: SSAValue,
+        coords: Callable[[KernelBuilder, list[SSAValue], SSAValue, list[SSAValue]], list[SSAValue]],
         bc: list[SSAValue], i: SSAValue, kc: list[SSAValue],
     ) -> tuple[SSAValue, SSAValue]:
         """The buffer argument of operand `value` and the flat index of its element at (bc, i, kc)."""
-        acc = self.kb.access[value]
-        return acc.arg, self.kb.address(acc, coords(bc, i, kc))
+        kb = self.kb
+        acc = kb.access[value]
+        return acc.arg, kb.address(acc, coords(kb, bc, i, kc))
 
     def _narrow(self, operand: SSAValue) -> SSAValue | None:
         """The 16-bit float value an operand is: itself, or the source of the
