@@ -46,6 +46,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+# First: the ops of xDSL's dialects imported below then read their formats lazily.
+import accy.dialects.lazy_formats  # noqa: F401
+
+# isort: split
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 

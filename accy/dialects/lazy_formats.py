@@ -14,8 +14,10 @@ op's first parse or print, with the same `PyRDLOpDefinitionError`
 
 It must run before a dialect's classes are made to help them, so the
 modules through which accy first loads xDSL's dialects (accy/dialects/
-context.py and parse.py, accy/cli/opt.py) import this one first; a dialect
-imported before keeps its eagerly made program, which is only slower.
+context.py and parse.py, accy/cli/opt.py, and for `accy.jit` and
+`accy.numpy` accy/jit.py and accy/frontends/tracing.py) import this one
+first; a dialect imported before keeps its eagerly made program, which is
+only slower.
 """
 
 from __future__ import annotations

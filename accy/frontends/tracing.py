@@ -62,6 +62,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+# First: the ops of xDSL's dialects imported below then read their formats lazily.
+import accy.dialects.lazy_formats  # noqa: F401
+
+# isort: split
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
