@@ -256,13 +256,13 @@ TENSOR_CORES_ENV = "ACCY_TENSOR_CORES"
 
 def tensor_cores_on() -> bool:
     """Whether an OpenCL device made now sets `mma` in its own profile
-    where it has `mma.sync`: only with `$ACCY_TENSOR_CORES` on, for now. The tensor-core kernels
-    are checked emulated (`mma = "emulate"`) but have not yet run on a
-    card, so they are opt-in: a module may also ask for them with
-    `mma = "sm80"` in its target."""
+    where it has `mma.sync`: unless `$ACCY_TENSOR_CORES` is off (the
+    tensor-core kernels pass tests/conformance/test_mma_dot.py on an H200
+    and, emulated, on any GPU-profile device). A module's target decides
+    for itself with `mma = "sm80"` or `mma = ""`."""
     from accy.env import env_optional_flag
 
-    return bool(env_optional_flag(TENSOR_CORES_ENV))
+    return env_optional_flag(TENSOR_CORES_ENV) is not False
 
 
 def launch_work_group(gfunc: gpu.FuncOp, block: tuple[int, ...]) -> tuple[int, ...] | None:

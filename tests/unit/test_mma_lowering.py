@@ -165,13 +165,16 @@ def test_a_device_that_is_no_nvidia_gpu_has_no_mma() -> None:
     assert all(mma_of_device(d) == "" for d in devices)
 
 
-def test_tensor_cores_are_opt_in_and_parsed_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A device's own profile sets mma only with ACCY_TENSOR_CORES on (read
-    when the device is made), and the flag is a yes/no word."""
+def test_tensor_cores_are_on_unless_turned_off_and_parsed_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device's own profile sets mma (where it has mma.sync) unless
+    ACCY_TENSOR_CORES is off (read when the device is made), and the flag
+    is a yes/no word."""
     from accy.env import EnvVarError
-    from accy.runtime.opencl import OpenCLDevice, opencl_devices, tensor_cores_on
+    from accy.runtime.opencl import OpenCLDevice, mma_of_device, opencl_devices, tensor_cores_on
 
     monkeypatch.delenv("ACCY_TENSOR_CORES", raising=False)
+    assert tensor_cores_on()
+    monkeypatch.setenv("ACCY_TENSOR_CORES", "0")
     assert not tensor_cores_on()
     monkeypatch.setenv("ACCY_TENSOR_CORES", "1")
     assert tensor_cores_on()
@@ -180,9 +183,11 @@ def test_tensor_cores_are_opt_in_and_parsed_strictly(monkeypatch: pytest.MonkeyP
         tensor_cores_on()
     if not opencl_devices():
         return
-    monkeypatch.delenv("ACCY_TENSOR_CORES")
+    monkeypatch.setenv("ACCY_TENSOR_CORES", "no")
     off = OpenCLDevice()
-    monkeypatch.setenv("ACCY_TENSOR_CORES", "yes")
+    monkeypatch.delenv("ACCY_TENSOR_CORES")
     on = OpenCLDevice()
     assert (off.tensor_cores, on.tensor_cores) == (False, True)
     assert off.target_profile().mma == "" and off.source_identity() != on.source_identity()
+    # What the device has: "sm80" on an NVIDIA GPU with mma.sync, "" on PoCL.
+    assert on.target_profile().mma == (mma_of_device(on.cl_device) if on.target_profile().profile == "gpu" else "")

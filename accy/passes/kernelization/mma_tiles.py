@@ -292,7 +292,9 @@ class MmaTiles:
     def _slots(self, rows: int, lanes: int) -> list[SSAValue]:
         """This work-item's slots of a staged tile of `rows` (BM or BN) by bk
         elements, `lanes` elements a slot, THREADS slots apart."""
-        return [self.kb.add(self.flat, e * THREADS) for e in range(rows * self.bk // lanes // THREADS)]
+        count, rest = divmod(rows * self.bk // lanes, THREADS)
+        assert count and not rest, "a staged tile is whole rounds of the work-group's slots"
+        return [self.kb.add(self.flat, e * THREADS) for e in range(count)]
 
     def fetch(self, k0: SSAValue) -> list[SSAValue]:
         """This work-item's elements of the step at k0, slot by slot
