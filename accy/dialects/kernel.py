@@ -343,6 +343,11 @@ class MmaOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' {shape} takes a and b fragments of one type, {wanted}")
 
 
+def _space(t: Attribute) -> AddressSpace | None:
+    space = t.memory_space if isinstance(t, MemRefType) else None
+    return space.data if isinstance(space, AddressSpaceAttr) else None
+
+
 @irdl_op_definition
 class LdMatrixOp(IRDLOperation):
     """One warp's `ldmatrix ... .x4` of four 8x8 matrices of 16-bit elements (module docstring)."""
@@ -368,8 +373,7 @@ class LdMatrixOp(IRDLOperation):
     def verify_(self) -> None:
         t = self.tile.type
         assert isinstance(t, MemRefType)
-        space = t.memory_space
-        if not (isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP):
+        if _space(t) != AddressSpace.WORKGROUP:
             raise VerifyException(f"'{self.name}' reads workgroup (local) memory")
         if not isinstance(t.element_type, Float16Type | BFloat16Type):
             raise VerifyException(f"'{self.name}' reads 16-bit float elements (f16 or bf16)")
@@ -380,11 +384,6 @@ class LdMatrixOp(IRDLOperation):
 
 #: Bytes an `accy_kernel.async_copy` moves (cp.async.cg's only size).
 ASYNC_COPY_BYTES = 16
-
-
-def _space(t: Attribute) -> AddressSpace | None:
-    space = t.memory_space if isinstance(t, MemRefType) else None
-    return space.data if isinstance(space, AddressSpaceAttr) else None
 
 
 @irdl_op_definition

@@ -171,7 +171,12 @@ class _Interpreter:
             width = op.operands[0].type.get_shape()[0] if isinstance(op, vector.StoreOp) else None
             self._store(op, args[1], args[2:], self.lanes(args[0], op.operands[0].type), width, mask)
             return
-        if isinstance(op, gpu.BarrierOp):
+        if isinstance(op, kd.AsyncCopyOp):  # done at once: every later wait finds it complete
+            valid = mask & np.broadcast_to(np.asarray(args[4], bool), mask.shape)
+            value = self._load(op, args[0], [args[1]], op.elements, valid, op.src.type)  # zeros where not valid
+            self._store(op, args[2], [args[3]], value, op.elements, mask, op.dst.type)
+            return
+        if isinstance(op, gpu.BarrierOp | kd.AsyncCommitOp | kd.AsyncWaitOp):
             return  # lockstep: see the module docstring
         ids = {gpu.GlobalIdOp: self.launch.global_id, gpu.ThreadIdOp: self.launch.local_id, gpu.BlockIdOp: self.launch.group_id}
         if type(op) in ids:
@@ -259,8 +264,12 @@ class _Interpreter:
 
     # -- memory ---------------------------------------------------------------
 
-    def _address(self, op: Operation, mem: _Memory, indices: list[Any], width: int | None, mask: Array) -> tuple[Array, Array]:
-        t = op.operands[1 if isinstance(op, memref.StoreOp | vector.StoreOp) else 0].type
+    def _address(
+        self, op: Operation, mem: _Memory, indices: list[Any], width: int | None, mask: Array, t: Attribute | None = None
+    ) -> tuple[Array, Array]:
+        """The work-items of `mask` and their flat indices into `mem`, of
+        type `t` (by default the memref `op` loads from or stores to)."""
+        t = t or op.operands[1 if isinstance(op, memref.StoreOp | vector.StoreOp) else 0].type
         assert isinstance(t, MemRefType)
         shape = t.get_shape()
         w = width or 1
@@ -281,10 +290,13 @@ class _Interpreter:
             flat = flat * n + at
         return sel, flat
 
-    def _load(self, op: Operation, mem: _Memory, indices: list[Any], width: int | None, mask: Array) -> Array:
-        sel, first = self._address(op, mem, indices, width, mask)
-        t = op.results[0].type
-        out = np.zeros((self.launch.n, width) if width else self.launch.n, dtype_of(t))
+    def _load(
+        self, op: Operation, mem: _Memory, indices: list[Any], width: int | None, mask: Array, t: Attribute | None = None
+    ) -> Array:
+        """The elements at `indices` for the work-items of `mask` (zeros for the others)."""
+        sel, first = self._address(op, mem, indices, width, mask, t)
+        element = t.element_type if isinstance(t, MemRefType) else op.results[0].type
+        out = np.zeros((self.launch.n, width) if width else self.launch.n, dtype_of(element))
         cols = first[:, None] + np.arange(width) if width else first
         rows = mem.row[sel] if mem.row is not None else None
         if rows is not None and width:
@@ -292,8 +304,11 @@ class _Interpreter:
         out[sel] = mem.data[rows, cols] if rows is not None else mem.data[cols]
         return out
 
-    def _store(self, op: Operation, mem: _Memory, indices: list[Any], value: Array, width: int | None, mask: Array) -> None:
-        sel, first = self._address(op, mem, indices, width, mask)
+    def _store(
+        self, op: Operation, mem: _Memory, indices: list[Any], value: Array, width: int | None, mask: Array,
+        t: Attribute | None = None,
+    ) -> None:
+        sel, first = self._address(op, mem, indices, width, mask, t)
         cols = first[:, None] + np.arange(width) if width else first
         rows = mem.row[sel] if mem.row is not None else None
         if rows is not None and width:

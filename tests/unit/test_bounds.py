@@ -11,6 +11,7 @@ whose step is not positive, and unsigned max/min."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -537,3 +538,39 @@ def test_async_copies_are_proved_in_bounds_and_aligned(src: str, dst: str, valid
         assert not messages, messages
     else:
         assert messages and any(problem in m for m in messages), messages
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (  # into a global buffer
+            "accy_kernel.async_copy %a[%c0], %b[%c0] if %t : memref<60xf16>, memref<60xf16>",
+            "copies from a global buffer into workgroup (local) memory",
+        ),
+        (
+            "%l = memref.alloca() : memref<8xf32, #gpu.address_space<workgroup>>\n"
+            "    accy_kernel.async_copy %a[%c0], %l[%c0] if %t : memref<60xf16>, memref<8xf32, #gpu.address_space<workgroup>>",
+            "copies between memrefs of one element type",
+        ),
+        ("accy_kernel.async_wait {pending = -1 : i64}", "waits with pending >= 0 groups"),
+    ],
+)
+def test_async_copy_ops_verify_their_operands(body: str, message: str) -> None:
+    with pytest.raises(Exception, match=re.escape(message)):
+        _kernel([("a", "memref<60xf16>"), ("b", "memref<60xf16>")], "    %t = arith.constant true\n    " + body)
+
+
+def test_the_kernel_interpreter_runs_async_copies() -> None:
+    """Copies where valid, zeros where not (the reference semantics of
+    accy_kernel.async_copy: done at once), through local memory back to a buffer."""
+    t = "memref<64xf16, #gpu.address_space<workgroup>>"
+    body = _async_copies("%s", "%s", "%in") + f"""
+    scf.for %e = %c0 to %c64 step %c1 {{
+      %x = memref.load %l[%e] : {t}
+      memref.store %x, %out[%e] : memref<64xf16>
+    }}"""
+    body = body.replace("%c8 = arith.constant 8 : index", "%c8 = arith.constant 8 : index\n    %c64 = arith.constant 64 : index")
+    a = np.arange(1, 61, dtype=np.float16)
+    out = np.full(64, np.nan, np.float16)
+    run_kernel(_kernel([("a", "memref<60xf16>"), ("out", "memref<64xf16>")], body), [a, out], [1], [1])
+    np.testing.assert_array_equal(out, np.concatenate([a[:56], np.zeros(8, np.float16)]))
