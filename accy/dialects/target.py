@@ -58,7 +58,13 @@ tuned) sizes compiles with them.
     long reduction is split into partials (bounds float rounding drift);
   - `row_threads`: work-items of a GPU work-group that shares one row of a
     row pipeline (softmax, layer norm, ...), and of one holding the lines of
-    a GPU scan;
+    a GPU scan; a work-group of a row pipeline's short rows (`row_segment`)
+    holds up to this many work-items in all;
+  - `row_segment`: work-items of a GPU row pipeline's segment that shares
+    one short row, several rows to a work-group: a row of at most
+    `row_segment` x 16 elements (each work-item holding up to 16 of them in
+    registers) takes one segment, a warp by default; a longer row takes a
+    work-group of `row_threads`;
   - `scan_vectors`: vectors (of `vector_width` elements) each work-item of
     a GPU scan takes per tile of a line;
   - `query_rows`: query rows of a flash attention's block (CPU: of one
@@ -104,8 +110,8 @@ MMA_KINDS = ("", "sm80", "emulate")
 
 #: Tile and work-group sizes of the lowerings (module docstring).
 TUNING_FIELDS = (
-    "group_size", "reduce_threads", "reduce_chunk", "row_threads", "scan_vectors", "query_rows", "key_tile", "dot_rows",
-    "dot_vectors", "dot_tile", "stream_bytes",
+    "group_size", "reduce_threads", "reduce_chunk", "row_threads", "row_segment", "scan_vectors", "query_rows",
+    "key_tile", "dot_rows", "dot_vectors", "dot_tile", "stream_bytes",
 )
 #: Fields no longer part of a profile, and why (a file that sets one is told).
 REMOVED_FIELDS = {
@@ -131,6 +137,7 @@ class TargetProfile:
     reduce_threads: int = 256
     reduce_chunk: int = 256
     row_threads: int = 256
+    row_segment: int = 32
     scan_vectors: int = 4
     query_rows: int = 4
     key_tile: int = 64

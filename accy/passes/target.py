@@ -30,14 +30,14 @@ class SetTargetPass(AccyPass):
     `max_work_group_size`, `local_mem_bytes`, `vector_width`, `fp16`, `fp64`;
     the GPU dot's matrix instructions `mma` (`mma=sm80`, `mma=emulate`, or
     `mma=""` to clear what a device would set); the tile and work-group sizes `group_size`, `reduce_threads`,
-    `reduce_chunk`, `row_threads`, `scan_vectors`, `query_rows`, `key_tile`, `dot_rows`,
+    `reduce_chunk`, `row_threads`, `row_segment`, `scan_vectors`, `query_rows`, `key_tile`, `dot_rows`,
     `dot_vectors`, `dot_tile`, `stream_bytes`. A
     field set here is kept when a device compiles the module. The analyses
     stay valid: they read the functions, never the target (the lowerings
     do)."""
 
     name: ClassVar[str] = "set-target"
-    version: ClassVar[int] = 6  # 5: stream_bytes; 6: mma
+    version: ClassVar[int] = 7  # 5: stream_bytes; 6: mma; 7: row_segment
 
     profile: str | None = None
     """Start over from this profile, cpu or gpu (the fields the module set are dropped); unset: keep them."""
@@ -66,6 +66,8 @@ class SetTargetPass(AccyPass):
     """Elements one accumulator lane takes before a long reduction is split into partials."""
     row_threads: int | None = None
     """Work-items of a GPU work-group that shares one row of a row pipeline, or a scan's lines."""
+    row_segment: int | None = None
+    """Work-items of a GPU row pipeline's segment that shares one short row (several rows a work-group)."""
     scan_vectors: int | None = None
     """Vectors each work-item of a GPU scan takes per tile of a line."""
     query_rows: int | None = None

@@ -13,7 +13,7 @@ docs/tuning.md has the table):
 | kind | cpu | gpu |
 |---|---|---|
 | dot_general | `dot_rows` x `dot_vectors` (register tile), `vector_width` | `dot_rows`, `dot_tile`, `mma` |
-| row_pipeline | `vector_width`, `stream_bytes`, `group_size` | `row_threads` |
+| row_pipeline | `vector_width`, `stream_bytes`, `group_size` | `row_threads`, `row_segment` |
 | flash_attention | `query_rows`, `key_tile`, `vector_width` | `query_rows`, `key_tile` |
 | scan | `vector_width`, `group_size`, `stream_bytes` | `row_threads`, `scan_vectors` |
 | reduction | `reduce_chunk`, `vector_width`, `group_size` | `reduce_threads`, `reduce_chunk` |
@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from accy.dialects.target import TargetProfile
 from accy.passes.kernelization.register_tiles import ACCUMULATORS, DEFAULT_ACCUMULATORS
 
-SPACE_VERSION = 1
+SPACE_VERSION = 2  # 2: row_segment
 
 #: One candidate: the fields it sets (the others keep their current values).
 Candidate = dict[str, int | str]
@@ -117,7 +117,9 @@ def _gpu_dot(p: TargetProfile) -> list[Candidate]:
 
 
 def _gpu_row_pipeline(p: TargetProfile) -> list[Candidate]:
-    return _product(row_threads=(64, 128, 256, 512, 1024))
+    # Short rows (row_pipeline.py's `row_segments`) read `row_segment` too;
+    # not crossed with `row_threads`, which a long row alone reads.
+    return _product(row_threads=(64, 128, 256, 512, 1024)) + _product(row_segment=(8, 16))
 
 
 def _gpu_flash_attention(p: TargetProfile) -> list[Candidate]:

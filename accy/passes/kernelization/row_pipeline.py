@@ -31,6 +31,17 @@ memory (`work_group_combine`) whose total every work-item reads. A share
 of at most `GPU_ROW_REGISTERS` elements (a row of 4096 over 256
 work-items) is held in registers: the row is read from memory once, not
 once a pass.
+
+Short rows (`row_segments`: at most `GPU_ROW_REGISTERS` elements a
+work-item over `row_segment` work-items, 512 by default) are several to a
+work-group: a segment of `row_segment` work-items a row (a warp, as torch's
+softmax), up to `row_threads` work-items in all, each segment's shares
+combined apart (`work_group_tree`'s `segment`), every share held in
+registers. A row that is not whole steps of its segment ends in a partial
+step: its work-items past the row read the row's last element, combine the
+identity and store nothing. A last work-group with fewer rows than
+segments runs the last row in the segments past it, which reach every
+barrier and store nothing. (One row of one work-item combines nothing.)
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from xdsl.dialects import arith, vector
+from xdsl.dialects import arith, memref, vector
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation, SSAValue
 
@@ -49,7 +60,16 @@ from accy.dialects.types import element_bytes, numel
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.reads import COL, ZERO, on_own_row, reads_of, row_coords
-from accy.passes.kernelization.combining import combine, identity, vector_total, work_group_combine, work_group_size
+from accy.passes.kernelization.combining import (
+    combine,
+    identity,
+    pow2_at_most,
+    segment_start,
+    vector_total,
+    work_group_combine,
+    work_group_size,
+    work_group_tree,
+)
 from accy.passes.kernelization.evaluate import Expr, postorder
 from accy.passes.kernelization.kernel_builder import ELEMENTWISE, VIEWS, KernelBuilder
 from accy.passes.kernelization.launch import work_group_per, work_item_per
@@ -437,63 +457,139 @@ class RowPipeline:
         needed, _ = self._cone(values)
         self.compute_scalars(row, needed, width)
 
-    # -- GPU: one work-group per row ------------------------------------------------
+    # -- GPU: a work-group (or a segment of one) per row ---------------------------
+
+    def row_segments(self) -> tuple[int, int]:
+        """(T, P): work-items that share a row, and rows a work-group. A
+        short row, of at most `GPU_ROW_REGISTERS` elements a work-item over
+        T = `row_segment` work-items (a warp: 512 elements by default), takes
+        one segment of T, and P segments (a power of two, at most
+        `row_threads` work-items in all and at most the rows) make a
+        work-group; a longer row takes the whole work-group of `row_threads`
+        (P = 1)."""
+        profile, rows = self.kb.profile, numel(self.rows)
+        group = work_group_size(self.n, profile.row_threads, profile)
+        segment = work_group_size(self.n, min(profile.row_segment, profile.row_threads), profile)
+        if -(-self.n // segment) > GPU_ROW_REGISTERS:
+            return group, 1
+        cap = work_group_size(profile.row_threads, profile.row_threads, profile)
+        return segment, pow2_at_most(min(max(cap // segment, 1), rows))
 
     def work_group_per_row(self) -> LoweredKernel:
         kb = self.kb
-        size = work_group_size(self.n, kb.profile.row_threads, kb.profile)
+        threads, per_group = self.row_segments()
+        size = threads * per_group
         scratch_bytes = size * sum(element_bytes(accy.elem_of(r.x)) for r in self.reduces)
         if scratch_bytes > kb.profile.local_mem_bytes:
             raise Decline(f"{scratch_bytes} bytes of local memory for the row totals exceed the device's")
-        scratch = {r: kb.local_array(size, buffer_element_type(accy.elem_of(r.x)), workgroup=True) for r in self.reduces}
+        # A row of one work-item needs no tree: its share is the total.
+        scratch = {r: kb.local_array(size, buffer_element_type(accy.elem_of(r.x)), workgroup=True)
+                   for r in self.reduces} if threads > 1 else {}
 
         full = [o for o in self.outputs if self.domain(o) == "full"]
         # A short row's share stays in registers: each element's values are
         # computed once (its evaluator's memo) for every pass, and the row is
         # read once. Element by element: on the H200, W = 4 lanes a load took
-        # softmax rows of 4096 from 0.152 to 0.200 ms.
-        held = self.n % size == 0 and self.n // size <= GPU_ROW_REGISTERS
+        # softmax rows of 4096 from 0.152 to 0.200 ms. A row of segments
+        # (short) may end in a partial step: its work-items past the row read
+        # the row's last element, combine the identity and store nothing.
+        steps = -(-self.n // threads)
+        # (A long row, or a short one that takes the same work-group, holds
+        # its share only when it is whole steps, as before segments.)
+        long = (threads, per_group) == (work_group_size(self.n, kb.profile.row_threads, kb.profile), 1)
+        held = steps <= GPU_ROW_REGISTERS and (not long or self.n % threads == 0)
+        rows = numel(self.rows)
 
-        def body(group: SSAValue, tid: SSAValue) -> None:
-            row = kb.delinearize(group, self.rows)
-            cs = [kb.add(tid, size * k) for k in range(self.n // size)] if held else []
-            exprs = [self.expr(1) for _ in cs]
+        def body(group: SSAValue, flat: SSAValue) -> None:
+            if per_group == 1:
+                unit, tid, real = group, flat, None
+            else:
+                # Segments past the last row compute the last row again and
+                # store nothing: every work-item reaches every barrier.
+                wanted = kb.add(kb.mul(group, per_group), kb.div(flat, threads))
+                unit, tid, real = kb.min(wanted, rows - 1), kb.rem(flat, threads), kb.lt(wanted, rows)
+            row = kb.delinearize(unit, self.rows)
+            cols = [kb.add(tid, threads * k) for k in range(steps)] if held else []
+            # Within the row: the column, and whether it is one (None: always).
+            inside = [(c, None) if threads * (k + 1) <= self.n else (kb.min(c, self.n - 1), kb.lt(c, self.n))
+                      for k, c in enumerate(cols)]
+            exprs = [self.expr(1) for _ in cols]
             for reds in self.levels:
                 self._prepare(row, [r.x for r in reds], 1)
                 ets = [accy.elem_of(r.x) for r in reds]
                 inits = [kb.const(identity(r.kind.data, t), t) for r, t in zip(reds, ets, strict=True)]
+
                 def step(
-                    c: SSAValue, acc: list[SSAValue], e: Expr | None = None, reds: list[accy.ReduceOp] = reds
+                    c: SSAValue, acc: list[SSAValue], e: Expr | None = None, valid: SSAValue | None = None,
+                    reds: list[accy.ReduceOp] = reds,
                 ) -> list[SSAValue]:
                     e = e or self.expr(1)
-                    return [combine(kb, r.kind.data, a, e.at(r.x, self.at_c(row, c))) for r, a in zip(reds, acc, strict=True)]
+                    out = []
+                    for r, a in zip(reds, acc, strict=True):
+                        x = e.at(r.x, self.at_c(row, c))
+                        if valid is not None:
+                            x = kb.select(valid, x, kb.const(identity(r.kind.data, x.type), x.type))
+                        out.append(combine(kb, r.kind.data, a, x))
+                    return out
 
                 if held:
                     shares = inits
-                    for c, e in zip(cs, exprs, strict=True):
+                    for (c, valid), e in zip(inside, exprs, strict=True):
                         self.pin_scalars(e, 1)
-                        shares = step(c, shares, e)
+                        shares = step(c, shares, e, valid)
                 else:
-                    shares = kb.for_(tid, self.n, size, inits, step)
-                totals = [work_group_combine(kb, r.kind.data, s, scratch[r], tid, size) for r, s in zip(reds, shares, strict=True)]
+                    shares = kb.for_(tid, self.n, threads, inits, step)
+                totals = [self._row_total(r.kind.data, s, scratch.get(r), flat, threads, size)
+                          for r, s in zip(reds, shares, strict=True)]
                 self.finish_level(reds, totals)
             if full:
                 self._prepare(row, full, 1)
-                for c, e in zip(cs, exprs, strict=True):
-                    self.pin_scalars(e, 1)
-                    e.store(full, self.at_c(row, c))
+
+                def write_held() -> None:
+                    for (c, valid), e in zip(inside, exprs, strict=True):
+                        self.pin_scalars(e, 1)
+                        guarded_by(kb, [valid], lambda c=c, e=e: e.store(full, self.at_c(row, c)))
+
+                guarded_by(kb, [real], write_held)
                 if not held:
+
                     def write(c: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
                         self.expr(1).store(full, self.at_c(row, c))
                         return []
 
-                    kb.for_(tid, self.n, size, [], write)
+                    kb.for_(tid, self.n, threads, [], write)
             if any(self.domain(o) == "row" for o in self.outputs):
+                guarded_by(kb, [kb.lt(tid, 1), real], lambda: self.store_row_outputs(self.outputs, row))
 
-                def first() -> list[SSAValue]:
-                    self.store_row_outputs(self.outputs, row)
-                    return []
+        return work_group_per(kb, -(-rows // per_group), size, body)
 
-                kb.if_(kb.lt(tid, 1), first)
+    def _row_total(
+        self, kind: str, share: SSAValue, scratch: SSAValue | None, flat: SSAValue, threads: int, size: int
+    ) -> SSAValue:
+        """The total of a row's `threads` shares, for every work-item of the
+        row (work-item `flat` of a work-group of `size`, a row to each run
+        of `threads`)."""
+        kb = self.kb
+        if scratch is None:
+            return share
+        if threads == size:
+            return work_group_combine(kb, kind, share, scratch, flat, size)
+        work_group_tree(kb, kind, share, scratch, flat, size, threads)
+        return kb.val(memref.LoadOp.get(scratch, [segment_start(kb, flat, threads)]))
 
-        return work_group_per(kb, numel(self.rows), size, body)
+
+def guarded_by(kb: KernelBuilder, conds: Sequence[SSAValue | None], body: Callable[[], None]) -> None:
+    """Runs `body` where every condition in `conds` holds (None: always)."""
+    given = [c for c in conds if c is not None]
+    if not given:
+        body()
+        return
+    cond = given[0]
+    for c in given[1:]:
+        cond = kb.val(arith.AndIOp(cond, c))
+
+    def then() -> list[SSAValue]:
+        body()
+        return []
+
+    kb.if_(cond, then)
