@@ -115,6 +115,27 @@ def test_gpu_ratios_and_targets() -> None:
     )
 
 
+def test_gpu_short_rows_against_torch_and_torch_compile() -> None:
+    """Issue 23's short rows: 65536 x 128, each against torch eager (target
+    1.0x) and torch.compile (no target); a failed torch.compile has no value."""
+    assert gpu_bench.GPU_SIZES["softmax_short"] == gpu_bench.GPU_SIZES["layer_norm_short"] == [(65536, 128)]
+    assert gpu_bench.workload_of("layer_norm_short") == "layer_norm"
+    assert gpu_bench.moved_bytes("softmax_short", (65536, 128)) == 8.0 * 65536 * 128
+    rows = [
+        {"workload": "softmax_short", "dims": [65536, 128], "accy_s": 1.0, "torch_s": 1.25, "compiled_s": 0.5,
+         "ok": True},
+        {"workload": "layer_norm_short", "dims": [65536, 128], "accy_s": 1.0, "torch_s": 0.8, "ok": True,
+         "compiled_error": "RuntimeError: no triton"},
+    ]  # fmt: skip
+    by = {(e["workload"], e["baseline"]): e for e in gpu_bench.ratio_entries(rows, "opencl (GPU)")}
+    assert len(by) == 4
+    assert by["softmax_short", "torch"] | {"value": 1.25, "target": 1.0, "meets": True} == by["softmax_short", "torch"]
+    assert by["softmax_short", "torch.compile"]["value"] == 0.5 and by["softmax_short", "torch.compile"]["target"] is None
+    assert by["layer_norm_short", "torch"]["meets"] is False
+    assert by["layer_norm_short", "torch.compile"]["value"] is None
+    assert "torch.compile 500.000 ms (0.50)" in gpu_bench.row_line(rows[0] | {"kernels": 1, "rel_err": 0.0})
+
+
 def ratios() -> list[dict[str, Any]]:
     return [
         chart.entry("opencl", "softmax", "8x8", "numpy", 6.0, 5.0, threads=2),

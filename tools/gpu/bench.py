@@ -21,7 +21,12 @@ For each workload (tools/bench/workloads.py's programs, at GPU sizes):
 
 Issue 23's tensor-core rows (`TENSOR_CORE_ROWS`): matmul 4096 in f16 and
 bf16 against torch's (cuBLAS, tensor cores), and in f32 under `math =
-"fast"` (accy's TF32) against torch with TF32 allowed.
+"fast"` (accy's TF32) against torch with TF32 allowed. Its short rows
+(`SHORT_ROWS`): softmax and layer norm over 65536 rows of 128, against
+torch eager and, as a second baseline, `torch.compile` of the same function
+(default mode: one generated Triton kernel), timed alike after its
+compiling call; JSON `compiled_s` (or `compiled_error` where it fails).
+`--list` prints every row, its sizes and its targets, and measures nothing.
 
 Prints a line per workload and size and issue 10's H200 targets
 (tools/bench/targets.py), met or missed; with `--json FILE`, writes every
@@ -101,6 +106,19 @@ TENSOR_CORE_ROWS = {
 }
 GPU_SIZES.update({name: [(4096,)] for name in TENSOR_CORE_ROWS})
 
+#: Issue 23's short rows, by row name: tools/bench/workloads.py's workload
+#: over rows of 128 (several rows a work-group: row_pipeline.py's
+#: `row_segments`), timed against torch eager and torch.compile.
+SHORT_ROWS = {"softmax_short": "softmax", "layer_norm_short": "layer_norm"}
+GPU_SIZES.update({name: [(65536, 128)] for name in SHORT_ROWS})
+#: Rows with torch.compile as a second baseline.
+COMPILED_BASELINE = frozenset(SHORT_ROWS)
+
+
+def workload_of(name: str) -> str:
+    """The workloads.py workload a row measures."""
+    return "matmul" if name in TENSOR_CORE_ROWS else SHORT_ROWS.get(name, name)
+
 
 def flops(name: str, dims: tuple[int, ...]) -> float | None:
     if name.startswith("matmul"):
@@ -114,7 +132,8 @@ def flops(name: str, dims: tuple[int, ...]) -> float | None:
 
 def moved_bytes(name: str, dims: tuple[int, ...]) -> float | None:
     n = float(np.prod(dims))
-    return {"exp_mul_add": 16 * n, "row_sum": 4 * n, "cumsum": 8 * n, "softmax": 8 * n, "layer_norm": 8 * n}.get(name)
+    per_element = {"exp_mul_add": 16, "row_sum": 4, "cumsum": 8, "softmax": 8, "layer_norm": 8}.get(workload_of(name))
+    return None if per_element is None else per_element * n
 
 
 def accy_seconds(exe: Any, arrays: list[Any]) -> float:
@@ -148,6 +167,12 @@ def copy_tbs(torch: Any, n: int, repeat: int) -> float:
     return 8.0 * n / seconds / 1e12
 
 
+def compiled_by_torch(torch: Any, fn: Any) -> Any:
+    """`fn` (a workload's `torch_fn`) through torch.compile, called as `fn`."""
+    compiled = torch.compile(lambda *tensors: fn(torch, *tensors))
+    return lambda torch, *tensors: compiled(*tensors)
+
+
 def with_target(program: str, fields: str) -> str:
     """`program` in a module whose `accy.target` sets `fields` (none: as it is)."""
     if not fields:
@@ -162,7 +187,7 @@ def measure(
     of accy's result against torch's, rates (and, for exp(a)·b+c, the copy
     bandwidth); `error` when accy failed."""
     row = TENSOR_CORE_ROWS.get(name)
-    w = BY_NAME["matmul" if row is not None else name]
+    w = BY_NAME[workload_of(name)]
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(s, dtype=np.float32) for s in w.shapes(dims)]
     program = w.program(dims)
@@ -186,15 +211,27 @@ def measure(
         torch.backends.cuda.matmul.allow_tf32 = row.tf32
     else:
         tensors = [torch.from_numpy(a).cuda() for a in inputs]
-    accy_times, torch_times = [], []
+    accy_times, torch_times, compiled_times = [], [], []
     with torch.inference_mode():
         want = w.torch_fn(torch, *tensors)
+        compiled = None
+        if name in COMPILED_BASELINE:
+            try:
+                compiled = compiled_by_torch(torch, w.torch_fn)
+                compiled(torch, *tensors)  # compiles
+            except Exception as e:  # reported; the eager baseline still stands
+                record["compiled_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                compiled = None
         torch.cuda.synchronize()
         for _ in range(repeat):
             accy_times.append(accy_seconds(exe, arrays))
             torch_times.append(torch_seconds(torch, w.torch_fn, tensors))
+            if compiled is not None:
+                compiled_times.append(torch_seconds(torch, compiled, tensors))
     torch.backends.cuda.matmul.allow_tf32 = False
     accy_s, torch_s = statistics.median(accy_times), statistics.median(torch_times)
+    if compiled_times:
+        record["compiled_s"] = statistics.median(compiled_times)
     record["accy_s"] = accy_s
     want_np = want.float().cpu().numpy()
     err = float(np.abs(got.astype(np.float64) - want_np).max()) / (float(np.abs(want_np).max()) or 1.0)
@@ -232,6 +269,10 @@ def row_line(r: dict[str, Any]) -> str:
     )
     if "copy_tbs" in r:
         rate += f" (copy {r['copy_tbs']:.2f})"
+    if "compiled_s" in r:
+        rate += f"  torch.compile {r['compiled_s'] * 1e3:.3f} ms ({r['compiled_s'] / r['accy_s']:.2f})"
+    elif "compiled_error" in r:
+        rate += f"  torch.compile failed: {r['compiled_error']}"
     return (
         f"{r['workload']:16s} {size:>16s}  accy {r['accy_s'] * 1e3:8.3f} ms  torch {r['torch_s'] * 1e3:8.3f} ms  "
         f"torch/accy {r['torch_s'] / r['accy_s']:5.2f}  {rate}  kernels {r['kernels']}  rel err {r['rel_err']:.1e}"
@@ -250,6 +291,8 @@ def ratio_entries(rows: list[dict[str, Any]], device: str) -> list[dict[str, Any
         size = "x".join(map(str, dims))
         good = r.get("ok") is True
         measures = [("torch", targets.SPEEDUP, chart.speedup(r.get("accy_s"), r.get("torch_s")))]
+        if name in COMPILED_BASELINE:
+            measures.append(("torch.compile", targets.SPEEDUP, chart.speedup(r.get("accy_s"), r.get("compiled_s"))))
         if name == "exp_mul_add":
             fraction = r["accy_tbs"] / r["copy_tbs"] if "copy_tbs" in r else None
             measures.append(("torch copy", targets.COPY_FRACTION, fraction))
@@ -311,6 +354,18 @@ def chart_only(path: str) -> int:
     return 0 if chart.write_chart(ratios, chart.chart_path(path), title) else 1
 
 
+def list_rows() -> int:
+    """--list: every row, its sizes, baselines and targets; nothing measured."""
+    for name, sizes in GPU_SIZES.items():
+        baselines = ["torch", *(["torch.compile"] if name in COMPILED_BASELINE else [])]
+        for dims in sizes:
+            found = [f"{t.baseline} {t.value:g}{'' if t.measure == targets.SPEEDUP else ' ' + t.measure}"
+                     for t in targets.GPU if t.workload == name and (t.dims is None or t.dims == dims)]
+            print(f"{name:16s} {'x'.join(map(str, dims)):>16s}  {workload_of(name):12s} vs {', '.join(baselines):20s} "
+                  f"targets: {', '.join(found) or '-'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="accy (OpenCL GPU) against torch (CUDA) on the same card, device times.")
     p.add_argument("--only", default="", help=f"comma-separated workloads (default: all; {', '.join(GPU_SIZES)})")
@@ -319,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         "--json", metavar="FILE", help="write the results as JSON to FILE, and their chart beside it (FILE.png)"
     )
     p.add_argument("--chart-only", metavar="JSON", help="measure nothing: chart a saved run's JSON beside it")
+    p.add_argument("--list", action="store_true", help="measure nothing: list the rows, their sizes and targets")
     p.add_argument("--no-chain", action="store_true", help="skip the chain of calls on device arrays (issue 11)")
     p.add_argument("--no-rnn", action="store_true", help="skip the RNN cell iterated on the device (issue 11)")
     p.add_argument(
@@ -328,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.chart_only:
         return chart_only(args.chart_only)
+    if args.list:
+        return list_rows()
     names = [n for n in args.only.split(",") if n] or list(GPU_SIZES)
     unknown = [n for n in names if n not in GPU_SIZES]
     if unknown:
