@@ -17,7 +17,7 @@ from check import arr, assert_matches, ty
 
 import accy
 from accy.dialects.accy import infer_dot_general
-from accy.passes.kernelization.dot import PACK_MIN_WORK
+from accy.passes.kernelization.register_tiles import PACK_MIN_WORK
 
 CASES = {
     # name: (lhs shape, rhs shape, lhs_batch, rhs_batch, lhs_contract, rhs_contract)
@@ -106,7 +106,7 @@ def test_many_batches_take_the_full_gpu_register_tile(device) -> None:
     tiles (128x128 blocks), so no tile halving: odd M, N, K below one block
     exercise every guard of the full tile (on the CPU profile and the LLVM
     device, the register tile kernel)."""
-    from accy.passes.kernelization.dot import GPU_MIN_BLOCKS
+    from accy.passes.kernelization.register_tiles import GPU_MIN_BLOCKS
 
     b, m, n, k = GPU_MIN_BLOCKS, 67, 45, 33
     ta, tb, to = ty([b, m, k]), ty([b, k, n]), ty([b, m, n])
@@ -130,7 +130,7 @@ def test_gpu_register_tiles_of_every_size(tile: int, device) -> None:
     """Batches enough for GPU register tiles of 8, 4 and 2, with M and N
     ragged against the 16·tile blocks, the rhs transposed. Tiles halve down
     to GPU_MIN_TILE; a smaller one is the module's `dot_rows`."""
-    from accy.passes.kernelization.dot import GPU_MIN_BLOCKS, GPU_MIN_TILE
+    from accy.passes.kernelization.register_tiles import GPU_MIN_BLOCKS, GPU_MIN_TILE
 
     m, n, k = 16 * tile + 13, 16 * tile + 5, 21
     b = -(-GPU_MIN_BLOCKS // 4)  # 2 x 2 blocks a batch at this tile, 4x fewer at the next

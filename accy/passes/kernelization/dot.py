@@ -7,9 +7,9 @@ The dot is seen as B batches of an (M x K) by (K x N) product, where M, N and
 K are the products of the lhs free, rhs free and contracting dims; flat m, n
 and k are split back into the operands' own coordinates, so any dot_general
 is just index math. The register-tile kernels are built by
-`register_tiles` (a convolution lowering builds them too); this module
-describes the dot to it (`_Dot` is its `Product`) and picks the kernel and
-its sizes.
+`register_tiles` (a convolution lowering builds them too), which also
+sizes them and holds the thresholds named below; this module describes
+the dot to it (`_Dot` is its `Product`) and picks the kernel.
 
 - CPU profile, float, more than one register tile of rows and at least
   `PACK_MIN_WORK` multiply-adds a batch: packed panels and register tiles,
@@ -69,32 +69,15 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel, vectors_aligned
-from accy.passes.kernelization.launch import work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel
 from accy.passes.kernelization.mma_tiles import VECTOR_BYTES, MmaOperands, fits, mma_tiles
 from accy.passes.kernelization.register_tiles import (
-    fma,
-    gpu_k_step,
-    gpu_split_k,
-    gpu_tile_shape,
-    gpu_tiles,
+    can_pack,
+    local_tiles,
     packed_tiles,
+    per_element,
     row_tiles,
-    tile_shape,
 )
-
-#: Work-groups a GPU dot aims for at least, halving its register tiles (to
-#: 2x2) until it has them: a few per multiprocessor of a large GPU.
-GPU_MIN_BLOCKS = 256
-#: Multiply-adds per batch below which a CPU dot is not packed: two more
-#: launches (~10-20 us each) cost more than packing saves on a small product.
-PACK_MIN_WORK = 64 * 64 * 64
-#: Smallest register tile edge a GPU dot halves its tiles to before it splits k.
-GPU_MIN_TILE = 4
-#: Fewest k a range of a GPU dot split along k holds (`_k_split`).
-GPU_SPLIT_MIN_K = 32
-#: Work-groups a GPU dot split along k aims for (`_k_split`).
-GPU_SPLIT_BLOCKS = 512
 
 
 def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
@@ -104,14 +87,15 @@ def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) 
     if d.B * d.M * d.N == 0:
         # No output element: no tiles to size (zero rows or columns would
         # divide by zero); one work-item per element launches none.
-        return d.per_element()
+        return per_element(d)
     if profile.profile == "gpu":
-        return d.local_tiles(plan)
-    if d.can_pack():
+        mma = d.mma_operands()
+        return mma_tiles(d, mma) if mma is not None else local_tiles(d, plan)
+    if can_pack(d):
         return packed_tiles(d, plan)
     if d.can_register_tile():
         return row_tiles(d)
-    return d.per_element()
+    return per_element(d)
 
 
 class _Dot:
@@ -191,29 +175,6 @@ class _Dot:
         free dim: N = 1)."""
         return bool(self.n_shape) and self.n_shape[-1] % self.kb.profile.vector_width == 0
 
-    # -- one work-item per output element --------------------------------------
-
-    def per_element(self) -> LoweredKernel:
-        """One work-item per output element, a scalar loop over k."""
-        return work_item_per(self.kb, self.B * self.M * self.N, self._element)
-
-    def _element(self, gid: SSAValue) -> None:
-        """Emits output element gid: the loop over k, then the epilogue."""
-        kb = self.kb
-        bi, m, n = kb.delinearize(gid, [self.B, self.M, self.N])
-        bc = kb.delinearize(bi, self.batch_shape)
-        total = kb.for_(0, self.K, 1, [kb.const(0, self.et)], partial(self._element_step, bc, m, n))[0]
-        self.finish(self.out_coords(bc, m, n), total)
-
-    def _element_step(
-        self, bc: list[SSAValue], m: SSAValue, n: SSAValue, k: SSAValue, acc: list[SSAValue]
-    ) -> list[SSAValue]:
-        """One k of output element (bc, m, n): a multiply-add."""
-        kb = self.kb
-        kc = kb.delinearize(k, self.k_shape)
-        expr = Expr(kb, self.others)
-        return [fma(kb, self.a_at(expr, bc, m, kc), self.b_at(expr, bc, n, kc), acc[0], self.is_float)]
-
     # -- CPU: which register tiles -------------------------------------------------
 
     def can_register_tile(self) -> bool:
@@ -226,38 +187,7 @@ class _Dot:
             and vectorizable(self.others, self.kb)
         )
 
-    def can_pack(self) -> bool:
-        """Whether `packed_tiles` applies: float, vectors, more than one
-        register tile of rows, at least PACK_MIN_WORK multiply-adds and an
-        epilogue of W lanes."""
-        rows, _ = tile_shape(self.kb.profile, self.et, self.M)
-        return (
-            self.is_float
-            and self.kb.profile.vector_width > 1
-            and self.M > rows
-            and self.M * self.N * self.K >= PACK_MIN_WORK
-            and vectorizable(self.others, self.kb)
-        )
-
-    # -- GPU: the sizes of the tiles ---------------------------------------------------
-
-    def local_tiles(self, plan: BufferPlan) -> LoweredKernel:
-        """T x T work-items, each a R x R register tile (`gpu_tile_shape`): a
-        work-group computes a (T·R) x (T·R) block (`gpu_tiles`). Smaller
-        tiles for a product too small to fill the device with blocks (1024²
-        at 8x8 tiles is 64 blocks for an H200's 132 multiprocessors), down to
-        GPU_MIN_TILE. A product with too few blocks even then (a batch of 64
-        rows, say) splits k into S ranges (`_k_split`, `gpu_split_k`)."""
-        mma = self.mma_operands()
-        if mma is not None:
-            return mma_tiles(self, mma)
-        t, r = gpu_tile_shape(self.kb.profile, self.et)
-        while r > GPU_MIN_TILE and self._blocks(t * r) < GPU_MIN_BLOCKS:
-            r //= 2
-        splits, chunk = self._k_split(self._blocks(t * r), gpu_k_step(t))
-        if splits == 1:
-            return gpu_tiles(self, t, r)
-        return gpu_split_k(self, plan, t, r, splits, chunk)
+    # -- GPU: tensor cores -------------------------------------------------------------
 
     def mma_operands(self) -> MmaOperands | None:
         """How the tensor-core kernel reads this dot, or None where it does
@@ -317,20 +247,3 @@ class _Dot:
         if narrow and cast in self.others:
             return cast.x
         return None
-
-    def _blocks(self, edge: int) -> int:
-        """Work-groups of (edge x edge)-output blocks over the product."""
-        return max(self.B, 1) * -(-self.M // edge) * -(-self.N // edge)
-
-    def _k_split(self, blocks: int, bk: int) -> tuple[int, int]:
-        """How many k ranges (S) and how long each (a multiple of `bk`, at
-        least GPU_SPLIT_MIN_K): 1 when there are GPU_MIN_BLOCKS blocks, else
-        enough for GPU_SPLIT_BLOCKS work-groups."""
-        if blocks >= GPU_MIN_BLOCKS or not self.is_float:
-            return 1, self.K
-        splits = min(-(-GPU_SPLIT_BLOCKS // blocks), self.K // GPU_SPLIT_MIN_K)
-        if splits <= 1:
-            return 1, self.K
-        chunk = -(-self.K // splits)
-        chunk = -(-chunk // bk) * bk
-        return -(-self.K // chunk), chunk
