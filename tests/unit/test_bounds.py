@@ -574,3 +574,49 @@ def test_the_kernel_interpreter_runs_async_copies() -> None:
     out = np.full(64, np.nan, np.float16)
     run_kernel(_kernel([("a", "memref<60xf16>"), ("out", "memref<64xf16>")], body), [a, out], [1], [1])
     np.testing.assert_array_equal(out, np.concatenate([a[:56], np.zeros(8, np.float16)]))
+
+
+def _swizzled(index: str) -> str:
+    """For row in [0, 16) and chunk in [0, 4): a 16-byte aligned vector of 8
+    f16 at `index` in a local tile of 16 rows of 32 (an XOR-swizzled layout:
+    chunk ^ (row / 2 % 4) within the row)."""
+    t = "memref<512xf16, #gpu.address_space<workgroup>>"
+    return f"""
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %l = memref.alloca() {{alignment = 16 : i64}} : {t}
+    %z = vector.broadcast %c0f : f16 to vector<8xf16>
+    scf.for %row = %c0 to %c16 step %c1 {{
+      scf.for %chunk = %c0 to %c4 step %c1 {{
+        %h = arith.divsi %row, %c2 : index
+        %s = arith.remsi %h, %c4 : index
+        %x = arith.xori %chunk, %s : index
+        %o = arith.ori %chunk, %c4 : index
+        %base = arith.muli %row, %c32 : index
+        %col = arith.muli %x, %c8 : index
+        %wide = arith.muli %o, %c8 : index
+        %odd = arith.addi %x, %c1 : index
+        %i = arith.addi %base, {index} : index
+        vector.store %z, %l[%i] {{alignment = 16 : i64}} : {t}, vector<8xf16>
+      }}
+    }}""".replace("%z = vector.broadcast %c0f", "%c0f = arith.constant 0.0 : f16\n    %z = vector.broadcast %c0f")
+
+
+@pytest.mark.parametrize(
+    ("index", "problem"),
+    [
+        ("%col", None),  # (chunk ^ s) * 8 in [0, 24]: inside the row, 16-byte aligned
+        ("%wide", "stores to local memory"),  # (chunk | 4) * 8 reaches 56: past row 15's end
+        ("%odd", "promises 16-byte alignment"),  # (chunk ^ s) + 1: not a multiple of 8
+    ],
+)
+def test_xor_swizzled_indices_are_proved_in_bounds_and_aligned(index: str, problem: str | None) -> None:
+    kernel = _kernel([("a", "memref<60xf16>")], _swizzled(index))
+    messages = [p.message for p in check_bounds(kernel, launch_of([1], [1]))]
+    if problem is None:
+        assert not messages, messages
+    else:
+        assert any(problem in m for m in messages), messages

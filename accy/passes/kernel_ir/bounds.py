@@ -26,6 +26,9 @@ with these sources of facts:
   `if (i * 4 + 3 < n) load(a, i * 4)` is proved;
 - an `accy_kernel.async_copy` reads its source only where its `valid`
   holds (elsewhere it writes zeros), so the source is checked under it;
+- bitwise ops of non-negative values: `x & y` at most the smaller, `x | y`
+  and `x ^ y` no wider than the wider (an XOR-swizzled index stays inside
+  its row), each keeping the low zero bits its operands share;
 - `(x / n) * n + x % n` is `x` (what a flat index delinearized and read
   row-major again is).
 
@@ -132,6 +135,11 @@ def _wrapped_multiple(m: int, t: object) -> int:
     """What a multiple of m is still a multiple of after wrapping modulo
     2^width: the power of two in m (0, the constant 0, stays 0 only unwrapped)."""
     return math.gcd(m, 2 ** _bits(t))
+
+
+def _low_zero_bits(m: int, t: object) -> int:
+    """The power of two in m, a multiple (of the constant 0: 2^width, every bit zero)."""
+    return m & -m if m else 2 ** _bits(t)
 
 
 def _with_residues(x: Interval, c: int, lo: int, hi: int) -> Interval:
@@ -376,6 +384,11 @@ class _Ranges:
             return Interval(0, min(x.hi for x in (a, b) if x.lo >= 0))
         if isinstance(op, arith.AndIOp) and (a.lo >= 0 or b.lo >= 0):
             return Interval(0, min(x.hi for x in (a, b) if x.lo >= 0))
+        if isinstance(op, arith.XOrIOp | arith.OrIOp) and a.lo >= 0 and b.lo >= 0 and max(a.hi, b.hi) < INF:
+            # No bit above the higher operand's highest (an XOR-swizzled
+            # index, `chunk ^ (row % 4)`, stays inside its row).
+            top = 2 ** int(max(a.hi, b.hi)).bit_length() - 1
+            return _clamp(Interval(max(a.lo, b.lo) if isinstance(op, arith.OrIOp) else 0, top), t)
         # A shift by the width or more is poison: any value.
         if isinstance(op, arith.ShLIOp) and b.lo >= 0 and b.hi < _bits(t):
             return _clamp(_corners(a, b, lambda x, y: x * 2**y), t)
@@ -542,6 +555,10 @@ class _Ranges:
             if isinstance(op, arith.RemUIOp) and self.of(a_v, env).lo < 0:
                 a = _wrapped_multiple(a, t)
             m = math.gcd(a, self.multiple(b_v, env, depth + 1))
+        elif depth < 12 and isinstance(op, arith.XOrIOp | arith.OrIOp | arith.AndIOp):
+            # Bitwise: the low zero bits both operands have (AND: either has).
+            a, b = (_low_zero_bits(self.multiple(x, env, depth + 1), t) for x in op.operands)
+            m = max(a, b) if isinstance(op, arith.AndIOp) else min(a, b)
         elif depth < 12 and isinstance(op, arith.IndexCastOp | arith.ExtSIOp | arith.TruncIOp):
             x = op.operands[0]
             m = self.multiple(x, env, depth + 1)
