@@ -620,3 +620,31 @@ def test_xor_swizzled_indices_are_proved_in_bounds_and_aligned(index: str, probl
         assert not messages, messages
     else:
         assert any(problem in m for m in messages), messages
+
+
+@pytest.mark.parametrize("op", ["xori", "ori", "andi"])
+def test_bitwise_index_ranges_are_sound(op: str) -> None:
+    """For a in [0, A), b in [0, B) (random A, B): `a op b` is proved inside
+    a buffer of the rule's bound + 1 elements (OR, XOR: all bits of the
+    wider operand; AND: the smaller one) and refused in one of its true
+    maximum's size, one short."""
+    rng = np.random.default_rng(sum(map(ord, op)))
+    fn = {"xori": np.bitwise_xor, "ori": np.bitwise_or, "andi": np.bitwise_and}[op]
+    for _ in range(20):
+        a_n, b_n = (int(x) for x in rng.integers(1, 41, 2))
+        top = int(fn.outer(np.arange(a_n), np.arange(b_n)).max())
+        bound = min(a_n, b_n) - 1 if op == "andi" else 2 ** (max(a_n, b_n) - 1).bit_length() - 1
+        for size, proved in ((bound + 1, True), (top, False)):
+            if size == 0:
+                continue
+            body = f"""
+    %cA = arith.constant {a_n} : index
+    %cB = arith.constant {b_n} : index
+    scf.for %a = %c0 to %cA step %c1 {{
+      scf.for %b = %c0 to %cB step %c1 {{
+        %x = arith.{op} %a, %b : index
+        %v = memref.load %m[%x] : memref<{size}xf32>
+      }}
+    }}"""
+            problems = check_bounds(_kernel([("m", f"memref<{size}xf32>")], body), launch_of([1], [1]))
+            assert bool(problems) != proved, (op, a_n, b_n, size, [p.message for p in problems])
