@@ -175,3 +175,28 @@ def test_the_cache_follows_the_environment_of_each_compile(cache_dir: Path, monk
     assert entries(other) and accy.compile(text, device=device).program.compile_cached
     monkeypatch.setenv("ACCY_CACHE_DIR", str(cache_dir))
     assert accy.compile(text, device=device).program.compile_cached
+
+
+def test_payload_texts_round_trip_and_damage_is_a_miss() -> None:
+    """A payload keeps `extra`'s strings as raw text after its JSON document
+    (kernel sources decode fast) and its other values in the document; a
+    payload cut inside a text or inside the arrays after it does not thaw."""
+    from accy.runtime.compile_cache import pack_schedule, unpack_schedule
+    from accy.runtime.llvm import _Launch
+    from accy.runtime.schedule import Constant, Schedule
+    from accy.runtime.signature import TensorSpec
+
+    constant = np.arange(7, dtype=np.float32)
+    spec = TensorSpec("tensor<7xf32>", (7,), np.dtype(np.float32), np.dtype(np.float32))
+    schedule = Schedule(1, [], [], [], [Constant(0, constant, constant.nbytes, False)], [0], [spec], 28, 0)
+    extra = {"k0": 'define void @k0() {\n  ret void ; "quoted" \\ é\n}\n', "empty": "", "options": ["-O3", 2]}
+    payload = pack_schedule(schedule, extra, _Launch)
+    assert extra["k0"].encode() in payload  # raw, not JSON-escaped
+    unpacked = unpack_schedule(payload, _Launch)
+    assert unpacked is not None
+    thawed, got = unpacked
+    assert got == extra and list(got) == list(extra)
+    assert np.array_equal(thawed.steps[0].data, constant) and thawed.result_types == [spec]
+    doc_end = payload.index(extra["k0"].encode())
+    for cut in (doc_end + 5, len(payload) - 3):
+        assert unpack_schedule(payload[:cut], _Launch) is None
