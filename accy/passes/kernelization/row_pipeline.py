@@ -494,10 +494,12 @@ class RowPipeline:
         # (short) may end in a partial step: its work-items past the row read
         # the row's last element, combine the identity and store nothing.
         steps = -(-self.n // threads)
-        # (A long row, or a short one that takes the same work-group, holds
-        # its share only when it is whole steps, as before segments.)
-        long = (threads, per_group) == (work_group_size(self.n, kb.profile.row_threads, kb.profile), 1)
-        held = steps <= GPU_ROW_REGISTERS and (not long or self.n % threads == 0)
+        # A row that takes the whole work-group of `row_threads` (as every
+        # row did before segments, whose kernels stay as they were) holds its
+        # share only when it is whole steps; a row of a segment always does.
+        whole_group = (threads, per_group) == (work_group_size(self.n, kb.profile.row_threads, kb.profile), 1)
+        held = steps <= GPU_ROW_REGISTERS and (not whole_group or self.n % threads == 0)
+        assert held or per_group == 1, "segments past the last row store nothing only when held"
         rows = numel(self.rows)
 
         def body(group: SSAValue, flat: SSAValue) -> None:
