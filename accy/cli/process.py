@@ -9,10 +9,11 @@ fresh process takes (issue 24's latency to a first result):
 - The cyclic garbage collector's young generation collects after
   `GC_THRESHOLD` allocations instead of Python's 700: nearly all that a
   tool's process allocates (modules, xDSL's dialect classes, IR) lives to
-  its end, and a cold compile collected ~170 times, rescanning it (40-45 ms
-  of a ~700 ms process, now ~18 ms). The older generations keep Python's
-  ratios, so garbage cycles are still collected, only in larger batches.
-  mypy raises its threshold for the same reason.
+  its end, and a cold compile of the demo MLP collected ~170 times,
+  rescanning it (40-45 ms of a ~700 ms process; 11 times and 15-30 ms at
+  this threshold). The older generations keep Python's ratios, so garbage
+  cycles are still collected, only in larger batches. mypy raises its
+  threshold for the same reason.
 - The process ends without freeing its objects (`exit_now`): what an
   interpreter's exit does that anyone can observe is done (non-daemon
   threads joined, `atexit` handlers and `weakref.finalize` callbacks run,
