@@ -32,6 +32,7 @@ from accy.dialects.kernel import (
     AsyncWaitOp,
     LdMatrixOp,
     MmaOp,
+    ShuffleXorOp,
     VCastOp,
     VCmpOp,
     VSelectOp,
@@ -143,7 +144,9 @@ KERNEL_OPS: dict[str, tuple[type[Operation], ...]] = {
         vector.LoadOp, vector.StoreOp, vector.BroadcastOp, vector.ReductionOp, vector.ExtractOp, vector.InsertOp,
         vector.ShuffleOp, vector.FMAOp,
     ),
-    "accy_kernel": (VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp),
+    "accy_kernel": (
+        VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, ShuffleXorOp,
+    ),
 }  # fmt: skip
 #: Every op of `KERNEL_OPS`.
 KERNEL_OP_SET: frozenset[type[Operation]] = frozenset(op for ops in KERNEL_OPS.values() for op in ops)
@@ -154,6 +157,7 @@ EMIT_METHODS: dict[type[Operation], str] = {
     arith.ConstantOp: "constant", arith.NegfOp: "negf", arith.CmpiOp: "cmpi", arith.CmpfOp: "cmpf",
     arith.SelectOp: "select", VCmpOp: "vcmp", VSelectOp: "select", VCastOp: "vcast", MmaOp: "mma",
     LdMatrixOp: "ldmatrix", AsyncCopyOp: "async_copy", AsyncCommitOp: "async_commit", AsyncWaitOp: "async_wait",
+    ShuffleXorOp: "shuffle_xor",
     **dict.fromkeys(CASTS, "cast"), math_dialect.AbsIOp: "absi",
     **dict.fromkeys(WORK_ITEM_OPS, "work_item_id"), gpu.BarrierOp: "barrier",
     memref.AllocaOp: "alloca", memref.LoadOp: "load", memref.StoreOp: "store",

@@ -80,6 +80,19 @@ once (which every wait finds complete); the LLVM backend declines them (it
 has no workgroup memory). The bounds verifier proves the destination, and
 the source under `valid`, in bounds and both aligned.
 
+`accy_kernel.shuffle_xor %x {mask = m}` is a warp's butterfly exchange
+(NVIDIA's `shfl.sync.bfly.b32` with all 32 lanes and no clamp; MLIR's
+`gpu.shuffle xor` of width 32), a collective of a warp like `mma`: `x` a
+32-bit scalar (f32 or i32), property `mask` (an i64) in [0, 32); each work-item gets
+the `x` of the work-item of its work-group whose flat local id is its own
+XOR mask (the same warp: the lanes of a warp are 32 consecutive flat local
+ids, x fastest). The OpenCL C backend prints it as inline PTX where the
+module's target has `mma = "sm80"`, and elsewhere through a local array of
+one word per work-item of the kernel's stated block size between two
+barriers (so there, unlike on NVIDIA's cards, the whole work-group reaches
+it together); the kernel interpreter exchanges the values in lockstep; the
+LLVM backend declines it.
+
 Streaming stores are xDSL's own `vector.store` with `nontemporal = true`
 (`stream_store_op`, `is_stream_store`): the vector goes to memory around
 the caches (x86 `movntps`), and its address must be a multiple of the
@@ -454,6 +467,36 @@ class AsyncWaitOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' waits with pending >= 0 groups")
 
 
+@irdl_op_definition
+class ShuffleXorOp(IRDLOperation):
+    """A warp's butterfly exchange: the `x` of the work-item whose flat local id is this one's XOR `mask` (module docstring)."""
+
+    name = "accy_kernel.shuffle_xor"
+
+    T: ClassVar = VarConstraint("T", base(Float32Type) | base(IntegerType))
+    x = operand_def(T)
+    mask = prop_def(IntegerAttr)
+    result = result_def(T)
+
+    assembly_format = "$x attr-dict `:` type($x)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    #: Lanes of a warp: masks are below it.
+    WARP: ClassVar[int] = 32
+
+    def __init__(self, x: SSAValue, mask: int) -> None:
+        super().__init__(
+            operands=[x], result_types=[x.type], properties={"mask": IntegerAttr(mask, IntegerType(64))}
+        )
+
+    def verify_(self) -> None:
+        if not 0 <= self.mask.value.data < self.WARP:
+            raise VerifyException(f"'{self.name}' mask must be in [0, {self.WARP}), got {self.mask.value.data}")
+        t = self.x.type
+        if isinstance(t, IntegerType) and t.width.data != 32:
+            raise VerifyException(f"'{self.name}' exchanges 32-bit values (f32 or i32), got {t}")
+
+
 def compare_op(lhs: SSAValue, rhs: SSAValue, predicate: str) -> Operation:
     """`predicate` (an arith.cmpf name for floats, arith.cmpi name otherwise)
     of two scalars (`arith.cmpf/cmpi`) or vectors (`accy_kernel.vcmp`)."""
@@ -514,7 +557,9 @@ def alignment_of(op: Operation) -> int:
 
 
 AccyKernel = Dialect(
-    "accy_kernel", [VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp], []
+    "accy_kernel",
+    [VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, ShuffleXorOp],
+    [],
 )
 
 __all__ = [
@@ -533,6 +578,7 @@ __all__ = [
     "AsyncWaitOp",
     "LdMatrixOp",
     "MmaOp",
+    "ShuffleXorOp",
     "VCastOp",
     "VCmpOp",
     "VSelectOp",

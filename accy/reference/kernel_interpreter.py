@@ -94,6 +94,18 @@ class _Launch:
         self.groups = self.num_groups[0] * self.num_groups[1] * self.num_groups[2]
         self.lanes = flat
 
+    def partner(self, mask: int) -> Array:
+        """Per work-item, the flat index of the work-item of its work-group
+        whose flat local id is its own XOR `mask` (`accy_kernel.shuffle_xor`)."""
+        b = self.block
+        local = self.local_id[0] + b[0] * (self.local_id[1] + b[1] * self.local_id[2])
+        other = local ^ mask  # past the block: an index past the launch (the caller refuses it)
+        other = np.where(other < b[0] * b[1] * b[2], other, self.n)
+        ids = [other % b[0], (other // b[0]) % b[1], other // (b[0] * b[1])]
+        g = [gd * bd for gd, bd in zip(self.num_groups, b, strict=True)]
+        coords = [gid * bd + i for gid, bd, i in zip(self.group_id, b, ids, strict=True)]
+        return coords[0] + g[0] * (coords[1] + g[1] * coords[2])
+
 
 def run_kernel(
     func: gpu.FuncOp, buffers: Sequence[Array], global_size: Sequence[int], local_size: Sequence[int]
@@ -175,6 +187,12 @@ class _Interpreter:
             valid = mask & np.broadcast_to(np.asarray(args[4], bool), mask.shape)
             value = self._load(op, args[0], [args[1]], op.elements, valid, op.src.type)  # zeros where not valid
             self._store(op, args[2], [args[3]], value, op.elements, mask, op.dst.type)
+            return
+        if isinstance(op, kd.ShuffleXorOp):  # lockstep: every partner's x is there
+            partner = self.launch.partner(op.mask.value.data)
+            if (partner[mask] >= self.launch.n).any():
+                raise KernelRuntimeError(f"kernel @{self.name}: {op.name} names a work-item past its work-group")
+            env[op.result] = self.lanes(args[0], op.x.type)[np.minimum(partner, self.launch.n - 1)]
             return
         if isinstance(op, gpu.BarrierOp | kd.AsyncCommitOp | kd.AsyncWaitOp):
             return  # lockstep: see the module docstring

@@ -86,6 +86,7 @@ from accy.dialects.kernel import (
     AsyncWaitOp,
     LdMatrixOp,
     MmaOp,
+    ShuffleXorOp,
     VCmpOp,
     alignment_of,
     is_stream_store,
@@ -390,6 +391,8 @@ class _KernelEmitter:
         self.names: dict[SSAValue, str] = {}
         self.counters: dict[str, int] = {}
         self.local_decls: list[str] = []
+        #: The local array `shuffle_xor` exchanges through without `ptx`, once declared.
+        self.shuffle_words: str | None = None
         self.lines: list[str] = []
         self.depth = 1
 
@@ -776,6 +779,38 @@ class _KernelEmitter:
         assert isinstance(op, AsyncWaitOp)
         if self.ptx:
             self.line(f'asm volatile("cp.async.wait_group {op.pending.value.data};" ::: "memory");')
+
+    def shuffle_xor(self, op: Operation) -> None:
+        """`accy_kernel.shuffle_xor`: with `ptx`, `shfl.sync.bfly.b32` over
+        the whole warp; else each work-item's word into a local array of
+        the kernel's stated block size (one word a work-item, at its flat
+        local id), a barrier, the partner's word read, a barrier (the
+        array is free again)."""
+        assert isinstance(op, ShuffleXorOp)
+        t = self.c_type(op.result.type)
+        word, mask = self.fresh("w"), op.mask.value.data
+        if self.ptx:
+            self.line(f"uint {word};")
+            self.line(
+                f'asm volatile("shfl.sync.bfly.b32 %0, %1, {mask}, 0x1f, 0xffffffff;" : "=r"({word}) : '
+                f'"r"(as_uint({self.get(op.x)})));'
+            )
+            self.define(op.result, f"as_{t}({word})")
+            return
+        sizes = self.func.known_block_size
+        if sizes is None:
+            raise self.fail(op, "a shuffle emulated through local memory needs the kernel's block size (gpu.known_block_size)")
+        bx, by, bz = sizes.get_values()
+        if self.shuffle_words is None:
+            self.shuffle_words = self.fresh("l")
+            self.local_decls.append(f"__local uint {self.shuffle_words}[{bx * by * bz}];")
+        flat = self.fresh("f")
+        self.line(f"const long {flat} = get_local_id(0) + {bx} * (get_local_id(1) + {by} * get_local_id(2));")
+        self.line(f"{self.shuffle_words}[{flat}] = as_uint({self.get(op.x)});")
+        self.line("barrier(CLK_LOCAL_MEM_FENCE);")
+        self.line(f"const uint {word} = {self.shuffle_words}[{flat} ^ {mask}];")
+        self.line("barrier(CLK_LOCAL_MEM_FENCE);")
+        self.define(op.result, f"as_{t}({word})")
 
     # -- memory --------------------------------------------------------
 
