@@ -122,7 +122,11 @@ def lower_flash_attention(kernel: OutlinedKernel, plan: BufferPlan, profile: Tar
             # grid of one work-group per batch would still read a batch).
             return fa.work_item_per_row()
         if profile.profile == "gpu":
-            return _GpuBlocks(fa).kernel()
+            # The tensor-core kernel builds on this module's `_Attention`.
+            from accy.passes.kernelization.mma_attention import Plan, mma_attention, plan
+
+            how = plan(fa)
+            return mma_attention(fa, how) if isinstance(how, Plan) else _GpuBlocks(fa).kernel()
         if fa.can_block():
             return _QueryBlocks(fa, kernel, plan).kernel()
         return fa.work_item_per_row()
@@ -193,7 +197,7 @@ class _Attention:
         pin_aliases(e, self.aliases)
         return e
 
-    def _at(self, dims: tuple[Sequence[int], int, int], bc: list[SSAValue], row: SSAValue, col: SSAValue) -> list[SSAValue]:
+    def coords(self, dims: tuple[Sequence[int], int, int], bc: list[SSAValue], row: SSAValue, col: SSAValue) -> list[SSAValue]:
         """Operand coordinates: batch, the contracted index `row`, the free index `col`."""
         batch, contract, free = dims
         coords: list[Any] = [None] * (len(batch) + 2)
@@ -202,14 +206,23 @@ class _Attention:
         coords[contract], coords[free] = row, col
         return coords
 
+    def operand_at(
+        self, value: SSAValue, dims: tuple[Sequence[int], int, int], bc: list[SSAValue], contract: SSAValue,
+        free: SSAValue,
+    ) -> SSAValue:
+        """One element of `value`, an operand of q·kᵀ or p·v (`dims`: its
+        `q_dims`, `k_dims` or `v_dims`) or what it is computed from along the
+        same dims: at batch `bc`, contracted index `contract`, free index `free`."""
+        return self.expr(1).at(value, self.coords(dims, bc, contract, free))
+
     def q_at(self, bc: list[SSAValue], i: SSAValue, d0: SSAValue | int, w: int) -> SSAValue:
-        return self.expr(w).at(self.qk.lhs, self._at(self.q_dims, bc, self.kb.as_index(d0), i))
+        return self.expr(w).at(self.qk.lhs, self.coords(self.q_dims, bc, self.kb.as_index(d0), i))
 
     def k_at(self, bc: list[SSAValue], j: SSAValue, d0: SSAValue | int, w: int) -> SSAValue:
-        return self.expr(w).at(self.qk.rhs, self._at(self.k_dims, bc, self.kb.as_index(d0), j))
+        return self.expr(w).at(self.qk.rhs, self.coords(self.k_dims, bc, self.kb.as_index(d0), j))
 
     def v_at(self, bc: list[SSAValue], j: SSAValue, d0: SSAValue | int, w: int) -> SSAValue:
-        return self.expr(w).at(self.pv.rhs, self._at(self.v_dims, bc, j, self.kb.as_index(d0)))
+        return self.expr(w).at(self.pv.rhs, self.coords(self.v_dims, bc, j, self.kb.as_index(d0)))
 
     def score_at(self, bc: list[SSAValue], i: SSAValue, j: SSAValue, dot: SSAValue, w: int) -> SSAValue:
         """The score's elementwise work on `dot` (q·k, `w` lanes) at query i, key j."""

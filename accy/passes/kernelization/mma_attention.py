@@ -1,0 +1,483 @@
+"""Flash attention on tensor cores (FlashAttention-2's structure) for a
+GPU target whose `mma` is "sm80" (or "emulate": the same kernel, each
+matrix instruction done by the warp's work-items through local memory,
+`mma_emulation`), where q, k and v are f16 or bf16 (read as stored, before
+the f32 cast that compute-half-in-f32 gives the attention's operands) and
+the attention computes in f32. Both products run on m16n8k16
+`accy_kernel.mma` with f32 accumulators.
+
+- A work-group of `WARPS` warps (work-items (lane, warp): 32 x 4) owns a
+  block of `BQ` = 16·WARPS query rows of one batch; warp w owns rows
+  16w .. 16w+15, work-item 4g + t the rows g and g + 8 of them (the rows
+  of its accumulator fragments, `ACCUMULATOR_FRAGMENT`). Its q fragments
+  (A operands of the first product, D padded with zeros to a multiple of
+  16) are read from global memory once and stay in registers.
+- Per tile of `bk` keys (64, or 32 or 16 where local memory holds no
+  more), the keys ([key][D], k's rows) and values ([key][Dv]) are staged
+  in local memory, zeros past D and Dv, keys past Sk reading key Sk-1;
+  rows are padded by 16 bytes so that the eight 16-byte rows a fragment
+  load reads start in distinct banks. Then each warp:
+  - S = q·kᵀ on mma: per k16 step of D, the B fragments of its bk/8 key
+    tiles by `ldmatrix` (k rows are [n][k] rows: no transpose), one mma
+    per key tile;
+  - the score's elementwise work on each accumulator element, keys past
+    Sk and (causal) past the query set to -inf;
+  - the online softmax in f32 registers: a row's max over the tile is
+    its four lanes' (t = 0..3) maxima reduced by `accy_kernel.shuffle_xor`
+    (masks 1 and 2); each lane rescales its share of the row's sum and its
+    output accumulators and sums its own exponentials p (the shares are
+    added by the same quad reduction once, at the end);
+  - O += P·V on mma: p converted to the operands' type is the A fragment
+    directly (the accumulators of key tiles 2i and 2i+1 are, register for
+    register, the A fragment of k16 step i: FA2's register trick); V's B
+    fragments by `ldmatrix.trans` of the [key][Dv] tile.
+- Causal blocks stop at the tile holding their last query. Rows past Sq
+  compute row Sq-1 and store nothing; each output element goes through the
+  epilogue (`_Attention.finish`), guarded past Sq and Dv.
+
+Not covered (the SIMT kernel, `_GpuBlocks`, runs; `unsupported` says
+why): f32 operands (TF32 would need P re-laid for m16n8k8's A fragment),
+D or Dv above `MAX_D`, a work-group or local memory too small.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from xdsl.dialects import arith, memref, vector
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, VectorType
+from xdsl.ir import Attribute, SSAValue
+
+from accy.dialects import accy
+from accy.dialects.kernel import (
+    ACCUMULATOR_FRAGMENT,
+    ASYNC_COPY_BYTES,
+    AsyncCommitOp,
+    AsyncCopyOp,
+    AsyncWaitOp,
+    LdMatrixOp,
+    MmaOp,
+    ShuffleXorOp,
+)
+from accy.dialects.target import TargetProfile
+from accy.dialects.types import numel
+from accy.passes.kernelization.flash_attention import _Attention, _combined
+from accy.passes.kernelization.kernel_builder import vectors_aligned
+from accy.passes.kernelization.lowered import LoweredKernel
+from accy.passes.kernelization.mma_emulation import Exchange, exchange_elements
+
+#: Warps of a work-group, each owning 16 query rows.
+WARPS = 4
+WARP = 32
+THREADS = WARP * WARPS
+#: Query rows of a work-group's block.
+BQ = 16 * WARPS
+#: (keys of a staged tile, buffers of each tile) by preference, the first
+#: whose tiles fit in local memory; two buffers only where async copies
+#: fill them (`Plan.copies`).
+TILINGS = ((64, 2), (32, 2), (64, 1), (32, 1), (16, 2), (16, 1))
+#: Elements of an async copy: 16 bytes.
+CHUNK = ASYNC_COPY_BYTES // 2
+#: Elements each staged row is padded by (16 bytes of 16-bit elements).
+PAD = 8
+#: The largest D and Dv: a warp's q fragments and output accumulators stay in registers.
+MAX_D = 256
+SHAPE = "m16n8k16"
+
+
+def _up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def local_bytes(profile: TargetProfile, d: int, dv: int, bk: int, stages: int) -> int:
+    """Local memory of the kernel at key tiles of `bk` in `stages` buffers:
+    the staged keys and values and, emulated, the warps' exchange and the
+    shuffles' words."""
+    width = 2
+    staged = stages * bk * (_up(d, 16) + PAD + _up(dv, 16) + PAD)
+    if profile.mma != "emulate":
+        return staged * width
+    x_a, x_b = exchange_elements(SHAPE, WARPS, 1, max(bk, _up(dv, 16)) // 8)
+    return (staged + x_a + x_b) * width + THREADS * 4
+
+
+def narrow(fa: _Attention, operand: SSAValue) -> SSAValue | None:
+    """The f16 or bf16 value an f32 operand of the attention is cast from
+    (compute-half-in-f32's cast, fused into the kernel), or None."""
+    cast = operand.owner
+    if isinstance(cast, accy.CastOp) and cast in fa.ops and isinstance(accy.elem_of(cast.x), Float16Type | BFloat16Type):
+        return cast.x
+    return None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the kernel runs an attention: q, k and v as the 16-bit values
+    they are cast from, tiles of `bk` keys in `stages` buffers, filled by
+    async copies (`copies`: k and v are buffers contiguous along D and Dv,
+    whole aligned 16-byte chunks) or by plain loads (one buffer)."""
+
+    q: SSAValue
+    k: SSAValue
+    v: SSAValue
+    bk: int
+    stages: int
+    copies: bool
+
+
+def plan(fa: _Attention) -> Plan | str:
+    """The kernel's plan for `fa`, or why it does not run it."""
+    why = unsupported(fa)
+    if why is not None:
+        return why
+    q, k, v = (narrow(fa, x) for x in (fa.qk.lhs, fa.qk.rhs, fa.pv.rhs))
+    assert q is not None and k is not None and v is not None
+    copies = _copyable(fa, k, fa.k_dims[1], fa.d) and _copyable(fa, v, fa.v_dims[2], fa.dv)
+    profile = fa.kb.profile
+    fits = [(bk, n) for bk, n in TILINGS if (copies or n == 1) and local_bytes(profile, fa.d, fa.dv, bk, n) <= profile.local_mem_bytes]
+    if not fits:
+        return "local memory does not hold the staged tiles"
+    return Plan(q, k, v, *fits[0], copies)
+
+
+def _copyable(fa: _Attention, value: SSAValue, along: int, extent: int) -> bool:
+    """Whether `value` is a buffer whose rows along dim `along` (its last)
+    are whole aligned 16-byte chunks."""
+    acc = fa.kb.access.get(value)
+    last = len(accy.shape_of(value)) - 1
+    return acc is not None and along == last and extent % CHUNK == 0 and vectors_aligned(acc, CHUNK)
+
+
+def unsupported(fa: _Attention) -> str | None:
+    """Why the tensor-core kernel does not run this attention, or None where it does."""
+    profile = fa.kb.profile
+    if profile.mma not in ("sm80", "emulate"):
+        return "the target has no warp matrix instructions (mma)"
+    operands = [narrow(fa, v) for v in (fa.qk.lhs, fa.qk.rhs, fa.pv.rhs)]
+    if not isinstance(fa.et, Float32Type) or any(v is None for v in operands):
+        return "q, k and v are not f16 or bf16 values the attention computes on in f32"
+    if len({type(accy.elem_of(v)) for v in operands if v is not None}) != 1:
+        return "q, k and v are not of one element type"
+    if fa.d > MAX_D or fa.dv > MAX_D:
+        return f"D = {fa.d}, Dv = {fa.dv}: above {MAX_D}"
+    if fa.sk == 0:
+        return "no keys"
+    if profile.max_work_group_size < THREADS:
+        return f"work-groups of {profile.max_work_group_size} work-items: fewer than {THREADS}"
+    if local_bytes(profile, fa.d, fa.dv, TILINGS[-1][0], 1) > profile.local_mem_bytes:
+        return "local memory does not hold the staged tiles"
+    return None
+
+
+def mma_attention(fa: _Attention, how: Plan) -> LoweredKernel:
+    """The tensor-core kernel of `fa` as `how` (from `plan`) says."""
+    return _MmaAttention(fa, how).kernel()
+
+
+class _MmaAttention:
+    """The kernel on `fa`'s builder (module docstring). Building it emits
+    the preamble (local arrays, ids, the rows); `kernel` the rest."""
+
+    def __init__(self, fa: _Attention, how: Plan) -> None:
+        self.fa, self.kb, self.how = fa, fa.kb, how
+        kb, profile = fa.kb, fa.kb.profile
+        self.q, self.k, self.v = how.q, how.k, how.v
+        self.element: Attribute = accy.elem_of(how.q)
+        self.bk = how.bk
+        self.dp, self.dvp = _up(fa.d, 16), _up(fa.dv, 16)
+        self.k_row, self.v_row = self.dp + PAD, self.dvp + PAD
+        self.n_s, self.n_o = self.bk // 8, self.dvp // 8  # key tiles of S, column tiles of O
+        self.emulated = profile.mma == "emulate"
+        align = 2 * PAD
+        self.k_size, self.v_size = self.bk * self.k_row, self.bk * self.v_row  # a buffer of each
+        self.k_tile = kb.local_array(how.stages * self.k_size, self.element, workgroup=True, alignment=align)
+        self.v_tile = kb.local_array(how.stages * self.v_size, self.element, workgroup=True, alignment=align)
+        self.k_off, self.v_off = kb.idx(0), kb.idx(0)  # the buffers in use
+        self.lane, self.warp = kb.local_id("x"), kb.local_id("y")
+        self.g, self.t = kb.div(self.lane, 4), kb.rem(self.lane, 4)
+        self.flat = kb.add(kb.mul(self.warp, WARP), self.lane)
+        if self.emulated:
+            x_a, x_b = exchange_elements(SHAPE, WARPS, 1, max(self.n_s, self.n_o))
+            self.exchange = Exchange(
+                kb, SHAPE, self.element, kb.local_array(x_a, self.element, workgroup=True),
+                kb.local_array(x_b, self.element, workgroup=True), self.warp, self.g, self.t,
+            )  # fmt: skip
+        self.q0 = kb.mul(kb.group_id("x"), BQ)
+        self.bc = kb.delinearize(kb.group_id("y"), fa.batch_shape)
+        first = kb.add(self.q0, kb.add(kb.mul(self.warp, 16), self.g))
+        self.rows = [first, kb.add(first, 8)]  # of accumulator elements 0, 1 and 2, 3
+        self.read_rows = [kb.min(r, fa.sq - 1) for r in self.rows]
+        self.ninf, self.zero = kb.const(-math.inf, Float32Type()), kb.const(0.0, Float32Type())
+        self.masked = fa.causal or fa.sk % self.bk != 0
+
+    def kernel(self) -> LoweredKernel:
+        """q's fragments, the loop over the key tiles the block sees, the rows stored."""
+        fa, kb = self.fa, self.kb
+        q = [self._q_fragment(kk) for kk in range(self.dp // 16)]
+        keys_end = kb.min(fa.sk, kb.min(kb.add(self.q0, BQ), fa.sq)) if fa.causal else kb.idx(fa.sk)
+        limits = [fa.key_end(r) for r in self.read_rows] if self.masked else []
+        init = [self.ninf, self.ninf, self.zero, self.zero] + [self.zero] * (self.n_o * 4)
+        if self.how.stages == 2:
+            self._issue(kb.idx(0), kb.idx(0))  # the first tile in flight
+        final = kb.for_(0, keys_end, self.bk, init, partial(self._tile, q, limits))
+        if self.how.copies:
+            kb.op(AsyncWaitOp(0))  # nothing in flight past the kernel's end
+        self._store(final)
+        grid = (-(-fa.sq // BQ), max(numel(fa.batch_shape), 1), 1)
+        return kb.lowered(grid, (WARP, WARPS, 1), states_block=True)
+
+    # -- reading the operands ---------------------------------------------------------
+
+    def _pair(self, lo: SSAValue, hi: SSAValue) -> SSAValue:
+        """(lo, hi) as one `vector<2xT>` fragment register."""
+        kb = self.kb
+        pair = kb.val(vector.BroadcastOp(lo, VectorType(self.element, [2])))
+        return kb.val(vector.InsertOp(hi, pair, [1]))
+
+    def _read(
+        self, value: SSAValue, dims: tuple, contract: SSAValue, free: SSAValue, padded: int, extent: int | None
+    ) -> SSAValue:
+        """Element (contract, free) of operand `value` (`_Attention.operand_at`);
+        where `extent` is given, 0 where coordinate `padded` (0: contract, 1:
+        free) is past it (read at extent - 1)."""
+        fa, kb = self.fa, self.kb
+        if extent is None:
+            return fa.operand_at(value, dims, self.bc, contract, free)
+        coords = [contract, free]
+        inside = kb.lt(coords[padded], extent)
+        coords[padded] = kb.min(coords[padded], extent - 1)
+        return kb.select(inside, fa.operand_at(value, dims, self.bc, *coords), kb.const(0.0, self.element))
+
+    def _q_fragment(self, kk: int) -> list[SSAValue]:
+        """The A fragment of q's k16 step kk (rows g and g + 8, d = 16kk +
+        2t + 0/1/8/9), zeros past D."""
+        fa, kb = self.fa, self.kb
+        padded = 16 * kk + 16 > fa.d
+        regs = []
+        for r, off in ((0, 0), (1, 0), (0, 8), (1, 8)):  # a0 .. a3 (FRAGMENTS)
+            d = kb.add(kb.mul(self.t, 2), 16 * kk + off)
+            extent = fa.d if padded else None
+            pair = [self._read(self.q, fa.q_dims, kb.add(d, h), self.read_rows[r], 0, extent) for h in (0, 1)]
+            regs.append(self._pair(*pair))
+        return regs
+
+    def _staged(self, k0: SSAValue) -> None:
+        """The tile from k0 in local memory, its buffers in use. Two buffers:
+        its copies (issued a tile before) waited for, a barrier (every
+        work-item's are in, and every work-item is done with the tile
+        before), the next tile's copies issued into the other buffer. One:
+        a barrier (the tile before read), the tile copied or loaded, a barrier."""
+        kb = self.kb
+        if self.how.stages == 2:
+            kb.op(AsyncWaitOp(0))
+            kb.barrier()
+            cur = kb.rem(kb.div(k0, self.bk), 2)
+            self._issue(kb.add(k0, self.bk), kb.sub(kb.idx(1), cur))
+            self.k_off, self.v_off = kb.mul(cur, self.k_size), kb.mul(cur, self.v_size)
+            return
+        kb.barrier()
+        if self.how.copies:
+            self._issue(k0, kb.idx(0))
+            kb.op(AsyncWaitOp(0))
+        else:
+            self._stage(k0)
+        kb.barrier()
+
+    def _issue(self, k0: SSAValue, buffer: SSAValue) -> None:
+        """Async copies of the tile from k0 into `buffer`, 16 bytes a slot,
+        consecutive work-items on consecutive chunks of a row (zeros past
+        Sk, D and Dv), committed as one group."""
+        fa, kb = self.fa, self.kb
+        parts = (
+            (self.k, fa.k_dims, fa.d, self.dp, self.k_tile, self.k_row, kb.mul(buffer, self.k_size), False),
+            (self.v, fa.v_dims, fa.dv, self.dvp, self.v_tile, self.v_row, kb.mul(buffer, self.v_size), True),
+        )
+        for value, dims, extent, cols, tile, row_len, off, free_cols in parts:
+            per_row = cols // CHUNK
+            total = self.bk * per_row
+            acc = kb.access[value]
+            for e in range(-(-total // THREADS)):
+                slot = kb.add(self.flat, e * THREADS)
+                key, c = kb.div(slot, per_row), kb.mul(kb.rem(slot, per_row), CHUNK)
+                j = kb.add(k0, key)
+                valid = kb.val(arith.AndIOp(kb.lt(j, fa.sk), kb.lt(c, extent)))
+                src = kb.address(acc, fa.coords(dims, self.bc, *((j, c) if free_cols else (c, j))))
+                copy = partial(self._copy, acc.arg, src, tile, kb.add(off, kb.add(kb.mul(key, row_len), c)), valid)
+                if total % THREADS and (e + 1) * THREADS > total:
+                    kb.if_(kb.lt(slot, total), copy)
+                else:
+                    copy()
+        kb.op(AsyncCommitOp())
+
+    def _copy(self, src: SSAValue, at: SSAValue, tile: SSAValue, to: SSAValue, valid: SSAValue) -> list[SSAValue]:
+        self.kb.op(AsyncCopyOp(src, at, tile, to, valid))
+        return []
+
+    def _stage(self, k0: SSAValue) -> None:
+        """The tile's keys and values from k0 into local memory by plain
+        loads, consecutive work-items on consecutive columns; zeros past D
+        and Dv, keys past Sk read at Sk - 1."""
+        self._stage_tile(self.dp, partial(self._put_key, k0))
+        self._stage_tile(self.dvp, partial(self._put_value, k0))
+
+    def _stage_tile(self, cols: int, put: Callable[[SSAValue, SSAValue], None]) -> None:
+        """`put(key, column)` of each of bk x cols elements of a tile."""
+        kb = self.kb
+        total = self.bk * cols
+        steps, rest = divmod(total, THREADS)
+        assert not rest, "a tile is whole rounds of the work-group (bk and the padded widths are multiples of 16)"
+
+        def step(e: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            slot = kb.add(self.flat, kb.mul(e, THREADS))
+            put(kb.div(slot, cols), kb.rem(slot, cols))
+            return []
+
+        kb.for_(0, steps, 1, [], step)
+
+    def _put_key(self, k0: SSAValue, key: SSAValue, d: SSAValue) -> None:
+        fa, kb = self.fa, self.kb
+        j = kb.min(kb.add(k0, key), fa.sk - 1)
+        x = self._read(self.k, fa.k_dims, d, j, 0, fa.d if self.dp != fa.d else None)
+        kb.op(memref.StoreOp.get(x, self.k_tile, [kb.add(kb.mul(key, self.k_row), d)]))
+
+    def _put_value(self, k0: SSAValue, key: SSAValue, c: SSAValue) -> None:
+        fa, kb = self.fa, self.kb
+        j = kb.min(kb.add(k0, key), fa.sk - 1)
+        x = self._read(self.v, fa.v_dims, j, c, 1, fa.dv if self.dvp != fa.dv else None)
+        kb.op(memref.StoreOp.get(x, self.v_tile, [kb.add(kb.mul(key, self.v_row), c)]))
+
+    # -- fragments of the staged tiles -------------------------------------------------
+
+    def _ldmatrix(self, tile: SSAValue, at: SSAValue, trans: bool) -> list[list[SSAValue]]:
+        regs = list(self.kb.op(LdMatrixOp(tile, at, trans=trans)).results)
+        return [regs[:2], regs[2:]]
+
+    def _k_fragments(self, kk: int) -> list[list[SSAValue]]:
+        """The B fragments of k16 step kk of each key tile: b0 = k[key g][d
+        16kk + 2t, +1], b1 the same 8 d later. By ldmatrix, two key tiles
+        a call: work-item 8i + r names key row 8·(i / 2) + r from d 8·(i % 2)."""
+        kb = self.kb
+        out: list[list[SSAValue]] = []
+        if not self.emulated:
+            matrix, r = kb.div(self.lane, 8), kb.rem(self.lane, 8)
+            for pair in range(self.n_s // 2):
+                key = kb.add(kb.mul(kb.div(matrix, 2), 8), kb.add(r, 16 * pair))
+                d = kb.add(kb.mul(kb.rem(matrix, 2), 8), 16 * kk)
+                out += self._ldmatrix(self.k_tile, kb.add(self.k_off, kb.add(kb.mul(key, self.k_row), d)), False)
+            return out
+        for nt in range(self.n_s):
+            row = kb.add(self.k_off, kb.mul(kb.add(self.g, nt * 8), self.k_row))
+            regs = []
+            for off in (0, 8):
+                at = kb.add(row, kb.add(kb.mul(self.t, 2), 16 * kk + off))
+                regs.append(self._pair(self._local(self.k_tile, at), self._local(self.k_tile, kb.add(at, 1))))
+            out.append(regs)
+        return out
+
+    def _v_fragments(self, kk: int) -> list[list[SSAValue]]:
+        """The B fragments of key step kk (keys 16kk ..) of each tile of 8
+        output columns: b0 = v[keys 16kk + 2t, +1][column g], b1 the keys 8
+        later. By ldmatrix.trans, two column tiles a call: work-item 8i + r
+        names key row 16kk + 8·(i % 2) + r from column 8·(i / 2)."""
+        kb = self.kb
+        out: list[list[SSAValue]] = []
+        if not self.emulated:
+            matrix, r = kb.div(self.lane, 8), kb.rem(self.lane, 8)
+            key = kb.add(kb.mul(kb.rem(matrix, 2), 8), kb.add(r, 16 * kk))
+            for pair in range(self.n_o // 2):
+                c = kb.add(kb.mul(kb.div(matrix, 2), 8), 16 * pair)
+                out += self._ldmatrix(self.v_tile, kb.add(self.v_off, kb.add(kb.mul(key, self.v_row), c)), True)
+            return out
+        for nv in range(self.n_o):
+            regs = []
+            for off in (0, 8):
+                key = kb.add(kb.mul(self.t, 2), 16 * kk + off)
+                at = kb.add(self.v_off, kb.add(kb.mul(key, self.v_row), kb.add(self.g, nv * 8)))
+                regs.append(self._pair(self._local(self.v_tile, at), self._local(self.v_tile, kb.add(at, self.v_row))))
+            out.append(regs)
+        return out
+
+    def _local(self, tile: SSAValue, at: SSAValue) -> SSAValue:
+        return self.kb.val(memref.LoadOp.get(tile, [at]))
+
+    def _mma(self, a: list[SSAValue], b: list[list[SSAValue]], acc: list[SSAValue]) -> list[SSAValue]:
+        """acc + the A fragment `a` times each B fragment of `b` (4 accumulators each)."""
+        if self.emulated:
+            return self.exchange.round([a], b, acc)
+        out = list(acc)
+        for j, regs in enumerate(b):
+            out[4 * j : 4 * j + 4] = self.kb.op(MmaOp(SHAPE, a, regs, out[4 * j : 4 * j + 4])).results
+        return out
+
+    # -- a key tile ------------------------------------------------------------------------
+
+    def _quad(self, x: SSAValue, combine: type[arith.MaximumfOp] | type[arith.AddfOp]) -> SSAValue:
+        """`x` combined over the four lanes t = 0..3 that share a row."""
+        kb = self.kb
+        for mask in (1, 2):
+            x = kb.val(combine(x, kb.val(ShuffleXorOp(x, mask))))
+        return x
+
+    def _tile(self, q: list[list[SSAValue]], limits: list[SSAValue], k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        """The key tile from k0: staged, S on mma, the online softmax step, O += P·V on mma."""
+        fa, kb = self.fa, self.kb
+        m, l, o = carried[:2], carried[2:4], carried[4:]
+        self._staged(k0)
+        s = [self.zero] * (self.n_s * 4)
+        for kk in range(self.dp // 16):
+            s = self._mma(q[kk], self._k_fragments(kk), s)
+        scores = []
+        for i, dot in enumerate(s):
+            nt, (go, ts, to) = i // 4, ACCUMULATOR_FRAGMENT[i % 4]
+            row = go // 8
+            key = kb.add(k0, kb.add(kb.mul(self.t, ts), nt * 8 + to))
+            score = fa.score_at(self.bc, self.read_rows[row], kb.min(key, fa.sk - 1), dot, 1)
+            scores.append(kb.select(kb.lt(key, limits[row]), score, self.ninf) if self.masked else score)
+        out_m, out_l, corrs, p = [], [], [], [self.zero] * len(scores)
+        for row in (0, 1):
+            mine = [i for i in range(len(scores)) if (i % 4) // 2 == row]
+            top = self._quad(_combined(kb, arith.MaximumfOp, [scores[i] for i in mine]), arith.MaximumfOp)
+            m_new = kb.val(arith.MaximumfOp(m[row], top))
+            shift, corr = fa.rescale(m[row], m_new)
+            for i in mine:
+                p[i] = kb.val(mathd.ExpOp(kb.val(arith.SubfOp(scores[i], shift))))
+            out_m.append(m_new)
+            out_l.append(fa.fma(l[row], corr, _combined(kb, arith.AddfOp, [p[i] for i in mine])))
+            corrs.append(corr)
+        o = [kb.val(arith.MulfOp(x, corrs[(i % 4) // 2])) for i, x in enumerate(o)]
+        narrow_p = [kb.val(arith.TruncFOp(x, self.element)) for x in p]
+        for kk in range(self.bk // 16):
+            lo, hi = narrow_p[8 * kk : 8 * kk + 4], narrow_p[8 * kk + 4 : 8 * kk + 8]  # key tiles 2kk, 2kk + 1
+            a = [self._pair(lo[0], lo[1]), self._pair(lo[2], lo[3]), self._pair(hi[0], hi[1]), self._pair(hi[2], hi[3])]
+            o = self._mma(a, self._v_fragments(kk), o)
+        return out_m + out_l + o
+
+    # -- the rows stored -----------------------------------------------------------------------
+
+    def _store(self, final: list[SSAValue]) -> None:
+        """Each row's sum (its lanes' shares added), then acc / l of each of
+        the work-item's output elements through the epilogue, nothing past
+        Sq and Dv."""
+        fa, kb = self.fa, self.kb
+        inv = [fa.inverse(self._quad(final[2 + row], arith.AddfOp)) for row in (0, 1)]
+        for i, acc in enumerate(final[4:]):
+            nv, (go, ts, to) = i // 4, ACCUMULATOR_FRAGMENT[i % 4]
+            row = self.rows[go // 8]
+            col = kb.add(kb.mul(self.t, ts), nv * 8 + to)
+            value = kb.val(arith.MulfOp(acc, inv[go // 8]))
+            inside = [kb.lt(row, fa.sq)] if fa.sq % BQ else []
+            inside += [kb.lt(col, fa.dv)] if nv * 8 + 8 > fa.dv else []
+            put = partial(self._store_output, row, col, value)
+            if inside:
+                kb.if_(inside[0] if len(inside) == 1 else kb.val(arith.AndIOp(*inside)), put)
+            else:
+                put()
+
+    def _store_output(self, row: SSAValue, col: SSAValue, value: SSAValue) -> list[SSAValue]:
+        self.fa.finish([*self.bc, row, col], value, 1)
+        return []
+

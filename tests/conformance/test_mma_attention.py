@@ -1,0 +1,184 @@
+"""Flash attention on tensor cores (issue 23 item 3: both products on
+`mma.sync` m16n8k16, the online softmax in f32 registers with quad
+shuffles, P as the second product's A fragment) against a float64
+reference from the operands as stored: f16 and bf16, causal and not,
+Sq != Sk, odd sizes (1, 7, 65, 130), D in {16, 64, 80, 128} and one not a
+multiple of 16 (zero-padded), Dv != D, batches, a fused epilogue.
+
+Two targets, as test_mma_dot's: `mma = "emulate"` on the GPU-profile PoCL
+device (each matrix instruction and shuffle done by the work-items
+through local memory) and `mma = "sm80"` on an OpenCL device whose own
+profile has it (NVIDIA's driver; skipped elsewhere). Every case checks
+that the kernel is the tensor-core one (its work-group and its source),
+that nothing fell back to the host, and the results within the tolerance
+of the operands' type: p is rounded to it before the second product (one
+relative rounding per product term, 2^-11 for f16 and 2^-8 for bf16), the
+output rounded once. Outputs are poisoned (NaN) before each run."""
+
+from __future__ import annotations
+
+import zlib
+from functools import cache
+
+import ml_dtypes
+import numpy as np
+import pytest
+from check import ty
+from conftest import GPU_PROFILE, ProfiledDevice
+
+import accy
+from accy.runtime.opencl import OpenCLDevice, mma_of_device, opencl_devices
+
+DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
+#: (rtol, atol scaled by the largest expected magnitude) by element type.
+TOLERANCE = {"f16": (4e-3, 4e-3), "bf16": (3e-2, 3e-2)}
+#: (batch, Sq, Sk, D, Dv, causal, epilogue, prologue): the epilogue
+#: relu(o + r), the prologue k·2 (k is then no buffer: the tiles are
+#: staged by plain loads instead of async copies).
+SHAPES = [
+    ((), 7, 9, 16, 24, True, False, False),
+    ((2,), 65, 130, 64, 64, False, True, False),
+    ((), 130, 65, 80, 48, True, False, True),
+    ((2, 2), 1, 7, 128, 16, False, False, False),
+    ((), 65, 65, 64, 64, True, True, True),
+    ((3,), 130, 130, 16, 80, False, False, False),
+    ((), 7, 1, 24, 8, False, False, False),  # D and Dv past whole mma tiles: zero-padded
+    ((), 64, 200, 128, 128, True, False, False),
+    ((), 9, 17, 20, 12, False, True, True),  # D and Dv not whole 16-byte chunks: plain loads
+]
+#: The emulated cases a plain run takes (the others are `slow`: PoCL
+#: takes many seconds to build each emulated kernel, whose exchanges put
+#: barriers in the key loop): causal with Sq < Sk, odd sizes and Dv != D.
+QUICK = {("f16", 0), ("bf16", 8)}
+
+
+def _cases() -> list:
+    cases = []
+    for kind in ("emulate", "sm80"):
+        for et in DTYPES:
+            for i, shape in enumerate(SHAPES):
+                batch, sq, sk, d, dv, causal, epilogue, prologue = shape
+                flags = "c" * causal + "e" * epilogue + "p" * prologue
+                name = f"{kind}-{et}-" + "x".join(map(str, [*batch, sq, sk, d, dv])) + flags
+                slow = kind == "emulate" and (et, i) not in QUICK
+                cases.append(pytest.param(kind, et, shape, id=name, marks=[pytest.mark.slow] if slow else []))
+    return cases
+
+
+def _program(shape: tuple, et: str, target: str) -> str:
+    batch, sq, sk, d, dv, causal, epilogue, prologue = shape
+    tq, tk, tv, to = ty([*batch, sq, d], et), ty([*batch, sk, d], et), ty([*batch, sk, dv], et), ty([*batch, sq, dv], et)
+    flag = "true" if causal else "false"
+    lines = [f"func.func @main(%q: {tq}, %k0: {tk}, %v: {tv}, %r: {to}) -> {to} {{"]
+    if prologue:
+        lines += [
+            f'  %two = "accy.constant"() <{{value = dense<2.0> : {tk}}}> : () -> {tk}',
+            f'  %k = "accy.mul"(%k0, %two) : ({tk}, {tk}) -> {tk}',
+        ]
+    k = "%k" if prologue else "%k0"
+    lines.append(
+        f'  %o = "accy.attention"(%q, {k}, %v) <{{scale = 0.3 : f32, causal = {flag}}}> : ({tq}, {tk}, {tv}) -> {to}'
+    )
+    if epilogue:
+        lines += [f'  %s = "accy.add"(%o, %r) : ({to}, {to}) -> {to}', f'  %y = "accy.relu"(%s) : ({to}) -> {to}']
+    lines += [f"  func.return {'%y' if epilogue else '%o'} : {to}", "}"]
+    body = "\n".join(lines)
+    return f"builtin.module attributes {{accy.target = #accy.target<{target}>}} {{\n{body}\n}}"
+
+
+def _reference(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, r: np.ndarray, causal: bool, epilogue: bool, prologue: bool
+) -> np.ndarray:
+    """In float64 from the operands as stored (k·2 is exact in f16 and bf16)."""
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    k64 = 2 * k64 if prologue else k64
+    s = 0.3 * np.einsum("...id,...jd->...ij", q64, k64)
+    if causal:
+        sq, sk = s.shape[-2:]
+        s = np.where(np.arange(sk)[None, :] > np.arange(sq)[:, None], -np.inf, s)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    out = np.einsum("...ij,...jd->...id", p / p.sum(axis=-1, keepdims=True), v64)
+    return np.maximum(out + r.astype(np.float64), 0) if epilogue else out
+
+
+@cache
+def _emulating() -> ProfiledDevice:
+    """PoCL on the GPU profile with 64 KiB of local memory (as
+    test_mma_dot's): emulated, the warps' exchange comes on top of the tiles."""
+    return ProfiledDevice(GPU_PROFILE.replace(local_mem_bytes=65536))
+
+
+@cache
+def _nvidia() -> OpenCLDevice | None:
+    """The first OpenCL device with mma.sync (`mma_of_device`), if any."""
+    for i in range(len(opencl_devices())):
+        device = OpenCLDevice(i, poison=True)
+        if mma_of_device(device.cl_device) == "sm80":
+            return device
+    return None
+
+
+def _device(kind: str):
+    if not opencl_devices():
+        pytest.skip("no OpenCL device")
+    if kind == "emulate":
+        return _emulating()
+    device = _nvidia()
+    if device is None:
+        pytest.skip("no OpenCL device with mma.sync (an NVIDIA GPU of compute capability 8 or more)")
+    return device
+
+
+@pytest.mark.parametrize(("kind", "et", "shape"), _cases())
+def test_attention_on_tensor_cores(kind: str, et: str, shape, request) -> None:
+    device = _device(kind)
+    batch, sq, sk, d, dv, causal, epilogue, prologue = shape
+    target = f'profile = "gpu", mma = "{kind}", fp16 = false'
+    rng = np.random.default_rng(zlib.crc32(request.node.name.encode()))
+    arrays = [rng.standard_normal(s) for s in ([*batch, sq, d], [*batch, sk, d], [*batch, sk, dv], [*batch, sq, dv])]
+    inputs = [x.astype(DTYPES[et]) for x in arrays]
+    exe = accy.compile(_program(shape, et, target), device=device)
+    (got,) = exe(*inputs)
+    assert exe.stats.fallbacks == 0
+    source = exe.program.source
+    assert "reqd_work_group_size(32, 4, 1)" in source  # the tensor-core kernel, not the SIMT one
+    if kind == "sm80":
+        assert "mma.sync.aligned.m16n8k16" in source and "shfl.sync.bfly.b32" in source
+        assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in source
+    else:  # emulated: the exchange and the shuffles through local memory, no inline PTX
+        assert "asm volatile" not in source and "barrier(" in source
+    # k and v buffers of whole 16-byte chunks along D and Dv are staged by
+    # async copies: cp.async, or emulated plain copies with a zero fill.
+    copies = not prologue and d % 8 == 0 and dv % 8 == 0
+    assert ("cp.async.cg" in source if kind == "sm80" else ": (ushort8)(0);" in source) == copies
+    assert got.dtype == DTYPES[et] and got.shape == (*batch, sq, dv)
+    want = _reference(*inputs, causal, epilogue, prologue)
+    rtol, atol = TOLERANCE[et]
+    scale = max(1.0, float(np.abs(want).max(initial=0)))
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol * scale)
+
+
+def test_uncovered_attentions_keep_the_simt_kernel() -> None:
+    """f32 (exact or fast) and D past 256 take the SIMT kernel (work-groups
+    of 8 x TY), and `unsupported` says why; a f16 one takes the tensor cores."""
+    from accy.passes.kernelization import mma_attention
+    from accy.passes.registry import DevicePipeline
+
+    reasons: list[str] = []
+    real = mma_attention.unsupported
+
+    def spy(fa):
+        reasons.append(str(real(fa)))
+        return real(fa)
+
+    cases = [("f32", 16, "not f16 or bf16"), ("f16", 272, "above 256"), ("f16", 32, "None")]
+    for et, d, reason in cases:
+        reasons.clear()
+        src = _program(((), 5, 6, d, 16, False, False, False), et, 'profile = "gpu", mma = "emulate", fp16 = false')
+        mma_attention.unsupported = spy
+        try:
+            module = accy.parse_module(src)
+            accy.PassManager(DevicePipeline().passes()).run(module)
+        finally:
+            mma_attention.unsupported = real
+        assert reasons and reason in reasons[0], (et, d, reasons)
