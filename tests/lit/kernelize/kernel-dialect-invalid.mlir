@@ -56,3 +56,11 @@ func.func @f(%a: vector<4xi32>) {
   %i = accy_kernel.vcast "sitofp", %a : vector<4xi32> -> vector<8xf32>
   func.return
 }
+
+// -----
+
+func.func @f(%a: f32) {
+  // expected-error @+1 {{'accy_kernel.shuffle_xor' op mask must be in [0, 32), got 32}}
+  %y = accy_kernel.shuffle_xor %a {mask = 32 : i64} : f32
+  func.return
+}
