@@ -599,6 +599,16 @@ def _swizzled(index: str) -> str:
         %col = arith.muli %x, %c8 : index
         %wide = arith.muli %o, %c8 : index
         %odd = arith.addi %x, %c1 : index
+        %e = arith.muli %chunk, %c8 : index
+        %e4 = arith.muli %chunk, %c4 : index
+        %sm = arith.muli %s, %c8 : index
+        %xcol = arith.xori %e, %sm : index
+        %xquarter = arith.xori %e4, %sm : index
+        %c3 = arith.constant 3 : index
+        %sh3 = arith.shli %s, %c3 : index
+        %sh2 = arith.shli %s, %c2 : index
+        %xshift = arith.xori %e, %sh3 : index
+        %xshift2 = arith.xori %e, %sh2 : index
         %i = arith.addi %base, {index} : index
         vector.store %z, %l[%i] {{alignment = 16 : i64}} : {t}, vector<8xf16>
       }}
@@ -611,6 +621,12 @@ def _swizzled(index: str) -> str:
         ("%col", None),  # (chunk ^ s) * 8 in [0, 24]: inside the row, 16-byte aligned
         ("%wide", "stores to local memory"),  # (chunk | 4) * 8 reaches 56: past row 15's end
         ("%odd", "promises 16-byte alignment"),  # (chunk ^ s) + 1: not a multiple of 8
+        # The XOR of element columns: chunk * 8 ^ s * 8, both multiples of
+        # 8 below 32, is at most 24 (the interval of its bits alone reaches 31).
+        ("%xcol", None),
+        ("%xquarter", "stores to local memory"),  # chunk * 4 ^ s * 8 reaches 28: an 8-wide store past the row
+        ("%xshift", None),  # chunk * 8 ^ (s << 3): the shift's multiple of 8
+        ("%xshift2", "promises 16-byte alignment"),  # chunk * 8 ^ (s << 2): a multiple of 4 only
     ],
 )
 def test_xor_swizzled_indices_are_proved_in_bounds_and_aligned(index: str, problem: str | None) -> None:

@@ -386,9 +386,13 @@ class _Ranges:
             return Interval(0, min(x.hi for x in (a, b) if x.lo >= 0))
         if isinstance(op, arith.XOrIOp | arith.OrIOp) and a.lo >= 0 and b.lo >= 0 and max(a.hi, b.hi) < INF:
             # No bit above the higher operand's highest (an XOR-swizzled
-            # index, `chunk ^ (row % 4)`, stays inside its row).
+            # index, `chunk ^ (row % 4)`, stays inside its row), and no bit
+            # below the low zero bits both have (`col ^ (row % 4) * 8`, col
+            # a multiple of 8, is at most the row's last multiple of 8).
             top = 2 ** int(max(a.hi, b.hi)).bit_length() - 1
-            return _clamp(Interval(max(a.lo, b.lo) if isinstance(op, arith.OrIOp) else 0, top), t)
+            g = self.multiple(op.results[0], env)
+            lo = max(a.lo, b.lo) if isinstance(op, arith.OrIOp) else 0
+            return _clamp(Interval(-((-lo) // g) * g, (top // g) * g), t)
         # A shift by the width or more is poison: any value.
         if isinstance(op, arith.ShLIOp) and b.lo >= 0 and b.hi < _bits(t):
             return _clamp(_corners(a, b, lambda x, y: x * 2**y), t)
@@ -530,7 +534,7 @@ class _Ranges:
     def multiple(self, v: SSAValue, env: _Env, depth: int = 0) -> int:
         """A number `v` is always a multiple of (1 when nothing is known; 0
         for the constant 0): from constants, sums, products, casts, and loop
-        variables whose start and step are multiples. Through an op that may
+        variables whose start and step are multiples, left shifts. Through an op that may
         wrap (on the ranges of `env`), only the power of two in it stays:
         43 * 3 wraps to -127 in i8."""
         hit = env.multiples.get(v)
@@ -559,6 +563,12 @@ class _Ranges:
             # Bitwise: the low zero bits both operands have (AND: either has).
             a, b = (_low_zero_bits(self.multiple(x, env, depth + 1), t) for x in op.operands)
             m = max(a, b) if isinstance(op, arith.AndIOp) else min(a, b)
+        elif depth < 12 and isinstance(op, arith.ShLIOp):
+            # x << c is x * 2^c; wrapped, the power of two in it stays (a
+            # shift by the width or more is poison: nothing known).
+            c = self.of(op.operands[1], env)
+            if c.lo == c.hi and 0 <= c.lo < _bits(t):
+                m = _wrapped_multiple(self.multiple(op.operands[0], env, depth + 1) * 2 ** int(c.lo), t)
         elif depth < 12 and isinstance(op, arith.IndexCastOp | arith.ExtSIOp | arith.TruncIOp):
             x = op.operands[0]
             m = self.multiple(x, env, depth + 1)
