@@ -26,6 +26,9 @@ bf16 against torch's (cuBLAS, tensor cores), and in f32 under `math =
 torch eager and, as a second baseline, `torch.compile` of the same function
 (default mode: one generated Triton kernel), timed alike after its
 compiling call; JSON `compiled_s` (or `compiled_error` where it fails).
+Its f16 rows (`HALF_ROWS`): exp(a)·b+c, row sum, cumsum, softmax and layer
+norm at their f32 sizes in f16, against torch eager in f16 (target 1.3x),
+each result checked against torch in f32 on the same inputs.
 `--list` prints every row, its sizes and its targets, and measures nothing.
 
 Prints a line per workload and size and issue 10's H200 targets
@@ -83,12 +86,14 @@ GPU_SIZES: dict[str, list[tuple[int, ...]]] = {
 REL_TOLERANCE = 1e-3
 
 
-class TensorCoreRow(NamedTuple):
-    """A matmul row on the tensor cores (issue 23): accy's program in
-    `element` (f16, bf16; f32 under `target`'s `math = "fast"`: TF32), the
-    same product in torch in `torch_dtype` (TF32 allowed for `tf32`), and
-    the check's tolerance (one rounding of the result type, or TF32's)."""
+class TypedRow(NamedTuple):
+    """A row of issue 23 in another element type: tools/bench/workloads.py's
+    `workload` with accy's program in `element` (f16, bf16; f32 under
+    `target`'s `math = "fast"`: TF32), the same computation in torch in
+    `torch_dtype` (TF32 allowed for `tf32`), and the check's tolerance (a
+    few roundings of the result type, or TF32's)."""
 
+    workload: str
     element: str
     numpy_dtype: str
     torch_dtype: str
@@ -97,14 +102,25 @@ class TensorCoreRow(NamedTuple):
     tolerance: float = REL_TOLERANCE
 
 
-#: The tensor-core rows, by workload name: tools/bench/workloads.py's
-#: matmul in another element type.
+#: The tensor-core rows, by row name: the matmul in 16-bit floats and TF32.
 TENSOR_CORE_ROWS = {
-    "matmul_f16": TensorCoreRow("f16", "float16", "float16", target='mma = "sm80"', tolerance=2e-3),
-    "matmul_bf16": TensorCoreRow("bf16", "bfloat16", "bfloat16", target='mma = "sm80"', tolerance=1.6e-2),
-    "matmul_tf32": TensorCoreRow("f32", "float32", "float32", target='math = "fast", mma = "sm80"', tf32=True, tolerance=2e-3),
+    "matmul_f16": TypedRow("matmul", "f16", "float16", "float16", target='mma = "sm80"', tolerance=2e-3),
+    "matmul_bf16": TypedRow("matmul", "bf16", "bfloat16", "bfloat16", target='mma = "sm80"', tolerance=1.6e-2),
+    "matmul_tf32": TypedRow(
+        "matmul", "f32", "float32", "float32", target='math = "fast", mma = "sm80"', tf32=True, tolerance=2e-3
+    ),
 }
 GPU_SIZES.update({name: [(4096,)] for name in TENSOR_CORE_ROWS})
+#: The bandwidth-bound rows in f16 (stored in 16 bits, computed in f32), at
+#: their f32 rows' sizes: half the bytes moved, timed against torch eager in
+#: f16, checked against torch in f32 on the same inputs (as the issue asks:
+#: torch's f16 cumsum of rows of 4096 is 1e-2 of its largest value off).
+HALF_ROWS = {
+    f"{w}_f16": TypedRow(w, "f16", "float16", "float16", tolerance=4e-3)
+    for w in ("exp_mul_add", "row_sum", "cumsum", "softmax", "layer_norm")
+}
+GPU_SIZES.update({name: GPU_SIZES[row.workload] for name, row in HALF_ROWS.items()})
+TYPED_ROWS = {**TENSOR_CORE_ROWS, **HALF_ROWS}
 
 #: Issue 23's short rows, by row name: tools/bench/workloads.py's workload
 #: over rows of 128 (several rows a work-group: row_pipeline.py's
@@ -117,7 +133,8 @@ COMPILED_BASELINE = frozenset(SHORT_ROWS)
 
 def workload_of(name: str) -> str:
     """The workloads.py workload a row measures."""
-    return "matmul" if name in TENSOR_CORE_ROWS else SHORT_ROWS.get(name, name)
+    row = TYPED_ROWS.get(name)
+    return row.workload if row is not None else SHORT_ROWS.get(name, name)
 
 
 def flops(name: str, dims: tuple[int, ...]) -> float | None:
@@ -133,7 +150,8 @@ def flops(name: str, dims: tuple[int, ...]) -> float | None:
 def moved_bytes(name: str, dims: tuple[int, ...]) -> float | None:
     n = float(np.prod(dims))
     per_element = {"exp_mul_add": 16, "row_sum": 4, "cumsum": 8, "softmax": 8, "layer_norm": 8}.get(workload_of(name))
-    return None if per_element is None else per_element * n
+    narrow = 0.5 if name in HALF_ROWS else 1.0  # the f32 figures' bytes, in 16 bits
+    return None if per_element is None else per_element * n * narrow
 
 
 def accy_seconds(exe: Any, arrays: list[Any]) -> float:
@@ -186,7 +204,7 @@ def measure(
     """One workload at one size: accy's and torch's device times, the check
     of accy's result against torch's, rates (and, for exp(a)·b+c, the copy
     bandwidth); `error` when accy failed."""
-    row = TENSOR_CORE_ROWS.get(name)
+    row = TYPED_ROWS.get(name)
     w = BY_NAME[workload_of(name)]
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(s, dtype=np.float32) for s in w.shapes(dims)]
@@ -214,6 +232,8 @@ def measure(
     accy_times, torch_times, compiled_times = [], [], []
     with torch.inference_mode():
         want = w.torch_fn(torch, *tensors)
+        if name in HALF_ROWS:
+            want = w.torch_fn(torch, *(t.float() for t in tensors))
         compiled = None
         if name in COMPILED_BASELINE:
             try:
