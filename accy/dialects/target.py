@@ -63,8 +63,9 @@ tuned) sizes compiles with them.
   - `row_segment`: work-items of a GPU row pipeline's segment that shares
     one short row, several rows to a work-group: a row of at most
     `row_segment` x 16 elements (each work-item holding up to 16 of them in
-    registers) takes one segment, a warp by default; a longer row takes a
-    work-group of `row_threads`;
+    registers) takes one segment, a warp by default (fewer work-items where
+    each would hold under 8 elements: 16 for a row of 128); a longer row
+    takes a work-group of `row_threads`;
   - `scan_vectors`: vectors (of `vector_width` elements) each work-item of
     a GPU scan takes per tile of a line;
   - `query_rows`: query rows of a flash attention's block (CPU: of one

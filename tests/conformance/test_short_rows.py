@@ -119,9 +119,11 @@ def kernelized(src: str) -> ModuleOp:
 @pytest.mark.parametrize(
     "rows,n,target,group",
     [
-        # A warp a row, 8 rows a work-group (256 work-items); fewer rows, a
-        # smaller work-group (a power of two of rows).
-        (37, 128, "", 256), (3, 64, "", 64), (1, 100, "", 32), (45, 512, "", 256),
+        # Segments of at most a warp, at least 8 elements a work-item where
+        # the row allows (128: 16 work-items a row, 16 rows a work-group of
+        # 256); fewer rows, a smaller work-group (a power of two of rows):
+        # 64 takes 2 rows of 8, 100 one of 8 (13 elements each).
+        (37, 128, "", 256), (3, 64, "", 16), (1, 100, "", 8), (45, 512, "", 256), (45, 256, "", 256),
         # One work-item a row: 256 rows a work-group, at most the rows.
         (37, 1, "", 32), (300, 1, "", 256),
         # Longer rows: one work-group of row_threads a row, as before segments.

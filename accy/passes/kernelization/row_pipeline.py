@@ -82,6 +82,11 @@ T = TypeVar("T")
 #: passes (H200, softmax and layer norm rows of 4096: one read of the row
 #: instead of three).
 GPU_ROW_REGISTERS = 16
+#: Elements a work-item of a short row's segment takes at least, where the
+#: row allows: fewer, wider segments would each hold fewer (H200, softmax
+#: 65536 x 128: 32 work-items of 4 elements a row 0.025 ms, 16 of 8 0.020
+#: ms, 8 of 16 0.022 ms; torch 0.021).
+SEGMENT_SHARE = 8
 
 #: Ops a backend computes by a polynomial or a library call, tens of
 #: instructions a lane: a per-element value computed from one of them is
@@ -463,13 +468,14 @@ class RowPipeline:
         """(T, P): work-items that share a row, and rows a work-group. A
         short row, of at most `GPU_ROW_REGISTERS` elements a work-item over
         T = `row_segment` work-items (a warp: 512 elements by default), takes
-        one segment of T, and P segments (a power of two, at most
+        one segment of T (fewer where each would take under `SEGMENT_SHARE`
+        elements: 16 for a row of 128), and P segments (a power of two, at most
         `row_threads` work-items in all and at most the rows) make a
         work-group; a longer row takes the whole work-group of `row_threads`
         (P = 1)."""
         profile, rows = self.kb.profile, numel(self.rows)
         group = work_group_size(self.n, profile.row_threads, profile)
-        segment = work_group_size(self.n, min(profile.row_segment, profile.row_threads), profile)
+        segment = work_group_size(-(-self.n // SEGMENT_SHARE), min(profile.row_segment, profile.row_threads), profile)
         if -(-self.n // segment) > GPU_ROW_REGISTERS:
             return group, 1
         cap = work_group_size(profile.row_threads, profile.row_threads, profile)
