@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         "uploads, upload_bytes, downloads, download_bytes (and jit_s, jit_kernels, jit_cached on llvm); where the time "
         "went: import_s (accy-run's modules loaded and the device opened), parse_s (the text parsed, xDSL's dialects "
         "loaded), passes_s (kernelize and the rest), codegen_s (kernel sources printed), build_s (the device's "
-        "build or cache load), first_launch_s (the first call; PoCL builds each kernel at its first launch)",
+        "build or cache load, on PoCL each kernel's work-group function included), first_launch_s (the first call)",
     )
     p.add_argument("--profile", action="store_true", help="print each kernel launch: name, kind, sizes, device time")
     p.add_argument("--strict", action="store_true", help="fail instead of running a work item on the host reference path")

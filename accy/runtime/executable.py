@@ -133,7 +133,7 @@ class Executable:
 
     def _ready(self) -> None:
         self.run_s = 0.0
-        #: Seconds of the first call (PoCL builds each kernel at its first launch), None before it.
+        #: Seconds of the first call (every kernel is built by then, on PoCL too), None before it.
         self.first_call_s: float | None = None
         #: Seconds of the compile by phase (runtime/phases.py), filled by `accy.compile`.
         self.phases: dict[str, float] = dict.fromkeys(PHASES, 0.0)

@@ -16,7 +16,9 @@ the kernels as OpenCL C, and runs the host schedule.
 3. prints the kernels as OpenCL C and builds them once per process (the
    `ProgramCache`; accy's disk cache of program binaries makes a second
    process fast, and PoCL's own cache is private to the process: see
-   program_cache.py), keeping one `cl.Kernel` per name;
+   program_cache.py), keeping one `cl.Kernel` per name. The build is the
+   whole compile: on PoCL each kernel's work-group function is compiled
+   with it, not at the kernel's first launch (program_cache.py);
 4. translates the host function into a list of steps, once. A launch's
    work-group size is what its kernel states (`known_block_size` on the
    `gpu.func`), else the launch's block size when the kernel depends on its
@@ -387,6 +389,8 @@ class OpenCLProgram(Program):
         weakref.finalize(self, _release_constants, device.pool, self._constants).atexit = False
         #: Inputs of the last call that ran in place (no copy), by argument index.
         self.in_place: list[bool] = []
+        #: Whether a call has started (the first runs interruptibly: `run`).
+        self._ran = False
         #: Whether PoCL's workers are pinned while this program runs (pocl_threads.py).
         self.pinned = pocl_threads.wants_pinned(sum(schedule.arg_nbytes) + schedule.peak_bytes)
 
@@ -467,10 +471,12 @@ class OpenCLProgram(Program):
         return buf
 
     def run(self, inputs: list[Any], profile: bool = False, to_host: bool = True) -> list[Any]:
-        if self.built is not None and not self.built.stored:
-            # The first run: PoCL compiles each kernel's work-group function
-            # at its first launch (minutes for a long fused chain); Ctrl-C
-            # must not wait for it.
+        if not self._ran and self.built is not None:
+            # The first run: a driver may still compile at a kernel's first
+            # launch (PoCL does, minutes for a long fused chain, where the
+            # user turned its work-group specialisation back on:
+            # program_cache.py); Ctrl-C must not wait for it.
+            self._ran = True
             return interruptible(partial(self._run, inputs, profile, to_host))
         return self._run(inputs, profile, to_host)
 
@@ -526,8 +532,6 @@ class OpenCLProgram(Program):
             stats.profile = records
         self.stats = stats
         self.in_place = in_place
-        if self.built is not None and not self.built.stored:
-            device.programs.store(self.built, device.wait_idle)  # now that its kernels are compiled for their launch sizes
         return outputs
 
     def _host_result(self, step: _Alloc) -> tuple[np.ndarray, Any]:

@@ -9,16 +9,28 @@ them.
 
 On disk, accy keeps program binaries itself (`DiskCache("programs")`, see
 disk_cache.py for the folder, the entry format and how corruption is
-handled), one entry per (source, build options, device, driver version). A
-binary is stored after the program's first successful run, not after its
-build: PoCL compiles each kernel's work-group function at the first launch
-and puts it into the binary, so a second process that loads the binary
-launches at once. Measured on PoCL 3.1 (2 cores) over four test programs:
-loading the binary 3-12 ms and first launches 0.2 ms, against 18-46 ms and
-0.2-3 ms from PoCL's own warm cache and 90-430 ms plus 40-110 ms cold;
-fetching the binary costs the first process 40-120 ms once (PoCL compiles a
-generic work-group function for it). A binary the driver refuses is
-discarded and the program is built from source.
+handled), one entry per (source, build options, device, driver version).
+
+A program is complete when it is built, never at its first launch: PoCL
+compiles each kernel's work-group function (the loop over a work-group's
+work-items) apart from `clBuildProgram`, by default at the kernel's first
+launch, specialised for that launch's work-group size (the work-group size
+PoCL picks itself where accy leaves it open). accy instead has PoCL use one
+generic work-group function per kernel (`generic_work_groups`:
+`POCL_WORK_GROUP_SPECIALIZATION=0`, read by PoCL at every launch) and
+compiles it right after the build by fetching the program's binary, which
+is then stored. So the build counts all of the compile (`--stats` build_s;
+first_launch_s is the launch alone), and a second process loading the
+binary launches at once. Measured on PoCL 3.1 (2 cores, loaded): the
+generic functions cost what the first launches' specialised ones did
+(demo MLP ~0.3 s either way; the first process used to compile both: the
+specialised ones at the first launch, the generic ones again when it
+fetched the binary to store it), and the kernels run as fast: the CPU
+bench workloads at one thread, medians of 25 calls in three alternated
+processes each, all within the runs' spread (e.g. softmax 4096^2
+15.8-16.0 ms specialised, 15.3-20.3 generic; matmul 1024 21.9-22.7 against
+21.8-24.3). A binary the driver refuses is discarded and the program is
+built from source.
 
 PoCL's own kernel cache is isolated: `isolate_pocl_cache()` points
 `POCL_CACHE_DIR` at a private folder of this process (created in the system
@@ -46,7 +58,6 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,14 +145,29 @@ def isolate_pocl_cache() -> str | None:
         return path
 
 
+#: PoCL's switch for work-group functions specialised at each launch (see the module docstring).
+SPECIALIZATION_ENV = "POCL_WORK_GROUP_SPECIALIZATION"
+
+
+def generic_work_groups() -> bool:
+    """Has PoCL run every kernel on its generic work-group function, the one
+    compiled with the program (module docstring), by setting
+    `POCL_WORK_GROUP_SPECIALIZATION=0` for the rest of the process (PoCL
+    reads it at each launch; child processes inherit it). A value the user
+    set is kept. Returns whether PoCL's launches compile nothing."""
+    return os.environ.setdefault(SPECIALIZATION_ENV, "0").strip() == "0"
+
+
 class pocl_environment:
     """Context manager: the environment PoCL initialises in (`POCL_CACHE_DIR`
     the private folder; `POCL_AFFINITY=1` where `pocl_threads.can_pin`,
-    unless the user set it), and the caller's values (or none) again after.
+    unless the user set it), and the caller's values (or none) again after
+    (but for `generic_work_groups`' variable, which stays).
     PoCL's threads read it before initialisation returns (they wait at a
     barrier). `pins`: whether accy set POCL_AFFINITY."""
 
     def __enter__(self) -> pocl_environment:
+        generic_work_groups()  # kept after `__exit__`: PoCL reads it at every launch
         self._saved = {name: os.environ.get(name) for name in ("POCL_CACHE_DIR", "POCL_AFFINITY")}
         path = isolate_pocl_cache()
         if path is not None:
@@ -196,7 +222,7 @@ class BuiltProgram:
     kernels: dict[str, cl.Kernel]
     build_seconds: float
     disk_key: str
-    #: Whether the binary is on disk (loaded from it, or stored after a run).
+    #: Whether the binary was loaded from disk (False: built from source, and stored when the disk allows).
     stored: bool = False
     launch_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -310,6 +336,7 @@ class ProgramCache:
                 f"the OpenCL compiler rejected accy's generated kernels (a bug in accy):\n{e}\n--- source ---\n{source}"
             ) from e
         self.source_builds += 1
+        self._complete(program, disk_key)
         return self._built(program, start, disk_key, stored=False)
 
     def _built(self, program: cl.Program, start: float, disk_key: str, stored: bool) -> BuiltProgram:
@@ -320,33 +347,16 @@ class ProgramCache:
         kernels = {name: cl.Kernel(program, name) for name in names}
         return BuiltProgram(program, kernels, time.perf_counter() - start, disk_key, stored)
 
-    def store(self, built: BuiltProgram, wait_idle: Callable[[], None]) -> None:
-        """Writes the binary of `built` to disk once (after its first run,
-        see the module docstring). A cache that cannot be written is
-        turned off with one warning; the program runs regardless.
-
-        `wait_idle` must wait for every queue that launches `built`'s
-        kernels. PoCL 3.1 aborts the process otherwise: fetching a binary
-        compiles a generic work-group function of each kernel into its
-        process-wide table of loaded kernels, ahead of the entry a launch
-        in flight holds, and a kernel with a required work-group size
-        (`reqd_work_group_size`) matches both, so that launch's completion
-        releases the new, unheld entry (`pocl_release_dlhandle_cache:
-        Assertion 'found->ref_count > 0' failed`, common.c:909). Launches
-        need `launch_lock`, held here, so none starts while the binary is
-        fetched."""
-        if built.stored:
-            return
-        with built.launch_lock:
-            if built.stored:
-                return
-            built.stored = True
-            if self.disk is None or self.disk.directory is None:
-                return
-            wait_idle()
-            binaries: list[Any] = built.program.binaries
-            if binaries and binaries[0]:
-                self.disk.put(built.disk_key, bytes(binaries[0]))
+    def _complete(self, program: cl.Program, disk_key: str) -> None:
+        """Fetches the binary of a program just built from source, and
+        stores it (a cache that cannot be written is turned off with one
+        warning). On PoCL the fetch compiles every kernel's work-group
+        function (the module docstring), the part of the build that would
+        otherwise come at each kernel's first launch. No launch of the
+        program can be in flight: none has been made."""
+        binaries: list[Any] = program.binaries
+        if self.disk is not None and self.disk.directory is not None and binaries and binaries[0]:
+            self.disk.put(disk_key, bytes(binaries[0]))
 
     def __len__(self) -> int:
         return len(self._programs)

@@ -202,7 +202,7 @@ def run_workload(
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.mlir"
 #: The child of a compile measurement: creates the device (not timed: a
 #: process's one-time cost), times accy.compile, and runs the program once
-#: (an OpenCL program's binary reaches the disk cache after its first run).
+#: (an OpenCL program's binary reaches the disk cache at its build).
 COMPILE_CHILD = """
 import json, sys, time
 import accy
