@@ -204,3 +204,34 @@ def test_memory_rows_pass_only_when_flat() -> None:
         (targets.RSS_GROWTH, True), (targets.POOL_CHANGES, False),
         (targets.RSS_GROWTH, True), (targets.POOL_CHANGES, True),
     ]
+
+
+def test_gpu_bench_tunes_a_row_beside_the_untuned_one_without_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tools/gpu/bench.py --tune's piece that needs no torch, on PoCL's GPU
+    profile (work-group kernels): a row tuned within its budget, timed beside
+    the untuned one, its result checked against the untuned one's."""
+    pytest.importorskip("pyopencl")
+    from accy.dialects.target import GPU_PROFILE
+    from accy.runtime.opencl import OpenCLDevice, opencl_devices
+
+    if not opencl_devices():
+        pytest.skip("no OpenCL device")
+
+    class GpuProfiled(OpenCLDevice):
+        def target_profile(self, math_tier: str = "exact") -> Any:
+            return GPU_PROFILE.replace(math=math_tier)
+
+    monkeypatch.setenv("ACCY_CACHE_DIR", str(tmp_path / "cache"))  # the search runs cold
+    device = GpuProfiled(poison=True)
+    r = gpu_bench.tuned_against_untuned(accy, device, "softmax", (37, 300), repeat=3, budget_s=3.0)
+    assert "error" not in r, r
+    assert r["ok"] and r["rel_err"] <= gpu_bench.REL_TOLERANCE, r
+    assert r["candidates"] >= 1 and r["untuned_s"] > 0 and r["tuned_s"] > 0 and r["speedup"] > 0
+    assert set(r["fields"]) <= set(GPU_PROFILE.__dataclass_fields__), r["fields"]
+    line = gpu_bench.tuned_line(r)
+    assert line.startswith("softmax") and "37x300" in line and "x untuned" in line and "MISMATCH" not in line
+    (entry,) = gpu_bench.tuned_entries([r, {"workload": "cumsum", "dims": [4], "error": "no"}], "opencl (GPU profile)")
+    assert entry["baseline"] == "untuned" and entry["target"] == 1.0 and entry["value"] == r["speedup"]
+    # A wrong tuned result has no value.
+    (wrong,) = gpu_bench.tuned_entries([{**r, "ok": False}], "opencl (GPU profile)")
+    assert wrong["value"] is None

@@ -48,6 +48,14 @@ on `accy.Array`s, each result the next call's input, 100 calls: wall time
 a call against the kernel's device time (target: 1.2x + 50 us, no host
 transfer); JSON `chain`.
 
+`--tune` (issue 24) also tunes each row's accy program on the card
+(`accy.tune`, at most `--tune-budget` seconds a row, default 30) and times
+it beside the untuned one, device times of calls in turn on the same
+arrays, the tuned result checked against the untuned one: a line per row
+(x untuned: untuned / tuned, target never below 1; the tune's seconds and
+candidates; the fields it changed), JSON `tuning` and `tuning_ratios`.
+Without torch (as on the CPU machines) `--tune` runs only that.
+
 `--target` sets tile sizes in every program's module target (the fields
 of accy/dialects/target.py), to compare them in one run:
 
@@ -198,12 +206,9 @@ def with_target(program: str, fields: str) -> str:
     return f"builtin.module attributes {{accy.target = #accy.target<{fields}>}} {{\n{program}}}\n"
 
 
-def measure(
-    torch: Any, accy: Any, device: Any, name: str, dims: tuple[int, ...], repeat: int, target: str = ""
-) -> dict[str, Any]:
-    """One workload at one size: accy's and torch's device times, the check
-    of accy's result against torch's, rates (and, for exp(a)·b+c, the copy
-    bandwidth); `error` when accy failed."""
+def row_program(name: str, dims: tuple[int, ...], target: str = "") -> tuple[str, list[np.ndarray]]:
+    """Row `name`'s accy program at `dims` (in its element type, in a module
+    whose target sets the row's fields and `target`) and its inputs."""
     row = TYPED_ROWS.get(name)
     w = BY_NAME[workload_of(name)]
     rng = np.random.default_rng(0)
@@ -214,9 +219,21 @@ def measure(
         inputs = [a.astype(dtype) for a in inputs]
         program = program.replace("xf32>", f"x{row.element}>")
         target = ", ".join(t for t in (row.target, target) if t)
+    return with_target(program, target), inputs
+
+
+def measure(
+    torch: Any, accy: Any, device: Any, name: str, dims: tuple[int, ...], repeat: int, target: str = ""
+) -> dict[str, Any]:
+    """One workload at one size: accy's and torch's device times, the check
+    of accy's result against torch's, rates (and, for exp(a)·b+c, the copy
+    bandwidth); `error` when accy failed."""
+    row = TYPED_ROWS.get(name)
+    w = BY_NAME[workload_of(name)]
+    program, inputs = row_program(name, dims, target)
     record: dict[str, Any] = {"workload": name, "dims": list(dims)}
     try:
-        exe = accy.compile(with_target(program, target), device=device)
+        exe = accy.compile(program, device=device)
         arrays = [accy.device_put(a, device) for a in inputs]
         (got,) = exe(*arrays)
         accy_seconds(exe, arrays)  # the profiling queue's first call
@@ -362,6 +379,79 @@ def chain_on_device(accy: Any, device: Any, repeat: int) -> dict[str, Any]:
     }
 
 
+#: Seconds one row's search may take on the GPU (issue 24: at most 30 s a workload).
+GPU_TUNE_BUDGET_S = 30.0
+
+
+def tuned_against_untuned(
+    accy: Any, device: Any, name: str, dims: tuple[int, ...], repeat: int, target: str = "",
+    budget_s: float = GPU_TUNE_BUDGET_S,
+) -> dict[str, Any]:
+    """`--tune`: row `name` tuned on `device` (`accy.tune` within `budget_s`
+    seconds; `tune_s`, its candidates and the fields it changed) beside the
+    same row untuned: device times (`accy_seconds`) of the two executables
+    called in turn on the same device arrays, `repeat` pairs after a
+    warm-up; `speedup` is the median over the pairs of untuned / tuned
+    (above 1, tuned is faster; target: never below 1). The tuned result is
+    checked against the untuned one (checked against torch by `measure`)
+    at the row's tolerance. Needs no torch; `error` when either failed."""
+    from accy.tuning.search import Budget
+
+    program, inputs = row_program(name, dims, target)
+    record: dict[str, Any] = {"workload": name, "dims": list(dims), "budget_s": budget_s}
+    try:
+        start = time.perf_counter()
+        result = accy.tune(program, device=device, budget=Budget(program_s=budget_s, kernel_s=min(Budget().kernel_s, budget_s)))
+        record["tune_s"] = time.perf_counter() - start
+        record["candidates"] = sum(t.status not in ("confirmed", "unconfirmed") for t in result.trials)
+        untuned = accy.compile(program, device=device)
+        defaults = untuned.device.profile_for(accy.parse_module(program))
+        # The fields the search changed from what the row compiles with untuned (none: the same kernels).
+        record["fields"] = {k: v for k, v in result.fields.items() if getattr(defaults, k) != v}
+        tuned = accy.compile(result.module, device=device)
+        arrays = [accy.device_put(a, device) for a in inputs]
+        (want,), (got,) = untuned(*arrays), tuned(*arrays)
+        for exe in (untuned, tuned):
+            accy_seconds(exe, arrays)  # the profiling queue's first call
+    except Exception as e:  # reported, and the run fails at the end
+        record["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        return record
+    pairs = [(accy_seconds(untuned, arrays), accy_seconds(tuned, arrays)) for _ in range(repeat)]
+    want64 = want.astype(np.float64)
+    err = float(np.abs(got.astype(np.float64) - want64).max()) / (float(np.abs(want64).max()) or 1.0)
+    row = TYPED_ROWS.get(name)
+    record.update(
+        untuned_s=statistics.median(u for u, _ in pairs),
+        tuned_s=statistics.median(t for _, t in pairs),
+        speedup=statistics.median(u / t for u, t in pairs),
+        rel_err=err,
+        ok=err <= (row.tolerance if row is not None else REL_TOLERANCE),
+    )
+    return record
+
+
+def tuned_line(r: dict[str, Any]) -> str:
+    size = "x".join(map(str, r["dims"]))
+    if "error" in r:
+        return f"{r['workload']:16s} {size:>16s}  tuned: failed: {r['error']}"
+    fields = " ".join(f"{k}={v}" for k, v in r["fields"].items()) or "(defaults kept)"
+    return (
+        f"{r['workload']:16s} {size:>16s}  untuned {r['untuned_s'] * 1e3:8.3f} ms  tuned {r['tuned_s'] * 1e3:8.3f} ms  "
+        f"x untuned {r['speedup']:5.2f}  tune {r['tune_s']:5.1f} s ({r['candidates']} candidates, budget "
+        f"{r['budget_s']:g} s)  {fields}  rel err {r['rel_err']:.1e}{'' if r['ok'] else '  MISMATCH'}"
+    )
+
+
+def tuned_entries(rows: list[dict[str, Any]], device: str) -> list[dict[str, Any]]:
+    """The tuned rows as ratio entries: tuned speed over untuned, target 1 (never slower)."""
+    return [
+        chart.entry(device, r["workload"], "x".join(map(str, r["dims"])), "untuned", r["speedup"] if r["ok"] else None,
+                    1.0, measure=targets.SPEEDUP)
+        for r in rows
+        if "error" not in r
+    ]
+
+
 def chart_title(device: str, torch_note: str) -> str:
     return f"tools/gpu/bench.py: accy on {device} against {torch_note}, device times"
 
@@ -398,6 +488,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-chain", action="store_true", help="skip the chain of calls on device arrays (issue 11)")
     p.add_argument("--no-rnn", action="store_true", help="skip the RNN cell iterated on the device (issue 11)")
     p.add_argument(
+        "--tune", action="store_true",
+        help="also tune each row's accy program and time it beside the untuned one (without torch: only that)",
+    )
+    p.add_argument(
+        "--tune-budget", type=float, default=GPU_TUNE_BUDGET_S, metavar="S",
+        help=f"seconds a row's search may take (default {GPU_TUNE_BUDGET_S:g})",
+    )
+    p.add_argument(
         "--target", default="", metavar="FIELDS",
         help='tile sizes for every program\'s module target, e.g. "row_threads = 512, scan_vectors = 8"',
     )
@@ -410,6 +508,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in GPU_SIZES]
     if unknown:
         p.error(f"unknown workload {', '.join(unknown)} (known: {', '.join(GPU_SIZES)})")
+    if args.tune:
+        try:
+            import torch
+        except ModuleNotFoundError:
+            return tune_only(names, args)
     import torch
 
     import accy
@@ -422,11 +525,14 @@ def main(argv: list[str] | None = None) -> int:
     label = f"{device.name} ({cl_device.name.strip()})" if cl_device is not None else device.name
     torch_note = f"torch {torch.__version__} on {torch.cuda.get_device_name()}"
     print(f"accy device: {device_name}; {torch_note}", flush=True)
-    rows = []
+    rows, tuned_rows = [], []
     for name in names:
         for dims in GPU_SIZES[name]:
             rows.append(measure(torch, accy, device, name, dims, args.repeat, args.target))
             print(row_line(rows[-1]), flush=True)
+            if args.tune:
+                tuned_rows.append(tuned_against_untuned(accy, device, name, dims, args.repeat, args.target, args.tune_budget))
+                print(tuned_line(tuned_rows[-1]), flush=True)
     ratios = ratio_entries(rows, label)
     summary = chart.target_summary(ratios)
     print(f"\nIssue 10's H200 targets: {summary['met']} met, {summary['missed']} missed")
@@ -457,8 +563,40 @@ def main(argv: list[str] | None = None) -> int:
             "chain": chain,
             "rnn": rnn_rows,
             "rnn_ratios": rnn.entries(rnn_rows, gpu=True) if rnn_rows is not None else None,
+            "tuning": tuned_rows if args.tune else None,
+            "tuning_ratios": tuned_entries(tuned_rows, label) if args.tune else None,
         }
         chart.write_results(doc, args.json, chart_title(device_name, torch_note))
+    if args.tune:
+        _tune_summary(tuned_rows, label)
+    return 1 if any(r.get("ok") is not True for r in rows + tuned_rows) else 0
+
+
+def _tune_summary(rows: list[dict[str, Any]], label: str) -> None:
+    summary = chart.target_summary(tuned_entries(rows, label))
+    print(f"\nTuned against untuned (never slower): {summary['met']} met, {summary['missed']} missed")
+    print("  " + "\n  ".join(summary["lines"]))
+
+
+def tune_only(names: list[str], args: argparse.Namespace) -> int:
+    """`--tune` where torch is not installed: only the tuned rows beside the
+    untuned ones, on the OpenCL device (`ACCY_...` as usual), printed and,
+    with `--json`, written under `tuning`."""
+    import accy
+
+    device = accy.get_device("opencl")
+    label = getattr(device, "description", device.name)
+    print(f"accy device: {label}; torch is not installed: only the tuned rows against the untuned ones", flush=True)
+    rows = []
+    for name in names:
+        for dims in GPU_SIZES[name]:
+            rows.append(tuned_against_untuned(accy, device, name, dims, args.repeat, args.target, args.tune_budget))
+            print(tuned_line(rows[-1]), flush=True)
+    _tune_summary(rows, label)
+    if args.json:
+        doc = {"device": label, "repeat": args.repeat, "tuning": rows, "tuning_ratios": tuned_entries(rows, label),
+               "ratios": tuned_entries(rows, label)}
+        chart.write_results(doc, args.json, f"tools/gpu/bench.py --tune: accy tuned against untuned on {label}")
     return 1 if any(r.get("ok") is not True for r in rows) else 0
 
 
