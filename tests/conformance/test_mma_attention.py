@@ -17,6 +17,7 @@ output rounded once. Outputs are poisoned (NaN) before each run."""
 
 from __future__ import annotations
 
+import re
 import zlib
 from functools import cache
 
@@ -45,6 +46,9 @@ SHAPES = [
     ((), 7, 1, 24, 8, False, False, False),  # D and Dv past whole mma tiles: zero-padded
     ((), 64, 200, 128, 128, True, False, False),
     ((), 9, 17, 20, 12, False, True, True),  # D and Dv not whole 16-byte chunks: plain loads
+    # 256 blocks of 128 rows or more, D and Dv <= 64: two row tiles a warp
+    ((256,), 128, 16, 16, 16, False, False, False),
+    ((128,), 130, 20, 32, 24, True, True, False),
 ]
 #: The emulated cases a plain run takes (the others are `slow`: PoCL
 #: takes many seconds to build each emulated kernel, whose exchanges put
@@ -142,6 +146,11 @@ def test_attention_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     assert exe.stats.fallbacks == 0
     source = exe.program.source
     assert "reqd_work_group_size(32, 4, 1)" in source  # the tensor-core kernel, not the SIMT one
+    # Blocks of 128 query rows (two row tiles a warp) where D and Dv are at
+    # most 64 and there are 256 such blocks, else 64 (mma_attention.plan).
+    two = max(-(-d // 16), -(-dv // 16)) <= 4 and -(-sq // 128) * int(np.prod(batch)) >= 256
+    origin = re.search(r"long (v\d+) = get_group_id\(0\);\n\s*long v\d+ = \1 \* (\d+);", source)
+    assert origin is not None and int(origin.group(2)) == (128 if two else 64)
     if kind == "sm80":
         assert "mma.sync.aligned.m16n8k16" in source and "shfl.sync.bfly.b32" in source
         assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in source

@@ -7,11 +7,14 @@ the attention computes in f32. Both products run on m16n8k16
 `accy_kernel.mma` with f32 accumulators.
 
 - A work-group of `WARPS` warps (work-items (lane, warp): 32 x 4) owns a
-  block of `BQ` = 16·WARPS query rows of one batch; warp w owns rows
-  16w .. 16w+15, work-item 4g + t the rows g and g + 8 of them (the rows
-  of its accumulator fragments, `ACCUMULATOR_FRAGMENT`). Its q fragments
-  (A operands of the first product, D padded with zeros to a multiple of
-  16) are read from global memory once and stay in registers.
+  block of 16·R·WARPS query rows of one batch (`Plan.bq`), each warp R row
+  tiles of 16 (R = 2 where D and Dv are at most 64 and the blocks are
+  many: each k and v fragment then serves two mmas, and each key tile is
+  read by half as many blocks); work-item 4g + t owns rows g and g + 8 of
+  each of its warp's row tiles (the rows of its accumulator fragments,
+  `ACCUMULATOR_FRAGMENT`). Its q fragments (A operands of the first
+  product, D padded with zeros to a multiple of 16) are read from global
+  memory once and stay in registers.
 - Per tile of `bk` keys (64, or 32 or 16 where local memory holds no
   more), the keys ([key][D], k's rows) and values ([key][Dv]) are staged
   in local memory, zeros past D and Dv, keys past Sk reading key Sk-1;
@@ -65,17 +68,19 @@ from accy.dialects.kernel import (
 )
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import numel
-from accy.passes.kernelization.flash_attention import _Attention, _combined
+from accy.passes.kernelization.flash_attention import GPU_MANY_BLOCKS, _Attention, _combined
 from accy.passes.kernelization.kernel_builder import vectors_aligned
 from accy.passes.kernelization.lowered import LoweredKernel
 from accy.passes.kernelization.mma_emulation import Exchange, exchange_elements
 
-#: Warps of a work-group, each owning 16 query rows.
+#: Warps of a work-group, each owning 16 query rows a row tile (`Plan.row_tiles`).
 WARPS = 4
 WARP = 32
 THREADS = WARP * WARPS
-#: Query rows of a work-group's block.
-BQ = 16 * WARPS
+#: Row tiles a warp (two: each k and v fragment serves two mmas, and a
+#: block of 128 rows reads each key tile once) where D and Dv are at most
+#: this and there are `GPU_MANY_BLOCKS` blocks of 128 rows or more; else one.
+TWO_ROW_TILES_MAX_D = 64
 #: (keys of a staged tile, buffers of each tile) by preference, the first
 #: whose tiles fit in local memory; two buffers only where async copies
 #: fill them (`Plan.copies`).
@@ -101,7 +106,7 @@ def local_bytes(profile: TargetProfile, d: int, dv: int, bk: int, stages: int) -
     staged = stages * bk * (_up(d, 16) + PAD + _up(dv, 16) + PAD)
     if profile.mma != "emulate":
         return staged * width
-    x_a, x_b = exchange_elements(SHAPE, WARPS, 1, max(bk, _up(dv, 16)) // 8)
+    x_a, x_b = exchange_elements(SHAPE, WARPS, 2, max(bk, _up(dv, 16)) // 8)
     return (staged + x_a + x_b) * width + THREADS * 4
 
 
@@ -127,6 +132,12 @@ class Plan:
     bk: int
     stages: int
     copies: bool
+    row_tiles: int
+
+    @property
+    def bq(self) -> int:
+        """Query rows of a work-group's block."""
+        return 16 * self.row_tiles * WARPS
 
 
 def plan(fa: _Attention) -> Plan | str:
@@ -141,7 +152,9 @@ def plan(fa: _Attention) -> Plan | str:
     fits = [(bk, n) for bk, n in TILINGS if (copies or n == 1) and local_bytes(profile, fa.d, fa.dv, bk, n) <= profile.local_mem_bytes]
     if not fits:
         return "local memory does not hold the staged tiles"
-    return Plan(q, k, v, *fits[0], copies)
+    wide = max(_up(fa.d, 16), _up(fa.dv, 16)) <= TWO_ROW_TILES_MAX_D
+    row_tiles = 2 if wide and -(-fa.sq // (32 * WARPS)) * max(numel(fa.batch_shape), 1) >= GPU_MANY_BLOCKS else 1
+    return Plan(q, k, v, *fits[0], copies, row_tiles)
 
 
 def _copyable(fa: _Attention, value: SSAValue, along: int, extent: int) -> bool:
@@ -187,7 +200,7 @@ class _MmaAttention:
         kb, profile = fa.kb, fa.kb.profile
         self.q, self.k, self.v = how.q, how.k, how.v
         self.element: Attribute = accy.elem_of(how.q)
-        self.bk = how.bk
+        self.bk, self.mt, self.bq = how.bk, how.row_tiles, how.bq
         self.dp, self.dvp = _up(fa.d, 16), _up(fa.dv, 16)
         self.k_row, self.v_row = self.dp + PAD, self.dvp + PAD
         self.n_s, self.n_o = self.bk // 8, self.dvp // 8  # key tiles of S, column tiles of O
@@ -201,15 +214,16 @@ class _MmaAttention:
         self.g, self.t = kb.div(self.lane, 4), kb.rem(self.lane, 4)
         self.flat = kb.add(kb.mul(self.warp, WARP), self.lane)
         if self.emulated:
-            x_a, x_b = exchange_elements(SHAPE, WARPS, 1, max(self.n_s, self.n_o))
+            x_a, x_b = exchange_elements(SHAPE, WARPS, self.mt, max(self.n_s, self.n_o))
             self.exchange = Exchange(
                 kb, SHAPE, self.element, kb.local_array(x_a, self.element, workgroup=True),
                 kb.local_array(x_b, self.element, workgroup=True), self.warp, self.g, self.t,
             )  # fmt: skip
-        self.q0 = kb.mul(kb.group_id("x"), BQ)
+        self.q0 = kb.mul(kb.group_id("x"), self.bq)
         self.bc = kb.delinearize(kb.group_id("y"), fa.batch_shape)
-        first = kb.add(self.q0, kb.add(kb.mul(self.warp, 16), self.g))
-        self.rows = [first, kb.add(first, 8)]  # of accumulator elements 0, 1 and 2, 3
+        first = kb.add(self.q0, kb.add(kb.mul(self.warp, 16 * self.mt), self.g))
+        # Row tile i's rows of accumulator elements 0, 1 and 2, 3: rows[2i], rows[2i + 1].
+        self.rows = [kb.add(first, 16 * i + 8 * h) for i in range(self.mt) for h in (0, 1)]
         self.read_rows = [kb.min(r, fa.sq - 1) for r in self.rows]
         self.ninf, self.zero = kb.const(-math.inf, Float32Type()), kb.const(0.0, Float32Type())
         self.masked = fa.causal or fa.sk % self.bk != 0
@@ -217,17 +231,18 @@ class _MmaAttention:
     def kernel(self) -> LoweredKernel:
         """q's fragments, the loop over the key tiles the block sees, the rows stored."""
         fa, kb = self.fa, self.kb
-        q = [self._q_fragment(kk) for kk in range(self.dp // 16)]
-        keys_end = kb.min(fa.sk, kb.min(kb.add(self.q0, BQ), fa.sq)) if fa.causal else kb.idx(fa.sk)
+        q = [[self._q_fragment(i, kk) for i in range(self.mt)] for kk in range(self.dp // 16)]
+        keys_end = kb.min(fa.sk, kb.min(kb.add(self.q0, self.bq), fa.sq)) if fa.causal else kb.idx(fa.sk)
         limits = [fa.key_end(r) for r in self.read_rows] if self.masked else []
-        init = [self.ninf, self.ninf, self.zero, self.zero] + [self.zero] * (self.n_o * 4)
+        rows = len(self.rows)
+        init = [self.ninf] * rows + [self.zero] * rows + [self.zero] * (self.mt * self.n_o * 4)
         if self.how.stages == 2:
             self._issue(kb.idx(0), kb.idx(0))  # the first tile in flight
         final = kb.for_(0, keys_end, self.bk, init, partial(self._tile, q, limits))
         if self.how.copies:
             kb.op(AsyncWaitOp(0))  # nothing in flight past the kernel's end
         self._store(final)
-        grid = (-(-fa.sq // BQ), max(numel(fa.batch_shape), 1), 1)
+        grid = (-(-fa.sq // self.bq), max(numel(fa.batch_shape), 1), 1)
         return kb.lowered(grid, (WARP, WARPS, 1), states_block=True)
 
     # -- reading the operands ---------------------------------------------------------
@@ -252,16 +267,17 @@ class _MmaAttention:
         coords[padded] = kb.min(coords[padded], extent - 1)
         return kb.select(inside, fa.operand_at(value, dims, self.bc, *coords), kb.const(0.0, self.element))
 
-    def _q_fragment(self, kk: int) -> list[SSAValue]:
-        """The A fragment of q's k16 step kk (rows g and g + 8, d = 16kk +
-        2t + 0/1/8/9), zeros past D."""
+    def _q_fragment(self, tile: int, kk: int) -> list[SSAValue]:
+        """The A fragment of q's row tile `tile` at k16 step kk (rows g and g
+        + 8 of the tile, d = 16kk + 2t + 0/1/8/9), zeros past D."""
         fa, kb = self.fa, self.kb
         padded = 16 * kk + 16 > fa.d
         regs = []
         for r, off in ((0, 0), (1, 0), (0, 8), (1, 8)):  # a0 .. a3 (FRAGMENTS)
             d = kb.add(kb.mul(self.t, 2), 16 * kk + off)
             extent = fa.d if padded else None
-            pair = [self._read(self.q, fa.q_dims, kb.add(d, h), self.read_rows[r], 0, extent) for h in (0, 1)]
+            row = self.read_rows[2 * tile + r]
+            pair = [self._read(self.q, fa.q_dims, kb.add(d, h), row, 0, extent) for h in (0, 1)]
             regs.append(self._pair(*pair))
         return regs
 
@@ -404,13 +420,16 @@ class _MmaAttention:
     def _local(self, tile: SSAValue, at: SSAValue) -> SSAValue:
         return self.kb.val(memref.LoadOp.get(tile, [at]))
 
-    def _mma(self, a: list[SSAValue], b: list[list[SSAValue]], acc: list[SSAValue]) -> list[SSAValue]:
-        """acc + the A fragment `a` times each B fragment of `b` (4 accumulators each)."""
+    def _mma(self, a: list[list[SSAValue]], b: list[list[SSAValue]], acc: list[SSAValue]) -> list[SSAValue]:
+        """acc + each A fragment of `a` times each B fragment of `b` (4
+        accumulators each, those of (i, j) from (i·len(b) + j)·4)."""
         if self.emulated:
-            return self.exchange.round([a], b, acc)
+            return self.exchange.round(a, b, acc)
         out = list(acc)
-        for j, regs in enumerate(b):
-            out[4 * j : 4 * j + 4] = self.kb.op(MmaOp(SHAPE, a, regs, out[4 * j : 4 * j + 4])).results
+        for i, a_regs in enumerate(a):
+            for j, regs in enumerate(b):
+                at = (i * len(b) + j) * 4
+                out[at : at + 4] = self.kb.op(MmaOp(SHAPE, a_regs, regs, out[at : at + 4])).results
         return out
 
     # -- a key tile ------------------------------------------------------------------------
@@ -425,21 +444,22 @@ class _MmaAttention:
     def _tile(self, q: list[list[SSAValue]], limits: list[SSAValue], k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         """The key tile from k0: staged, S on mma, the online softmax step, O += P·V on mma."""
         fa, kb = self.fa, self.kb
-        m, l, o = carried[:2], carried[2:4], carried[4:]
+        rows = len(self.rows)
+        m, l, o = carried[:rows], carried[rows : 2 * rows], carried[2 * rows :]
         self._staged(k0)
-        s = [self.zero] * (self.n_s * 4)
+        s = [self.zero] * (self.mt * self.n_s * 4)
         for kk in range(self.dp // 16):
             s = self._mma(q[kk], self._k_fragments(kk), s)
         scores = []
-        for i, dot in enumerate(s):
-            nt, (go, ts, to) = i // 4, ACCUMULATOR_FRAGMENT[i % 4]
-            row = go // 8
+        for i, dot in enumerate(s):  # row tile i // (4 n_s), key tile i // 4 % n_s
+            nt, (_, ts, to) = i // 4 % self.n_s, ACCUMULATOR_FRAGMENT[i % 4]
+            row = self._row(i, self.n_s)
             key = kb.add(k0, kb.add(kb.mul(self.t, ts), nt * 8 + to))
             score = fa.score_at(self.bc, self.read_rows[row], kb.min(key, fa.sk - 1), dot, 1)
             scores.append(kb.select(kb.lt(key, limits[row]), score, self.ninf) if self.masked else score)
         out_m, out_l, corrs, p = [], [], [], [self.zero] * len(scores)
-        for row in (0, 1):
-            mine = [i for i in range(len(scores)) if (i % 4) // 2 == row]
+        for row in range(rows):
+            mine = [i for i in range(len(scores)) if self._row(i, self.n_s) == row]
             top = self._quad(_combined(kb, arith.MaximumfOp, [scores[i] for i in mine]), arith.MaximumfOp)
             m_new = kb.val(arith.MaximumfOp(m[row], top))
             shift, corr = fa.rescale(m[row], m_new)
@@ -448,13 +468,22 @@ class _MmaAttention:
             out_m.append(m_new)
             out_l.append(fa.fma(l[row], corr, _combined(kb, arith.AddfOp, [p[i] for i in mine])))
             corrs.append(corr)
-        o = [kb.val(arith.MulfOp(x, corrs[(i % 4) // 2])) for i, x in enumerate(o)]
+        o = [kb.val(arith.MulfOp(x, corrs[self._row(i, self.n_o)])) for i, x in enumerate(o)]
         narrow_p = [kb.val(arith.TruncFOp(x, self.element)) for x in p]
         for kk in range(self.bk // 16):
-            lo, hi = narrow_p[8 * kk : 8 * kk + 4], narrow_p[8 * kk + 4 : 8 * kk + 8]  # key tiles 2kk, 2kk + 1
-            a = [self._pair(lo[0], lo[1]), self._pair(lo[2], lo[3]), self._pair(hi[0], hi[1]), self._pair(hi[2], hi[3])]
+            a = []
+            for tile in range(self.mt):
+                at = tile * self.n_s * 4 + 8 * kk
+                lo, hi = narrow_p[at : at + 4], narrow_p[at + 4 : at + 8]  # key tiles 2kk, 2kk + 1
+                a.append([self._pair(lo[0], lo[1]), self._pair(lo[2], lo[3]), self._pair(hi[0], hi[1]),
+                          self._pair(hi[2], hi[3])])  # fmt: skip
             o = self._mma(a, self._v_fragments(kk), o)
         return out_m + out_l + o
+
+    @staticmethod
+    def _row(i: int, tiles: int) -> int:
+        """The row (index into `rows`) of accumulator i of row tiles of `tiles` n tiles each."""
+        return 2 * (i // (4 * tiles)) + (i % 4) // 2
 
     # -- the rows stored -----------------------------------------------------------------------
 
@@ -463,13 +492,15 @@ class _MmaAttention:
         the work-item's output elements through the epilogue, nothing past
         Sq and Dv."""
         fa, kb = self.fa, self.kb
-        inv = [fa.inverse(self._quad(final[2 + row], arith.AddfOp)) for row in (0, 1)]
-        for i, acc in enumerate(final[4:]):
-            nv, (go, ts, to) = i // 4, ACCUMULATOR_FRAGMENT[i % 4]
-            row = self.rows[go // 8]
+        rows = len(self.rows)
+        inv = [fa.inverse(self._quad(final[rows + r], arith.AddfOp)) for r in range(rows)]
+        for i, acc in enumerate(final[2 * rows :]):
+            nv, (_, ts, to) = i // 4 % self.n_o, ACCUMULATOR_FRAGMENT[i % 4]
+            r = self._row(i, self.n_o)
+            row = self.rows[r]
             col = kb.add(kb.mul(self.t, ts), nv * 8 + to)
-            value = kb.val(arith.MulfOp(acc, inv[go // 8]))
-            inside = [kb.lt(row, fa.sq)] if fa.sq % BQ else []
+            value = kb.val(arith.MulfOp(acc, inv[r]))
+            inside = [kb.lt(row, fa.sq)] if fa.sq % self.bq else []
             inside += [kb.lt(col, fa.dv)] if nv * 8 + 8 > fa.dv else []
             put = partial(self._store_output, row, col, value)
             if inside:
