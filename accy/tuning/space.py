@@ -15,7 +15,7 @@ docs/tuning.md has the table):
 | dot_general | `dot_rows` x `dot_vectors` (register tile), `vector_width` | `dot_rows`, `dot_tile`, `mma` |
 | row_pipeline | `vector_width`, `stream_bytes`, `group_size` | `row_threads`, `row_segment` |
 | flash_attention | `query_rows`, `key_tile`, `vector_width` | `query_rows`, `key_tile` |
-| scan | `vector_width`, `group_size`, `stream_bytes` | `row_threads`, `scan_vectors` |
+| scan | `vector_width`, `group_size`, `stream_bytes` | `row_threads`, `scan_vectors`, `vector_width` |
 | reduction | `reduce_chunk`, `vector_width`, `group_size` | `reduce_threads`, `reduce_chunk` |
 | elementwise (and shape) | `vector_width`, `group_size`, `stream_bytes` | `group_size`, `vector_width` |
 
@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from accy.dialects.target import TargetProfile
 from accy.passes.kernelization.register_tiles import ACCUMULATORS, DEFAULT_ACCUMULATORS
 
-SPACE_VERSION = 2  # 2: row_segment
+SPACE_VERSION = 3  # 2: row_segment; 3: the GPU scan's vector_width
 
 #: One candidate: the fields it sets (the others keep their current values).
 Candidate = dict[str, int | str]
@@ -126,8 +126,16 @@ def _gpu_flash_attention(p: TargetProfile) -> list[Candidate]:
     return _product(query_rows=(16, 32, 64, 128), key_tile=(16, 32, 64))
 
 
+#: The GPU scan's widths of a work-item's vectors, beside the device's (4 floats on NVIDIA: one 128-bit load).
+GPU_SCAN_WIDTHS = (2, 8)
+
+
 def _gpu_scan(p: TargetProfile) -> list[Candidate]:
-    return _product(row_threads=(128, 256, 512, 1024), scan_vectors=(1, 2, 4))
+    # A work-item's share of a tile is `scan_vectors` vectors of
+    # `vector_width` elements (scan.py's `_plan`): the width is searched
+    # too, not crossed with the rest (the tile's length is their product).
+    widths = [{"vector_width": w} for w in GPU_SCAN_WIDTHS if w != p.vector_width]
+    return _product(row_threads=(128, 256, 512, 1024), scan_vectors=(1, 2, 4)) + widths
 
 
 def _gpu_reduction(p: TargetProfile) -> list[Candidate]:

@@ -306,6 +306,36 @@ def test_the_gpu_profile_is_tuned_with_its_own_space() -> None:
     np.testing.assert_allclose(exe(*inputs)[0], exe.reference_outputs(inputs)[0], rtol=1e-5, atol=1e-6)
 
 
+CUMSUM_GPU = """builtin.module attributes {accy.target = #accy.target<profile = "gpu">} {
+func.func @main(%x: tensor<5x301xf32>) -> tensor<5x301xf32> {
+  %0 = "accy.scan"(%x) <{kind = "sum", axis = 1 : i64, exclusive = false, reverse = false}> : (tensor<5x301xf32>) -> tensor<5x301xf32>
+  func.return %0 : tensor<5x301xf32>
+}
+}
+"""
+
+
+def test_the_gpu_scan_space_searches_the_vector_width_its_tiles_read() -> None:
+    """The GPU scan's tiles are `scan_vectors` vectors of `vector_width` a
+    work-item (scan.py): the space tries other widths beside the device's,
+    and on PoCL's GPU profile each gives other kernels (no candidate is
+    "same" as the default's) that compute what the reference does."""
+    pytest.importorskip("pyopencl")
+    current = DEFAULTS["gpu"]
+    found = spaces.candidates(spaces.SPACES[("gpu", "scan")], current)
+    widths = sorted({c["vector_width"] for c in found})
+    assert set(spaces.GPU_SCAN_WIDTHS) | {current.vector_width} == set(widths)
+    only_widths = {"scan": lambda p: [{"vector_width": w} for w in spaces.GPU_SCAN_WIDTHS]}
+    result = tune(CUMSUM_GPU, "opencl", timing=QUICK, space=only_widths, use_cache=False)
+    assert result.kinds == ["scan"]
+    tried = [t for t in result.trials if t.status not in ("confirmed", "unconfirmed")]
+    assert [t.fields.get("vector_width") for t in tried] == [None, *spaces.GPU_SCAN_WIDTHS]  # the current values first
+    assert [t.status for t in tried] == ["ok"] * len(tried), [(t.fields, t.status, t.detail) for t in tried]
+    exe = accy.compile(result.module, device="opencl")
+    inputs = exe.random_inputs(2)
+    np.testing.assert_allclose(exe(*inputs)[0], exe.reference_outputs(inputs)[0], rtol=1e-5, atol=1e-5)
+
+
 def test_the_printed_tuned_module_gives_the_same_kernels_in_another_process(tmp_path: Path) -> None:
     result = tune(SOFTMAX, "llvm", timing=QUICK, space=TINY, use_cache=False)
     here = accy.compile(result.module, device="llvm").program.source
