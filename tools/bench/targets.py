@@ -79,6 +79,8 @@ GPU: list[Target] = [
     Target("layer_norm_short", "torch", 1.0),
     # Issue 23: every bandwidth-bound row in f16 at least 1.3x torch eager's f16.
     *(Target(f"{w}_f16", "torch", 1.3) for w in ("exp_mul_add", "row_sum", "cumsum", "softmax", "layer_norm")),
+    # Issue 23: f16/bf16 attention, causal and not, at least half of SDPA's (flash) speed.
+    *(Target(f"{w}_{et}", "torch", 0.5) for w in ("attention", "attention_causal") for et in ("f16", "bf16")),
 ]
 
 

@@ -108,6 +108,8 @@ class TypedRow(NamedTuple):
     target: str = ""
     tf32: bool = False
     tolerance: float = REL_TOLERANCE
+    #: Checked against torch in f32 on the same inputs, not torch's own result.
+    f32_check: bool = False
 
 
 #: The tensor-core rows, by row name: the matmul in 16-bit floats and TF32.
@@ -124,11 +126,20 @@ GPU_SIZES.update({name: [(4096,)] for name in TENSOR_CORE_ROWS})
 #: f16, checked against torch in f32 on the same inputs (as the issue asks:
 #: torch's f16 cumsum of rows of 4096 is 1e-2 of its largest value off).
 HALF_ROWS = {
-    f"{w}_f16": TypedRow(w, "f16", "float16", "float16", tolerance=4e-3)
+    f"{w}_f16": TypedRow(w, "f16", "float16", "float16", tolerance=4e-3, f32_check=True)
     for w in ("exp_mul_add", "row_sum", "cumsum", "softmax", "layer_norm")
 }
 GPU_SIZES.update({name: GPU_SIZES[row.workload] for name, row in HALF_ROWS.items()})
-TYPED_ROWS = {**TENSOR_CORE_ROWS, **HALF_ROWS}
+#: Attention in f16 and bf16 (tensor cores where the device has them),
+#: causal and not, against torch's SDPA (flash) in the same type, checked
+#: against torch in f32 on the same inputs.
+HALF_ATTENTION_ROWS = {
+    f"{w}_{et}": TypedRow(w, et, dtype, dtype, tolerance=tol, f32_check=True)
+    for w in ("attention", "attention_causal")
+    for et, dtype, tol in (("f16", "float16", 4e-3), ("bf16", "bfloat16", 1.6e-2))
+}
+GPU_SIZES.update({name: [(4, 16, 4096, 64)] for name in HALF_ATTENTION_ROWS})
+TYPED_ROWS = {**TENSOR_CORE_ROWS, **HALF_ROWS, **HALF_ATTENTION_ROWS}
 
 #: Issue 23's short rows, by row name: tools/bench/workloads.py's workload
 #: over rows of 128 (several rows a work-group: row_pipeline.py's
@@ -151,7 +162,7 @@ def flops(name: str, dims: tuple[int, ...]) -> float | None:
     if name.startswith("attention"):
         b, h, s, d = dims
         full = 4.0 * b * h * s * s * d
-        return full / 2 if name == "attention_causal" else full  # the masked half is skipped
+        return full / 2 if workload_of(name) == "attention_causal" else full  # the masked half is skipped
     return None
 
 
@@ -249,7 +260,7 @@ def measure(
     accy_times, torch_times, compiled_times = [], [], []
     with torch.inference_mode():
         want = w.torch_fn(torch, *tensors)
-        if name in HALF_ROWS:
+        if row is not None and row.f32_check:
             want = w.torch_fn(torch, *(t.float() for t in tensors))
         compiled = None
         if name in COMPILED_BASELINE:
