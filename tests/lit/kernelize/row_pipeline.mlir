@@ -40,14 +40,15 @@ func.func @main(%x: tensor<4x100xf32>) -> tensor<4x100xf32> {
 // CHECK:        memref.store
 // CHECK-NOT:  gpu.barrier
 
-// On the GPU profile, short rows (100 <= 16 x 32): a segment of 32 work-items a row and the
-// 4 rows in one work-group of 128: a work-item holds 4 elements of its row
-// (no loop), the last step partial (100 = 3 x 32 + 4: the work-items past
-// the row read its last element and combine the identity); each segment's
-// tree combines apart (5 levels), and the stores are guarded.
+// On the GPU profile, short rows (100 <= 16 x 32): a segment of 8 work-items a row (the
+// most that each hold at least 8 elements) and the 4 rows in one work-group
+// of 32: a work-item holds 13 elements of its row (no loop), the last step
+// partial (100 = 12 x 8 + 4: the work-items past the row read its last
+// element and combine the identity); each segment's tree combines apart (3
+// levels), and the stores are guarded.
 // GPU:        "gpu.launch_func"({{.*}}@kernels::@main_k0_row_pipeline
-// GPU:        memref.alloca() : memref<128xf32, #gpu.address_space<workgroup>>
-// GPU:        memref.alloca() : memref<128xf32, #gpu.address_space<workgroup>>
+// GPU:        memref.alloca() : memref<32xf32, #gpu.address_space<workgroup>>
+// GPU:        memref.alloca() : memref<32xf32, #gpu.address_space<workgroup>>
 // GPU-DAG:    "gpu.thread_id"
 // GPU-DAG:    "gpu.block_id"
 // GPU-NOT:    scf.for
@@ -56,16 +57,16 @@ func.func @main(%x: tensor<4x100xf32>) -> tensor<4x100xf32> {
 // GPU-NOT:    scf.for
 // GPU:        arith.select {{.*}} : f32
 // GPU-NEXT:   arith.maximumf
-// GPU-COUNT-6: gpu.barrier
-// GPU-COUNT-4: math.exp
+// GPU-COUNT-4: gpu.barrier
+// GPU-COUNT-13: math.exp
 // GPU-NOT:    scf.for
-// GPU-COUNT-6: gpu.barrier
+// GPU-COUNT-4: gpu.barrier
 // GPU:        scf.if
 // GPU:          memref.store
 // GPU:          scf.if
 // GPU-NEXT:       arith.divf
 // GPU:            memref.store
-// GPU:        known_block_size = array<i32: 128, 1, 1>
+// GPU:        known_block_size = array<i32: 32, 1, 1>
 
 // CL:         __kernel void main_k0_row_pipeline(
 // CL:         vload16(
