@@ -29,8 +29,10 @@ fetched the binary to store it), and the kernels run as fast: the CPU
 bench workloads at one thread, medians of 25 calls in three alternated
 processes each, all within the runs' spread (e.g. softmax 4096^2
 15.8-16.0 ms specialised, 15.3-20.3 generic; matmul 1024 21.9-22.7 against
-21.8-24.3). A binary the driver refuses is discarded and the program is
-built from source.
+21.8-24.3). A user who sets `POCL_WORK_GROUP_SPECIALIZATION=1` gets PoCL's
+specialised functions back, compiled at each kernel's first launch in every
+process (the stored binary holds the generic ones). A binary the driver
+refuses is discarded and the program is built from source.
 
 PoCL's own kernel cache is isolated: `isolate_pocl_cache()` points
 `POCL_CACHE_DIR` at a private folder of this process (created in the system
