@@ -450,13 +450,14 @@ class _MmaAttention:
         s = [self.zero] * (self.mt * self.n_s * 4)
         for kk in range(self.dp // 16):
             s = self._mma(q[kk], self._k_fragments(kk), s)
-        scores = []
+        keys, scores = [], []
         for i, dot in enumerate(s):  # row tile i // (4 n_s), key tile i // 4 % n_s
             nt, (_, ts, to) = i // 4 % self.n_s, ACCUMULATOR_FRAGMENT[i % 4]
             row = self._row(i, self.n_s)
-            key = kb.add(k0, kb.add(kb.mul(self.t, ts), nt * 8 + to))
-            score = fa.score_at(self.bc, self.read_rows[row], kb.min(key, fa.sk - 1), dot, 1)
-            scores.append(kb.select(kb.lt(key, limits[row]), score, self.ninf) if self.masked else score)
+            keys.append(kb.add(k0, kb.add(kb.mul(self.t, ts), nt * 8 + to)))
+            scores.append(fa.score_at(self.bc, self.read_rows[row], kb.min(keys[-1], fa.sk - 1), dot, 1))
+        if self.masked:
+            scores = self._masked(k0, keys, scores, limits)
         out_m, out_l, corrs, p = [], [], [], [self.zero] * len(scores)
         for row in range(rows):
             mine = [i for i in range(len(scores)) if self._row(i, self.n_s) == row]
@@ -479,6 +480,24 @@ class _MmaAttention:
                           self._pair(hi[2], hi[3])])  # fmt: skip
             o = self._mma(a, self._v_fragments(kk), o)
         return out_m + out_l + o
+
+    def _masked(self, k0: SSAValue, keys: list[SSAValue], scores: list[SSAValue], limits: list[SSAValue]) -> list[SSAValue]:
+        """`scores` with keys past their row's limit (Sk, or causal the row
+        itself) at -inf, in the tiles that hold such keys (those past Sk,
+        causal those reaching past the block's first row); elsewhere as they are."""
+        fa, kb = self.fa, self.kb
+        end = kb.add(k0, self.bk)
+        edges = [kb.lt(fa.sk, end)] if fa.sk % self.bk else []
+        edges += [kb.lt(self.q0, end)] if fa.causal else []
+        edge = edges[0] if len(edges) == 1 else kb.val(arith.OrIOp(*edges))
+
+        def masked() -> list[SSAValue]:
+            return [
+                kb.select(kb.lt(key, limits[self._row(i, self.n_s)]), x, self.ninf)
+                for i, (key, x) in enumerate(zip(keys, scores, strict=True))
+            ]
+
+        return kb.if_(edge, masked, lambda: scores, [x.type for x in scores])
 
     @staticmethod
     def _row(i: int, tiles: int) -> int:
