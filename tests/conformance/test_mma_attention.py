@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import re
 import zlib
-from functools import cache
 
 import ml_dtypes
 import numpy as np
 import pytest
 from check import ty
-from conftest import GPU_PROFILE, ProfiledDevice
+from tensor_core_devices import tensor_core_device
 
 import accy
-from accy.runtime.opencl import OpenCLDevice, mma_of_device, opencl_devices
 
 DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
 #: (rtol, atol scaled by the largest expected magnitude) by element type.
@@ -105,37 +103,9 @@ def _reference(
     return np.maximum(out + r.astype(np.float64), 0) if epilogue else out
 
 
-@cache
-def _emulating() -> ProfiledDevice:
-    """PoCL on the GPU profile with 64 KiB of local memory (as
-    test_mma_dot's): emulated, the warps' exchange comes on top of the tiles."""
-    return ProfiledDevice(GPU_PROFILE.replace(local_mem_bytes=65536))
-
-
-@cache
-def _nvidia() -> OpenCLDevice | None:
-    """The first OpenCL device with mma.sync (`mma_of_device`), if any."""
-    for i in range(len(opencl_devices())):
-        device = OpenCLDevice(i, poison=True)
-        if mma_of_device(device.cl_device) == "sm80":
-            return device
-    return None
-
-
-def _device(kind: str):
-    if not opencl_devices():
-        pytest.skip("no OpenCL device")
-    if kind == "emulate":
-        return _emulating()
-    device = _nvidia()
-    if device is None:
-        pytest.skip("no OpenCL device with mma.sync (an NVIDIA GPU of compute capability 8 or more)")
-    return device
-
-
 @pytest.mark.parametrize(("kind", "et", "shape"), _cases())
 def test_attention_on_tensor_cores(kind: str, et: str, shape, request) -> None:
-    device = _device(kind)
+    device = tensor_core_device(kind)
     batch, sq, sk, d, dv, causal, epilogue, prologue = shape
     target = f'profile = "gpu", mma = "{kind}", fp16 = false'
     rng = np.random.default_rng(zlib.crc32(request.node.name.encode()))

@@ -18,16 +18,14 @@ TF32 truncates each operand to 10 mantissa bits (relative error up to
 from __future__ import annotations
 
 import zlib
-from functools import cache
 
 import ml_dtypes
 import numpy as np
 import pytest
 from check import arr, ty
-from conftest import GPU_PROFILE, ProfiledDevice
+from tensor_core_devices import tensor_core_device
 
 import accy
-from accy.runtime.opencl import OpenCLDevice, mma_of_device, opencl_devices
 
 DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16), "f32": np.dtype(np.float32)}
 #: (rtol, atol scaled by the largest expected magnitude) by element type and mma kind.
@@ -82,38 +80,9 @@ func.func @main(%a: {ty(a_shape, et)}, %b: {ty(b_shape, et)}, %r: {out}) -> {out
 }}"""
 
 
-@cache
-def _emulating() -> ProfiledDevice:
-    """PoCL on the GPU profile with 64 KiB of local memory (PoCL has 1 MiB):
-    emulated, the warps' exchange comes on top of the double-buffered tiles,
-    61 KiB in all, past the profile's 48."""
-    return ProfiledDevice(GPU_PROFILE.replace(local_mem_bytes=65536))
-
-
-@cache
-def _nvidia() -> OpenCLDevice | None:
-    """The first OpenCL device with mma.sync (`mma_of_device`), if any."""
-    for i in range(len(opencl_devices())):
-        device = OpenCLDevice(i, poison=True)
-        if mma_of_device(device.cl_device) == "sm80":
-            return device
-    return None
-
-
-def _device(kind: str):
-    if not opencl_devices():
-        pytest.skip("no OpenCL device")
-    if kind == "emulate":
-        return _emulating()
-    device = _nvidia()
-    if device is None:
-        pytest.skip("no OpenCL device with mma.sync (an NVIDIA GPU of compute capability 8 or more)")
-    return device
-
-
 @pytest.mark.parametrize(("kind", "et", "shape"), _cases())
 def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
-    device = _device(kind)
+    device = tensor_core_device(kind)
     batch, m, n, k, ta, tb = shape
     math = "fast" if et == "f32" else "exact"
     target = f'profile = "gpu", mma = "{kind}", math = "{math}", fp16 = false'

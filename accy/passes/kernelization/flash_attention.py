@@ -240,6 +240,24 @@ class _Attention:
         epilogue.pin(self.pv.result, lambda _: value)
         epilogue.store(self.outputs, coords)
 
+    def finish_guarded(
+        self, bc: list[SSAValue], row: SSAValue, col: SSAValue, value: SSAValue, rows_past: bool, cols_past: bool
+    ) -> None:
+        """`finish` of the scalar `value` of output (row, col), guarded by
+        row < Sq where `rows_past` (a block may reach past the queries) and
+        by col < Dv where `cols_past`."""
+        kb = self.kb
+        inside = ([kb.lt(row, self.sq)] if rows_past else []) + ([kb.lt(col, self.dv)] if cols_past else [])
+
+        def put() -> list[SSAValue]:
+            self.finish([*bc, row, col], value, 1)
+            return []
+
+        if inside:
+            kb.if_(inside[0] if len(inside) == 1 else kb.val(arith.AndIOp(*inside)), put)
+        else:
+            put()
+
     def _lanes(self, values: Sequence[SSAValue], last: Sequence[int], n: int) -> int:
         """W when `values` can be computed W lanes at a time along their last
         dim and that dim is the one walked (`last` holds, per value, the dim
@@ -925,15 +943,4 @@ class _GpuBlocks:
             for c in range(cv):
                 col = kb.add(self.tx, tx_n * c)
                 value = kb.val(arith.MulfOp(final[2 * rq + i * cv + c], inv))
-                put = partial(self._store_output, row, col, value)
-                inside = [kb.lt(row, fa.sq)] if fa.sq % self.bq else []
-                inside += [kb.lt(col, fa.dv)] if (c + 1) * tx_n > fa.dv else []
-                if inside:
-                    kb.if_(inside[0] if len(inside) == 1 else kb.val(arith.AndIOp(*inside)), put)
-                else:
-                    put()
-
-    def _store_output(self, row: SSAValue, col: SSAValue, value: SSAValue) -> list[SSAValue]:
-        """`value` of output (row, col) through the epilogue."""
-        self.fa.finish([*self.bc, row, col], value, 1)
-        return []
+                fa.finish_guarded(self.bc, row, col, value, fa.sq % self.bq != 0, (c + 1) * tx_n > fa.dv)

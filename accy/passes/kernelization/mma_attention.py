@@ -519,15 +519,5 @@ class _MmaAttention:
             row = self.rows[r]
             col = kb.add(kb.mul(self.t, ts), nv * 8 + to)
             value = kb.val(arith.MulfOp(acc, inv[r]))
-            inside = [kb.lt(row, fa.sq)] if fa.sq % self.bq else []
-            inside += [kb.lt(col, fa.dv)] if nv * 8 + 8 > fa.dv else []
-            put = partial(self._store_output, row, col, value)
-            if inside:
-                kb.if_(inside[0] if len(inside) == 1 else kb.val(arith.AndIOp(*inside)), put)
-            else:
-                put()
-
-    def _store_output(self, row: SSAValue, col: SSAValue, value: SSAValue) -> list[SSAValue]:
-        self.fa.finish([*self.bc, row, col], value, 1)
-        return []
+            fa.finish_guarded(self.bc, row, col, value, fa.sq % self.bq != 0, nv * 8 + 8 > fa.dv)
 

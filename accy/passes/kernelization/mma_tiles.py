@@ -52,7 +52,6 @@ from dataclasses import dataclass
 from functools import partial
 
 from xdsl.dialects import arith, memref, vector
-from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import Float32Type, VectorType
 from xdsl.ir import Attribute, SSAValue
 
@@ -71,6 +70,7 @@ from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes
 from accy.passes.kernelization.evaluate import Expr
 from accy.passes.kernelization.lowered import LoweredKernel
+from accy.passes.kernelization.mma_emulation import Exchange, exchange_elements
 from accy.passes.kernelization.register_tiles import Product
 
 #: Warps of a work-group along m and along n.
@@ -170,11 +170,12 @@ class MmaTiles:
         self.a_off, self.b_off = kb.idx(0), kb.idx(0)
         self.emulated = kb.profile.mma == "emulate"
         if self.emulated:
-            warps = WARPS_M * WARPS_N
-            self.x_a = kb.local_array(warps * MT * 16 * ops.k, ops.element, workgroup=True)  # [warp][row][k]
-            self.x_b = kb.local_array(warps * NT * 8 * ops.k, ops.element, workgroup=True)  # [warp][column][k]
+            x_a, x_b = exchange_elements(ops.shape, WARPS_M * WARPS_N, MT, NT)
+            exchange = (kb.local_array(x_a, ops.element, workgroup=True), kb.local_array(x_b, ops.element, workgroup=True))
         self.lane, self.warp = kb.local_id("x"), kb.local_id("y")
         self.g, self.t = kb.div(self.lane, 4), kb.rem(self.lane, 4)
+        if self.emulated:
+            self.exchange = Exchange(kb, ops.shape, ops.element, *exchange, self.warp, self.g, self.t)
         self.wm = kb.mul(kb.div(self.warp, WARPS_N), WM)
         self.wn = kb.mul(kb.rem(self.warp, WARPS_N), WN)
         self.n0, self.m0 = kb.mul(kb.group_id("x"), BN), kb.mul(kb.group_id("y"), BM)
@@ -345,7 +346,7 @@ class MmaTiles:
             a = [self._fragment(self.a_tile, kb.add(self.wm, mt * 16), ks, FRAGMENTS[shape]["a"]) for mt in range(MT)]
             b = [self._b_fragment(kb.add(self.wn, nt * 8), ks, FRAGMENTS[shape]["b"]) for nt in range(NT)]
         if self.emulated:
-            return self._emulated_round(a, b, acc)
+            return self.exchange.round(a, b, acc)
         out = list(acc)
         for mt in range(MT):
             for nt in range(NT):
@@ -409,58 +410,6 @@ class MmaTiles:
                 x = kb.val(vector.InsertOp(after, pair, [1]))
             regs.append(x)
         return regs
-
-    def _emulated_round(self, a: list[list[SSAValue]], b: list[list[SSAValue]], acc: list[SSAValue]) -> list[SSAValue]:
-        """The MT x NT mmas of a round by their contract (accy_kernel.mma),
-        done by the warp's work-items: each writes its fragments' elements
-        into its warp's exchange rows (A's rows, B's columns, k-contiguous),
-        a barrier, each computes its sums in k order from the warp's
-        elements, a barrier."""
-        kb, shape, k = self.kb, self.ops.shape, self.ops.k
-        parts = ((a, self.x_a, 16, FRAGMENTS[shape]["a"]), (b, self.x_b, 8, FRAGMENTS[shape]["b"]))
-        for fragments, exchange, rows, layout in parts:
-            warp_base = kb.mul(self.warp, len(fragments) * rows * k)
-            for f, regs in enumerate(fragments):
-                for reg, (go, ts, to) in zip(regs, layout, strict=True):
-                    halves = (
-                        [kb.val(vector.ExtractOp(reg, [h], self.ops.element)) for h in range(2)]
-                        if self.ops.pairs
-                        else [reg]
-                    )
-                    for h, x in enumerate(halves):
-                        row = kb.add(kb.add(self.g, go), f * rows)
-                        at = kb.add(warp_base, kb.add(kb.mul(row, k), kb.add(kb.mul(self.t, ts), to + h)))
-                        kb.op(memref.StoreOp.get(x, exchange, [at]))
-        kb.barrier()
-        a_rows = [
-            kb.add(kb.mul(self.warp, MT * 16 * k), kb.mul(kb.add(self.g, mt * 16 + go), k))
-            for mt in range(MT)
-            for go in (0, 8)
-        ]
-        b_rows = [
-            kb.add(kb.mul(self.warp, NT * 8 * k), kb.mul(kb.add(kb.mul(self.t, 2), nt * 8 + c), k))
-            for nt in range(NT)
-            for c in (0, 1)
-        ]
-
-        def step(kk: SSAValue, sums: list[SSAValue]) -> list[SSAValue]:
-            xs = [self._widened(self.x_a, kb.add(r, kk)) for r in a_rows]
-            ys = [self._widened(self.x_b, kb.add(r, kk)) for r in b_rows]
-            out = list(sums)
-            for mt in range(MT):
-                for nt in range(NT):
-                    for i, (go, _, to) in enumerate(ACCUMULATOR_FRAGMENT):
-                        at = (mt * NT + nt) * 4 + i
-                        out[at] = kb.val(mathd.FmaOp(xs[2 * mt + go // 8], ys[2 * nt + to], sums[at]))
-            return out
-
-        out = kb.for_(0, k, 1, acc, step)
-        kb.barrier()
-        return out
-
-    def _widened(self, exchange: SSAValue, at: SSAValue) -> SSAValue:
-        x = self.kb.val(memref.LoadOp.get(exchange, [at]))
-        return x if isinstance(x.type, Float32Type) else self.kb.val(arith.ExtFOp(x, Float32Type()))
 
 
 def mma_tiles(p: Product, ops: MmaOperands) -> LoweredKernel:

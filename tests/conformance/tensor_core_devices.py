@@ -1,0 +1,43 @@
+"""The devices the tensor-core tests run on: PoCL's GPU profile emulating
+the matrix instructions (`mma = "emulate"`), and the first OpenCL device
+whose inline-PTX probe runs `mma.sync` (`mma = "sm80"`), skipped where
+there is none."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from conftest import GPU_PROFILE, ProfiledDevice
+
+from accy.runtime.opencl import OpenCLDevice, mma_of_device, opencl_devices
+
+
+@cache
+def emulating() -> ProfiledDevice:
+    """PoCL on the GPU profile with 64 KiB of local memory: emulated, the
+    warps' exchange comes on top of the staged tiles (the dot's
+    double-buffered ones take 61 KiB in all, past the profile's 48)."""
+    return ProfiledDevice(GPU_PROFILE.replace(local_mem_bytes=65536))
+
+
+@cache
+def nvidia() -> OpenCLDevice | None:
+    """The first OpenCL device with mma.sync (`mma_of_device`), if any."""
+    for i in range(len(opencl_devices())):
+        device = OpenCLDevice(i, poison=True)
+        if mma_of_device(device.cl_device) == "sm80":
+            return device
+    return None
+
+
+def tensor_core_device(kind: str) -> ProfiledDevice | OpenCLDevice:
+    """The device of a case of `kind` ("emulate" or "sm80"), or a skip."""
+    if not opencl_devices():
+        pytest.skip("no OpenCL device")
+    if kind == "emulate":
+        return emulating()
+    device = nvidia()
+    if device is None:
+        pytest.skip("no OpenCL device with mma.sync (an NVIDIA GPU of compute capability 8 or more)")
+    return device
