@@ -41,12 +41,14 @@ the dot to it (`_Dot` is its `Product`) and picks the kernel.
   work-group computes a (T·R)² block; each k step stages T/4 columns of
   the lhs block and T/4 rows of the rhs block in local memory (barriers
   around it), fetched into registers from global memory during the step
-  before, and every work-item does R² `fma`s per staged k from R + R local
-  loads (`gpu_tiles`). A product with too few blocks even at
-  `GPU_MIN_TILE` tiles (64 rows by 1024, an RNN cell's) splits k into
-  ranges of at least `GPU_SPLIT_MIN_K`: one launch stores each range's
-  partial sums, a second adds them per output element and runs the
-  epilogue (`gpu_split_k`).
+  before, and every work-item does R² `fma`s per staged k from its runs of
+  W consecutive rows and columns (W = `gpu_ownership_run`, 4 for f32 8x8
+  and 4x4 tiles), each one aligned W-wide local load (`gpu_tiles`). A
+  product with too few blocks even at `GPU_MIN_TILE` tiles (64 rows by
+  1024, an RNN cell's) splits k into ranges of at least
+  `GPU_SPLIT_MIN_K`: one launch stores each range's partial sums, a
+  second adds them per output element and runs the epilogue
+  (`gpu_split_k`).
   Where the target's `mma` is set (NVIDIA's tensor cores, or "emulate"
   for tests), a dot of f16 or bf16 operands, or under `math = fast` of f32
   operands (TF32), takes the tensor-core kernel instead (`mma_tiles`): a

@@ -24,7 +24,8 @@ it.
 - `gpu_tiles` (GPU): T x T work-groups, each work-item an R x R register
   tile, so a work-group computes a (T·R)² block (`GpuTiles`: local-memory
   staging with a register prefetch, sized by `gpu_tile_shape` and
-  `gpu_k_step`); `gpu_split_k` splits k into ranges for a product with too
+  `gpu_k_step`, a work-item's rows and columns in runs read as aligned
+  vectors, `gpu_ownership_run`); `gpu_split_k` splits k into ranges for a product with too
   few blocks, one launch for the partial sums and one adding them.
 """
 
@@ -42,6 +43,7 @@ from xdsl.dialects.builtin import IndexType, VectorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from accy.dialects.host import buffer_element_type
+from accy.dialects.kernel import aligned_access
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes
 from accy.passes.analyses.bufferization import BufferPlan
@@ -60,6 +62,14 @@ DEFAULT_ACCUMULATORS = 12
 GPU_K_STEP = 4
 #: Largest GPU register tile that prefetches the next k step (`GpuTiles`).
 GPU_PREFETCH_TILE = 8
+#: Rows (and columns) of a GPU register tile a work-item owns as one run of
+#: consecutive ones (`GpuTiles`, `gpu_ownership_run`): it reads each run of
+#: a staged tile as one aligned vector (a 16-byte `ld.shared.v4` of f32).
+#: 1 is the strided ownership (rows ty + T·i), read element by element.
+GPU_OWNERSHIP_RUN = 4
+#: Most bytes a GPU register tile's aligned local read takes at once (the
+#: widest shared-memory load, and the staged tiles' alignment).
+GPU_VECTOR_BYTES = 16
 
 
 #: Reads one element (or W lanes along n) of an operand: (evaluator, batch
@@ -374,6 +384,16 @@ def gpu_tile_shape(profile: TargetProfile, et: Attribute) -> tuple[int, int]:
     return t, r
 
 
+def gpu_ownership_run(r: int, et: Attribute) -> int:
+    """Rows a GPU register tile of R x R elements of `et` owns a run
+    (`GPU_OWNERSHIP_RUN`): 1 unless R is whole runs and a run's bytes are
+    at most GPU_VECTOR_BYTES."""
+    w = GPU_OWNERSHIP_RUN
+    if w > 1 and r % w == 0 and w * element_bytes(buffer_element_type(et)) <= GPU_VECTOR_BYTES:
+        return w
+    return 1
+
+
 def gpu_k_step(t: int) -> int:
     """k staged per step of T x T work-items (`GPU_K_STEP` scaled from 16 x 16)."""
     return max(1, t * GPU_K_STEP // 16)
@@ -383,9 +403,12 @@ class GpuTiles:
     """The tiled kernel on builder `kb`: T x T work-items of R x R tiles
     over k range s (`chunk` k from s·chunk; the grid's z is batch x
     range), `store(kb, batch coords, s, m, n, sum)` for every output
-    element in range. Work-item (tx, ty) owns rows ty + T·i and columns
-    tx + T·j, so a warp's reads of the staged tiles are broadcasts (rows)
-    or consecutive (columns), and its stores are coalesced. Each k step
+    element in range. Work-item (tx, ty) owns R/W runs of W consecutive
+    rows, ty·W + T·W·q + (0..W-1), and the same of columns from tx·W (W =
+    `gpu_ownership_run`), so a warp's reads of the staged tiles are
+    broadcasts (rows) or consecutive (columns), a run one aligned W-wide
+    vector; its stores are coalesced with W = 1 (rows ty + T·i), W apart
+    (scalar, guarded) with runs. Each k step
     stages BK = `gpu_k_step(T)` columns of the lhs block (k-major) and BK
     rows of the rhs block in local memory, zero past M, N and K, fetched
     during the step before (tiles up to GPU_PREFETCH_TILE).
@@ -399,9 +422,15 @@ class GpuTiles:
         self.bk = bk = gpu_k_step(t)  # k per staged step
         self.staged = bk * bm  # elements of each staged tile
         st = buffer_element_type(p.et)
-        self.a_tile = kb.local_array(bk * bm, st, workgroup=True)  # [k][m]
-        self.b_tile = kb.local_array(bk * bm, st, workgroup=True)  # [k][n]
+        self.run = w = gpu_ownership_run(r, p.et)
+        # A run is read as one vector: the tiles' start and every run (a
+        # multiple of W from a row of BM = T·R, itself whole runs) aligned to it.
+        align = w * element_bytes(st) if w > 1 else None
+        self.a_tile = kb.local_array(bk * bm, st, workgroup=True, alignment=align)  # [k][m]
+        self.b_tile = kb.local_array(bk * bm, st, workgroup=True, alignment=align)  # [k][n]
         self.tx, self.ty = kb.local_id("x"), kb.local_id("y")
+        # The first of a work-item's runs of columns (rows) within the block.
+        self.tx_run, self.ty_run = (kb.mul(self.tx, w), kb.mul(self.ty, w)) if w > 1 else (self.tx, self.ty)
         self.n0, self.m0 = kb.mul(kb.group_id("x"), bm), kb.mul(kb.group_id("y"), bm)
         z = kb.group_id("z")
         self.s = kb.rem(z, splits)
@@ -423,9 +452,9 @@ class GpuTiles:
         first = self.fetch(self.k_first) if self.prefetch else []
         accs = kb.for_(0, self.chunk, self.bk, [self.zero] * (r * r) + first, self._k_step)[: r * r]
         for i in range(r):
-            m = kb.add(self.m0, kb.add(self.ty, self.t * i))
+            m = kb.add(self.m0, self._owned(self.ty_run, i))
             for j in range(r):
-                n = kb.add(self.n0, kb.add(self.tx, self.t * j))
+                n = kb.add(self.n0, self._owned(self.tx_run, j))
                 store = partial(self._store_sum, m, n, accs[i * r + j])
                 kb.if_(kb.val(arith.AndIOp(kb.lt(m, p.M), kb.lt(n, p.N))), store)
         grid = (-(-p.N // self.bm), -(-p.M // self.bm), max(p.B, 1) * self.splits)
@@ -510,12 +539,32 @@ class GpuTiles:
         kb.op(memref.StoreOp.get(b, self.b_tile, [slot]))
         return []
 
+    def _owned(self, first: SSAValue, i: int) -> SSAValue:
+        """The block's row (column) of a work-item's i-th one, its first run
+        at `first` (ty·W or tx·W): run i // W, element i % W."""
+        w = self.run
+        return self.kb.add(first, self.t * w * (i // w) + i % w)
+
+    def _owned_values(self, tile: SSAValue, row: SSAValue, first: SSAValue) -> list[SSAValue]:
+        """A work-item's R values of one staged k (from `row`) of `tile`:
+        element by element (W = 1), else R/W aligned W-wide vector loads."""
+        kb, w = self.kb, self.run
+        if w == 1:
+            return [kb.val(memref.LoadOp.get(tile, [kb.add(row, self._owned(first, i))])) for i in range(self.r)]
+        st = buffer_element_type(self.p.et)
+        out = []
+        for q in range(0, self.r, w):
+            load = vector.LoadOp(tile, [kb.add(row, self._owned(first, q))], VectorType(st, [w]))
+            x = kb.val(aligned_access(load, w * element_bytes(st)))
+            out += [kb.val(vector.ExtractOp(x, [lane], st)) for lane in range(w)]
+        return out
+
     def _multiply(self, kk: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
-        """One staged k: R lhs and R rhs local loads, R² fmas."""
-        kb, t, r = self.kb, self.t, self.r
+        """One staged k: R lhs and R rhs values read (`_owned_values`), R² fmas."""
+        kb, r = self.kb, self.r
         row = kb.mul(kk, self.bm)
-        a = [kb.val(memref.LoadOp.get(self.a_tile, [kb.add(row, kb.add(self.ty, t * i))])) for i in range(r)]
-        b = [kb.val(memref.LoadOp.get(self.b_tile, [kb.add(row, kb.add(self.tx, t * j))])) for j in range(r)]
+        a = self._owned_values(self.a_tile, row, self.ty_run)
+        b = self._owned_values(self.b_tile, row, self.tx_run)
         return [fma(kb, a[i], b[j], c[i * r + j], self.p.is_float) for i in range(r) for j in range(r)]
 
     def _store_sum(self, m: SSAValue, n: SSAValue, value: SSAValue) -> list[SSAValue]:
