@@ -93,6 +93,16 @@ barriers (so there, unlike on NVIDIA's cards, the whole work-group reaches
 it together); the kernel interpreter exchanges the values in lockstep; the
 LLVM backend declines it.
 
+`accy_kernel.narrow_pair %lo, %hi : vector<2xT>` rounds two f32 values
+to a pair of 16-bit floats (T f16 or bf16), to nearest even: lane 0 from
+`lo`, lane 1 from `hi` (an mma fragment register). Unlike `arith.truncf`,
+a NaN lane is a NaN of unspecified sign and payload, so the OpenCL C
+backend prints NVIDIA's packed `cvt.rn.{f16x2,bf16x2}.f32` (one
+instruction for the pair: the canonical NaN) where the target has `mma =
+"sm80"`, and two conversions elsewhere. For values that no result shows
+bit for bit (the tensor-core attention's probabilities); the LLVM backend
+declines it.
+
 Streaming stores are xDSL's own `vector.store` with `nontemporal = true`
 (`stream_store_op`, `is_stream_store`): the vector goes to memory around
 the caches (x86 `movntps`), and its address must be a multiple of the
@@ -497,6 +507,29 @@ class ShuffleXorOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' exchanges 32-bit values (f32 or i32), got {t}")
 
 
+
+@irdl_op_definition
+class NarrowPairOp(IRDLOperation):
+    """Two f32 values rounded to a `vector<2xT>` of f16 or bf16 (module docstring)."""
+
+    name = "accy_kernel.narrow_pair"
+
+    lo = operand_def(Float32Type)
+    hi = operand_def(Float32Type)
+    result = result_def(VectorType)
+
+    assembly_format = "$lo `,` $hi attr-dict `:` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, lo: SSAValue, hi: SSAValue, element: Attribute) -> None:
+        super().__init__(operands=[lo, hi], result_types=[VectorType(element, [2])])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        assert isinstance(t, VectorType)
+        if t.get_shape() != (2,) or not isinstance(t.element_type, Float16Type | BFloat16Type):
+            raise VerifyException(f"'{self.name}' gives a vector<2xf16> or vector<2xbf16>, got {t}")
+
 def compare_op(lhs: SSAValue, rhs: SSAValue, predicate: str) -> Operation:
     """`predicate` (an arith.cmpf name for floats, arith.cmpi name otherwise)
     of two scalars (`arith.cmpf/cmpi`) or vectors (`accy_kernel.vcmp`)."""
@@ -539,8 +572,15 @@ ALIGNMENT_ATTR = "alignment"
 #: The alignment in bytes every kernel buffer argument has at least (a whole
 #: device allocation): the LLVM device's host buffers are 64-byte aligned,
 #: and OpenCL requires CL_DEVICE_MEM_BASE_ADDR_ALIGN to be at least 128
-#: bytes (the size of a long16). Streaming stores and aligned accesses rely on it.
+#: bytes (the size of a long16). Streaming stores rely on it (of results, never
+#: host arrays read in place; aligned accesses claim `ARGUMENT_ACCESS_BYTES`).
 BUFFER_ALIGN_BYTES = 64
+#: The most an aligned access of a kernel buffer argument may claim (one
+#: 16-byte vector, the widest load of a GPU work-item), and so the
+#: alignment a runtime makes sure of for a host array a kernel reads in
+#: place: numpy's arrays start at a multiple of 16 bytes, but a view may
+#: start at any element, and such an input is copied instead.
+ARGUMENT_ACCESS_BYTES = 16
 
 
 def aligned_access(op: Operation, nbytes: int) -> Operation:
@@ -558,7 +598,8 @@ def alignment_of(op: Operation) -> int:
 
 AccyKernel = Dialect(
     "accy_kernel",
-    [VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, ShuffleXorOp],
+    [VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, ShuffleXorOp,
+     NarrowPairOp],
     [],
 )
 
@@ -571,11 +612,13 @@ __all__ = [
     "MMA_K",
     "ALIGNMENT_ATTR",
     "BUFFER_ALIGN_BYTES",
+    "ARGUMENT_ACCESS_BYTES",
     "ASYNC_COPY_BYTES",
     "AccyKernel",
     "AsyncCommitOp",
     "AsyncCopyOp",
     "AsyncWaitOp",
+    "NarrowPairOp",
     "LdMatrixOp",
     "MmaOp",
     "ShuffleXorOp",

@@ -35,6 +35,7 @@ import numpy as np
 from xdsl.dialects import arith, gpu, memref, scf, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
+    Float32Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -187,6 +188,11 @@ class _Interpreter:
             valid = mask & np.broadcast_to(np.asarray(args[4], bool), mask.shape)
             value = self._load(op, args[0], [args[1]], op.elements, valid, op.src.type)  # zeros where not valid
             self._store(op, args[2], [args[3]], value, op.elements, mask, op.dst.type)
+            return
+        if isinstance(op, kd.NarrowPairOp):  # numpy's rounding: to nearest even, NaN kept
+            t = op.result.type
+            pair = [self.lanes(x, Float32Type()) for x in args]
+            env[op.result] = np.stack(pair, axis=-1).astype(dtype_of(t))
             return
         if isinstance(op, kd.ShuffleXorOp):  # lockstep: every partner's x is there
             partner = self.launch.partner(op.mask.value.data)

@@ -119,8 +119,11 @@ def test_attention_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     # Blocks of 128 query rows (two row tiles a warp) where D and Dv are at
     # most 64 and there are 256 such blocks, else 64 (mma_attention.plan).
     two = max(-(-d // 16), -(-dv // 16)) <= 4 and -(-sq // 128) * int(np.prod(batch)) >= 256
-    origin = re.search(r"long (v\d+) = get_group_id\(0\);\n\s*long v\d+ = \1 \* (\d+);", source)
-    assert origin is not None and int(origin.group(2)) == (128 if two else 64)
+    # Causal blocks run in reverse (the last queries', the longest, first).
+    bq = 128 if two else 64
+    reverse = rf"\s*long (v\d+) = {-(-sq // bq) - 1} - \1;\n" if causal else ""
+    origin = re.search(rf"long (v\d+) = get_group_id\(0\);\n{reverse}\s*long v\d+ = \{1 + causal} \* (\d+);", source)
+    assert origin is not None and int(origin.group(2 + causal)) == bq
     if kind == "sm80":
         assert "mma.sync.aligned.m16n8k16" in source and "shfl.sync.bfly.b32" in source
         assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in source
@@ -136,6 +139,30 @@ def test_attention_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     scale = max(1.0, float(np.abs(want).max(initial=0)))
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol * scale)
 
+
+
+@pytest.mark.parametrize("kind", ["emulate", "sm80"])
+@pytest.mark.parametrize("et", ["f16", "bf16"])
+def test_nans_reach_the_rows_they_reach_in_the_reference(kind: str, et: str) -> None:
+    """The row max is fmax (NaN-dropping) and p = exp2(x·log2 e): a NaN
+    score must still make its row's outputs NaN, through p and the row's
+    sum, as the reference's NaN max does. q's row 2 NaN (every score of the
+    row), k's key 4 NaN (the rows that see it: causal, rows 4 on), v's key
+    1 NaN in column 1 (that column of the rows from 1 on), and nothing else."""
+    device = tensor_core_device(kind)
+    shape = ((), 7, 9, 16, 24, True, False, False)
+    rng = np.random.default_rng(23)
+    q, k, v, r = (rng.standard_normal(s).astype(DTYPES[et]) for s in ([7, 16], [9, 16], [9, 24], [7, 24]))
+    q[2, 3], k[4, 0], v[1, 1] = np.nan, np.nan, np.nan
+    exe = accy.compile(_program(shape, et, f'profile = "gpu", mma = "{kind}", fp16 = false'), device=device)
+    (got,) = exe(q, k, v, r)
+    assert exe.stats.fallbacks == 0 and "reqd_work_group_size(32, 4, 1)" in exe.program.source
+    want = _reference(q, k, v, r, True, False, False)
+    nan_rows = {2, 4, 5, 6}
+    assert [i for i in range(7) if np.isnan(want[i]).all()] == sorted(nan_rows)
+    assert np.isnan(want[1:, 1]).all() and not np.isnan(np.delete(want[[0, 1, 3]], 1, axis=1)).any()
+    rtol, atol = TOLERANCE[et]
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol * max(1.0, float(np.nanmax(np.abs(want)))))
 
 def test_uncovered_attentions_keep_the_simt_kernel() -> None:
     """f32 (exact or fast) and D past 256 take the SIMT kernel (work-groups

@@ -639,6 +639,9 @@ class _KernelEmitter:
     def ldmatrix(self, op: Operation) -> None:
         raise self.fail(op, "a warp's ldmatrix is NVIDIA's inline PTX, which only the OpenCL C backend prints")
 
+    def narrow_pair(self, op: Operation) -> None:
+        raise self.fail(op, "a packed pair of 16-bit floats is for tensor-core fragments, which only the OpenCL C backend prints")
+
     def shuffle_xor(self, op: Operation) -> None:
         raise self.fail(op, "a warp's shuffle exchanges between work-items, which a range of work-groups run one by one")
 

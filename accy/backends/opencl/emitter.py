@@ -86,6 +86,7 @@ from accy.dialects.kernel import (
     AsyncWaitOp,
     LdMatrixOp,
     MmaOp,
+    NarrowPairOp,
     ShuffleXorOp,
     VCmpOp,
     alignment_of,
@@ -779,6 +780,25 @@ class _KernelEmitter:
         assert isinstance(op, AsyncWaitOp)
         if self.ptx:
             self.line(f'asm volatile("cp.async.wait_group {op.pending.value.data};" ::: "memory");')
+
+    def narrow_pair(self, op: Operation) -> None:
+        """`accy_kernel.narrow_pair`: with `ptx`, one packed `cvt.rn` of
+        both (its first source is the upper half, lane 1); else each lane
+        converted as `arith.truncf` converts it."""
+        assert isinstance(op, NarrowPairOp)
+        t = op.result.type
+        assert isinstance(t, VectorType)
+        element = t.element_type
+        lo, hi = self.get(op.lo), self.get(op.hi)
+        if self.ptx:
+            word = self.fresh("w")
+            kind = "bf16x2" if isinstance(element, BFloat16Type) else "f16x2"
+            self.line(f"uint {word};")
+            self.line(f'asm("cvt.rn.{kind}.f32 %0, %1, %2;" : "=r"({word}) : "f"({hi}), "f"({lo}));')
+            self.define(op.result, f"as_{self.c_type(t)}({word})")
+            return
+        lanes = ", ".join(self.convert(x, Float32Type(), element) for x in (lo, hi))
+        self.define(op.result, f"(({self.c_type(t)})({lanes}))")
 
     def shuffle_xor(self, op: Operation) -> None:
         """`accy_kernel.shuffle_xor`: with `ptx`, `shfl.sync.bfly.b32` over

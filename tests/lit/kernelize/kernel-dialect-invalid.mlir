@@ -64,3 +64,11 @@ func.func @f(%a: f32) {
   %y = accy_kernel.shuffle_xor %a {mask = 32 : i64} : f32
   func.return
 }
+
+// -----
+
+func.func @f(%a: f32) {
+  // expected-error @+1 {{'accy_kernel.narrow_pair' op gives a vector<2xf16> or vector<2xbf16>, got vector<2xf32>}}
+  %y = accy_kernel.narrow_pair %a, %a : vector<2xf32>
+  func.return
+}
