@@ -94,7 +94,8 @@ def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     exe = accy.compile(_program(batch, m, n, k, ta, tb, et, target), device=device)
     (got,) = exe(*inputs)
     assert exe.stats.fallbacks == 0
-    assert "reqd_work_group_size(32, 8, 1)" in exe.program.source  # the tensor-core tiles, not the SIMT ones
+    warps = 4 if et == "f32" else 8  # mma_tiles.LAYOUTS: TF32 2 x 2 warps, 16-bit 2 x 4
+    assert f"reqd_work_group_size(32, {warps}, 1)" in exe.program.source  # the tensor-core tiles, not the SIMT ones
     shape_name = "m16n8k8" if et == "f32" else "m16n8k16"
     if kind == "sm80":
         assert f"mma.sync.aligned.{shape_name}" in exe.program.source

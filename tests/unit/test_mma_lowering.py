@@ -76,17 +76,19 @@ def test_contiguous_operands_are_staged_16_bytes_a_read(et: str, extra: str, lan
     # K and N whole vectors of 16 bytes, both operands buffers: every slot of
     # the lhs (along k) and of the rhs (along n) is one cp.async of 16
     # bytes, STAGES - 1 steps ahead (the prologue's, then each step's): 2 +
-    # 2 slots a work-item a step of 128 x STEP_BYTES and STEP_BYTES x 128.
+    # 2 slots a work-item a step of 128 x STEP_BYTES and STEP_BYTES x 128
+    # (256 work-items; TF32's 128 work-items take 4 + 4).
+    slots = 4 if et != "f32" else 8
     target = f'{GPU}, mma = "sm80"{extra}'
     source = emit_opencl(_kernelized(_matmul(et, target, m=40, n=48, k=64)))
     copies = source.count('asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"')
-    assert copies == 4 * mma_tiles.STAGES and source.count("cp.async.commit_group") == mma_tiles.STAGES
+    assert copies == slots * mma_tiles.STAGES and source.count("cp.async.commit_group") == mma_tiles.STAGES
     assert "(ulong)(b0 + (" in source and "(ulong)(b1 + (" in source
     # Emulated, the same copies are plain wide copies (zeros where not valid).
     vec = "float" if et == "f32" else "ushort"
     emulated = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "emulate", local_mem_bytes = 65536{extra}', m=40, n=48, k=64)))
     assert "cp.async" not in emulated
-    assert emulated.count(f" : ({vec}{lanes})(0);") == 4 * mma_tiles.STAGES
+    assert emulated.count(f" : ({vec}{lanes})(0);") == slots * mma_tiles.STAGES
     assert f"? *(__global const {vec}{lanes}*)(b0 + " in emulated
     # A fused producer of the lhs (no buffer to copy from): register staging,
     # still one wide (aligned) read a slot of each operand.
@@ -102,8 +104,10 @@ def test_contiguous_operands_are_staged_16_bytes_a_read(et: str, extra: str, lan
 
 def test_f32_dots_use_tf32_only_under_fast_math() -> None:
     fast = _kernelized(_matmul("f32", f'{GPU}, mma = "sm80", math = "fast"'))
-    assert {op.shape.data for op in _mmas(fast)} == {"m16n8k8"}
-    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in emit_opencl(fast)
+    # 2 x 2 warps of 4 x 8 tiles each, 2 rounds of k8 per staged step.
+    assert len(_mmas(fast)) == 4 * 8 * 2 and {op.shape.data for op in _mmas(fast)} == {"m16n8k8"}
+    source = emit_opencl(fast)
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in source and "reqd_work_group_size(32, 4, 1)" in source
     exact = _kernelized(_matmul("f32", f'{GPU}, mma = "sm80"'))
     assert not _mmas(exact) and "asm" not in emit_opencl(exact)
 

@@ -9,9 +9,10 @@ device tests the lowering).
   operands through TF32 m16n8k8 (the caller allows it only under `math =
   fast`: the tensor core reads 10 of f32's 23 mantissa bits); f32
   accumulators in every case.
-- A work-group of `WARPS_M` x `WARPS_N` warps (work-items (lane, warp):
-  32 x 8) computes a `BM` x `BN` block of one batch; warp (wm, wn) a `WM`
-  x `WN` part of it, `MT` x `NT` mma tiles of 16 x 8.
+- A work-group of warps (work-items (lane, warp): 32 x warps; `LAYOUTS`:
+  2 x 4 warps of 64 x 32 for f16 and bf16, 2 x 2 of 64 x 64 for TF32)
+  computes a 128 x 128 block of one batch; warp (wm, wn) its part of it,
+  `mt` x `nt` mma tiles of 16 x 8.
 - Each k step stages `STEP_BYTES` of k (32 k of f16, 16 of f32) of the lhs block and of the rhs block in local
   memory, the lhs k-contiguous ([m][k]), the rhs n-contiguous ([k][n]),
   rows padded by `PAD_BYTES` so that a warp's fragment loads fall in
@@ -73,21 +74,61 @@ from accy.passes.kernelization.lowered import LoweredKernel
 from accy.passes.kernelization.mma_emulation import Exchange, exchange_elements
 from accy.passes.kernelization.register_tiles import Product
 
-#: Warps of a work-group along m and along n.
-WARPS_M, WARPS_N = 2, 4
-#: The rows and columns of a warp's part of the block.
-WM, WN = 64, 32
-#: The block a work-group computes.
-BM, BN = WARPS_M * WM, WARPS_N * WN
+WARP = 32
 #: Bytes of k staged per step and row (32 k of f16 or bf16, 16 of f32).
 STEP_BYTES = 64
 #: Buffers of each staged tile where async copies fill them (`MmaOperands.copy_a`):
 #: STAGES - 1 steps in flight while one is multiplied. Register staging has two.
 STAGES = 2
-#: mma tiles (16 rows x 8 columns) per warp.
-MT, NT = WM // 16, WN // 8
-WARP = 32
-THREADS = WARP * WARPS_M * WARPS_N
+
+
+@dataclass(frozen=True)
+class WarpLayout:
+    """A work-group of `warps_m` x `warps_n` warps, warp (wm, wn) owning a
+    `wm` x `wn` part of the block (`mt` x `nt` mma tiles of 16 x 8)."""
+
+    warps_m: int
+    warps_n: int
+    wm: int
+    wn: int
+
+    @property
+    def warps(self) -> int:
+        return self.warps_m * self.warps_n
+
+    @property
+    def threads(self) -> int:
+        return WARP * self.warps
+
+    @property
+    def bm(self) -> int:
+        return self.warps_m * self.wm
+
+    @property
+    def bn(self) -> int:
+        return self.warps_n * self.wn
+
+    @property
+    def mt(self) -> int:
+        return self.wm // 16
+
+    @property
+    def nt(self) -> int:
+        return self.wn // 8
+
+
+#: The layout by operand bytes: 16-bit operands 2 x 4 warps of 64 x 32 (two
+#: work-groups a multiprocessor), TF32 2 x 2 of 64 x 64, whose fragments
+#: come by plain local loads, half as many a product so (H200, 4096²: 1.11
+#: -> 0.92 ms; f16 and bf16 0.49 either way, 4 x 2 warps of 32 x 64 no better).
+LAYOUTS = {2: WarpLayout(2, 4, 64, 32), 4: WarpLayout(2, 2, 64, 64)}
+
+
+def layout_of(element: Attribute) -> WarpLayout:
+    """The warp layout of staged elements of type `element`."""
+    return LAYOUTS[element_bytes(element)]
+
+
 #: Elements of padding per staged row: 16 bytes, so the rows of a fragment
 #: load (a row per group g, 8 of them) start in different banks.
 PAD_BYTES = 16
@@ -134,11 +175,11 @@ class MmaOperands:
 def local_bytes(element: Attribute, emulated: bool, copies: bool) -> int:
     """Local memory the kernel stages (and, emulated, exchanges) in; `copies`:
     staged by async copies (STAGES buffers, else two)."""
-    width = element_bytes(element)
+    width, lay = element_bytes(element), layout_of(element)
     stages = STAGES if copies else 2
-    staged = stages * (BM * (STEP_BYTES + PAD_BYTES) + STEP_BYTES // width * (BN * width + PAD_BYTES))
+    staged = stages * (lay.bm * (STEP_BYTES + PAD_BYTES) + STEP_BYTES // width * (lay.bn * width + PAD_BYTES))
     k = 16 if width == 2 else 8
-    exchange = WARPS_M * WARPS_N * (MT * 16 + NT * 8) * k * width if emulated else 0
+    exchange = lay.warps * (lay.mt * 16 + lay.nt * 8) * k * width if emulated else 0
     return staged + exchange
 
 
@@ -146,7 +187,7 @@ def fits(profile: TargetProfile, element: Attribute, copies: bool) -> bool:
     """Whether the device's work-group and local memory hold the kernel."""
     emulated = profile.mma == "emulate"
     local = local_bytes(element, emulated, copies)
-    return profile.max_work_group_size >= THREADS and local <= profile.local_mem_bytes
+    return profile.max_work_group_size >= layout_of(element).threads and local <= profile.local_mem_bytes
 
 
 class MmaTiles:
@@ -155,30 +196,31 @@ class MmaTiles:
 
     def __init__(self, p: Product, ops: MmaOperands) -> None:
         self.p, self.ops, kb = p, ops, p.kb
+        self.lay = lay = layout_of(ops.element)
         self.kb = kb
         width = element_bytes(ops.element)
         self.bk = STEP_BYTES // width  # k staged per step
         self.stride = self.bk + PAD_BYTES // width  # of the lhs's rows
-        self.b_stride = BN + PAD_BYTES // width  # of the rhs's
+        self.b_stride = lay.bn + PAD_BYTES // width  # of the rhs's
         # Buffers of each: a step multiplies one while later steps' elements
         # go into the others (`a_off`, `b_off`: the one in use).
         self.copies = ops.copy_a is not None and ops.copy_b is not None
         self.stages = STAGES if self.copies else 2
-        self.a_size, self.b_size = BM * self.stride, self.bk * self.b_stride
+        self.a_size, self.b_size = lay.bm * self.stride, self.bk * self.b_stride
         self.a_tile = kb.local_array(self.stages * self.a_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)
         self.b_tile = kb.local_array(self.stages * self.b_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)
         self.a_off, self.b_off = kb.idx(0), kb.idx(0)
         self.emulated = kb.profile.mma == "emulate"
         if self.emulated:
-            x_a, x_b = exchange_elements(ops.shape, WARPS_M * WARPS_N, MT, NT)
+            x_a, x_b = exchange_elements(ops.shape, lay.warps, lay.mt, lay.nt)
             exchange = (kb.local_array(x_a, ops.element, workgroup=True), kb.local_array(x_b, ops.element, workgroup=True))
         self.lane, self.warp = kb.local_id("x"), kb.local_id("y")
         self.g, self.t = kb.div(self.lane, 4), kb.rem(self.lane, 4)
         if self.emulated:
             self.exchange = Exchange(kb, ops.shape, ops.element, *exchange, self.warp, self.g, self.t)
-        self.wm = kb.mul(kb.div(self.warp, WARPS_N), WM)
-        self.wn = kb.mul(kb.rem(self.warp, WARPS_N), WN)
-        self.n0, self.m0 = kb.mul(kb.group_id("x"), BN), kb.mul(kb.group_id("y"), BM)
+        self.wm = kb.mul(kb.div(self.warp, lay.warps_n), lay.wm)
+        self.wn = kb.mul(kb.rem(self.warp, lay.warps_n), lay.wn)
+        self.n0, self.m0 = kb.mul(kb.group_id("x"), lay.bn), kb.mul(kb.group_id("y"), lay.bm)
         self.bc = kb.delinearize(kb.group_id("z"), p.batch_shape)
         self.flat = kb.add(kb.mul(self.warp, WARP), self.lane)
         self.zero = kb.const(0, ops.element)
@@ -186,8 +228,8 @@ class MmaTiles:
 
     def kernel(self) -> LoweredKernel:
         """The k loop, then the guarded epilogue of every sum; the finished kernel."""
-        kb, p = self.kb, self.p
-        n_acc = MT * NT * 4
+        kb, p, lay = self.kb, self.p, self.lay
+        n_acc = lay.mt * lay.nt * 4
         if self.copies:
             for s in range(self.stages - 1):  # steps 0 .. STAGES-2 in flight
                 self.issue(kb.idx(s * self.bk), kb.idx(s))
@@ -198,16 +240,16 @@ class MmaTiles:
             kb.barrier()
             ahead = self.fetch(kb.idx(self.bk))
             accs = kb.for_(0, p.K, self.bk, [self.acc_zero] * n_acc + ahead, self._k_step)[:n_acc]
-        for mt in range(MT):
-            for nt in range(NT):
+        for mt in range(lay.mt):
+            for nt in range(lay.nt):
                 for i, (go, ts, to) in enumerate(ACCUMULATOR_FRAGMENT):
                     m = kb.add(self.m0, kb.add(self.wm, kb.add(self.g, mt * 16 + go)))
                     n = kb.add(self.n0, kb.add(self.wn, kb.add(kb.mul(self.t, ts), nt * 8 + to)))
-                    value = accs[(mt * NT + nt) * 4 + i]
+                    value = accs[(mt * lay.nt + nt) * 4 + i]
                     store = partial(self._finish, m, n, value)
                     kb.if_(kb.val(arith.AndIOp(kb.lt(m, p.M), kb.lt(n, p.N))), store)
-        grid = (-(-p.N // BN), -(-p.M // BM), max(p.B, 1))
-        return kb.lowered(grid, (WARP, WARPS_M * WARPS_N, 1), states_block=True)
+        grid = (-(-p.N // lay.bn), -(-p.M // lay.bm), max(p.B, 1))
+        return kb.lowered(grid, (WARP, lay.warps, 1), states_block=True)
 
     def _finish(self, m: SSAValue, n: SSAValue, value: SSAValue) -> list[SSAValue]:
         self.p.finish(self.p.out_coords(self.bc, m, n), value)
@@ -222,7 +264,7 @@ class MmaTiles:
         fetched, one barrier. The other buffer was last read by the step
         before, which the previous barrier ended."""
         kb = self.kb
-        n_acc = MT * NT * 4
+        n_acc = self.lay.mt * self.lay.nt * 4
         acc, held = carried[:n_acc], carried[n_acc:]
         cur = kb.rem(kb.div(k, self.bk), 2)
         other = kb.sub(kb.idx(1), cur)
@@ -272,9 +314,9 @@ class MmaTiles:
         [m][k] k fastest, then the rhs's [k][n] n fastest."""
         kb, ops = self.kb, self.ops
         a_row = self.bk // ops.a_lanes
-        out = [(True, kb.div(s, a_row), kb.mul(kb.rem(s, a_row), ops.a_lanes)) for s in self._slots(BM, ops.a_lanes)]
-        b_row = BN // ops.b_lanes
-        out += [(False, kb.div(s, b_row), kb.mul(kb.rem(s, b_row), ops.b_lanes)) for s in self._slots(BN, ops.b_lanes)]
+        out = [(True, kb.div(s, a_row), kb.mul(kb.rem(s, a_row), ops.a_lanes)) for s in self._slots(self.lay.bm, ops.a_lanes)]
+        b_row = self.lay.bn // ops.b_lanes
+        out += [(False, kb.div(s, b_row), kb.mul(kb.rem(s, b_row), ops.b_lanes)) for s in self._slots(self.lay.bn, ops.b_lanes)]
         return out
 
     def _source(self, lhs: bool, row: SSAValue, col: SSAValue, k0: SSAValue) -> tuple[SSAValue, int, SSAValue]:
@@ -291,11 +333,12 @@ class MmaTiles:
         return tile, kb.add(off, kb.add(kb.mul(row, stride), col))
 
     def _slots(self, rows: int, lanes: int) -> list[SSAValue]:
-        """This work-item's slots of a staged tile of `rows` (BM or BN) by bk
-        elements, `lanes` elements a slot, THREADS slots apart."""
-        count, rest = divmod(rows * self.bk // lanes, THREADS)
+        """This work-item's slots of a staged tile of `rows` (the block's bm or bn) by bk
+        elements, `lanes` elements a slot, the work-group's work-items apart."""
+        threads = self.lay.threads
+        count, rest = divmod(rows * self.bk // lanes, threads)
         assert count and not rest, "a staged tile is whole rounds of the work-group's slots"
-        return [self.kb.add(self.flat, e * THREADS) for e in range(count)]
+        return [self.kb.add(self.flat, e * threads) for e in range(count)]
 
     def fetch(self, k0: SSAValue) -> list[SSAValue]:
         """This work-item's elements of the step at k0, slot by slot
@@ -338,19 +381,19 @@ class MmaTiles:
     # -- the matrix instructions -------------------------------------------------
 
     def _round(self, ks: int, acc: list[SSAValue]) -> list[SSAValue]:
-        """One mma k (16 or 8) at staged k `ks`: every warp's MT x NT tiles."""
-        kb, shape = self.kb, self.ops.shape
+        """One mma k (16 or 8) at staged k `ks`: every warp's mt x nt tiles."""
+        kb, shape, lay = self.kb, self.ops.shape, self.lay
         if self.ops.pairs and not self.emulated:
             a, b = self._ldmatrix_fragments(ks)
         else:
-            a = [self._fragment(self.a_tile, kb.add(self.wm, mt * 16), ks, FRAGMENTS[shape]["a"]) for mt in range(MT)]
-            b = [self._b_fragment(kb.add(self.wn, nt * 8), ks, FRAGMENTS[shape]["b"]) for nt in range(NT)]
+            a = [self._fragment(self.a_tile, kb.add(self.wm, mt * 16), ks, FRAGMENTS[shape]["a"]) for mt in range(lay.mt)]
+            b = [self._b_fragment(kb.add(self.wn, nt * 8), ks, FRAGMENTS[shape]["b"]) for nt in range(lay.nt)]
         if self.emulated:
             return self.exchange.round(a, b, acc)
         out = list(acc)
-        for mt in range(MT):
-            for nt in range(NT):
-                at = (mt * NT + nt) * 4
+        for mt in range(lay.mt):
+            for nt in range(lay.nt):
+                at = (mt * lay.nt + nt) * 4
                 out[at : at + 4] = kb.op(MmaOp(shape, a[mt], b[nt], out[at : at + 4])).results
         return out
 
@@ -368,10 +411,10 @@ class MmaTiles:
 
         a = [
             load(self.a_tile, self.a_off, kb.add(kb.add(self.wm, mt * 16), kb.add(low, r)), self.stride, kb.add(high, ks), False)
-            for mt in range(MT)
+            for mt in range(self.lay.mt)
         ]
         b: list[list[SSAValue]] = []
-        for pair in range(NT // 2):
+        for pair in range(self.lay.nt // 2):
             k, n = kb.add(kb.add(low, r), ks), kb.add(self.wn, kb.add(high, pair * 16))
             regs = load(self.b_tile, self.b_off, k, self.b_stride, n, True)
             b += [regs[:2], regs[2:]]
