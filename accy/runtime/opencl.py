@@ -28,7 +28,9 @@ the kernels as OpenCL C, and runs the host schedule.
 `OpenCLProgram.run` then executes the steps (the schedule's one step loop,
 `StepExecutor`, with this device's steps: `_Steps`): buffers come from a
 `MemoryPool`; input arrays are used in place (`USE_HOST_PTR`) on devices
-with host-unified memory when C-contiguous, aligned and never written;
+with host-unified memory when C-contiguous, starting at a multiple of
+`ARGUMENT_ACCESS_BYTES` (what aligned vector accesses may claim) and never
+written;
 launches are enqueued back to back on an in-order queue; a host fallback
 waits for the queue, evaluates its tensor ops with the reference
 interpreter and writes its outputs back; results are read into fresh arrays
@@ -77,6 +79,7 @@ import numpy as np
 
 from accy.backends.opencl.format import FORMAT
 from accy.debug import debug, debug_level
+from accy.dialects.kernel import ARGUMENT_ACCESS_BYTES
 from accy.runtime import pocl_threads
 from accy.runtime.array import Array, result_arrays
 from accy.runtime.compile_cache import pack_schedule, unpack_schedule
@@ -457,7 +460,9 @@ class OpenCLProgram(Program):
             and flat.nbytes == s.arg_nbytes[i]
             and flat.nbytes > 0
             and flat.flags.c_contiguous
-            and flat.flags.aligned
+            # Aligned vector accesses may take the start as a multiple of ARGUMENT_ACCESS_BYTES
+            # (numpy's arrays are): an array that starts elsewhere (a view) is copied.
+            and flat.ctypes.data % ARGUMENT_ACCESS_BYTES == 0
         )
         in_place_flags.append(in_place)
         if in_place:

@@ -41,6 +41,10 @@ from accy.passes.kernelization.scalar_semantics import apply_elementwise, cast
 
 T = TypeVar("T")
 
+#: Loads a value of an `Access` at coordinates, `width` lanes, `aligned`
+#: (`KernelBuilder.load`'s arguments).
+Loader = Callable[[Access, Sequence[SSAValue], int, bool], SSAValue]
+
 
 def vectorizable(ops: Sequence[Operation], kb: KernelBuilder | None = None) -> bool:
     """Whether `Expr` can evaluate these ops W lanes at a time: elementwise
@@ -115,8 +119,12 @@ class Expr:
         width: int = 1,
         access: dict[SSAValue, Access] | None = None,
         aligned: bool = False,
+        load: Loader | None = None,
     ) -> None:
         self.kb = kb
+        #: How inputs are loaded: `KernelBuilder.load`'s arguments (by default
+        #: that very method; a lowering may hand out values it loaded itself).
+        self.load: Loader = load if load is not None else kb.load
         self.width = width
         #: The caller evaluates only at a last coordinate that is a multiple
         #: of `width` (`KernelBuilder.load`'s `aligned`): the loads at that
@@ -227,7 +235,7 @@ class Expr:
         if op is None:
             if value in self.access:
                 aligned = self._aligned_last is not None and coords[-1] is self._aligned_last
-                return kb.load(self.access[value], coords, self.width, aligned=aligned)
+                return self.load(self.access[value], coords, self.width, aligned)
             raise Decline(f"value {value.name_hint or value} is neither computed by the kernel nor one of its inputs")
         if isinstance(op, ELEMENTWISE):
             return apply_elementwise(kb, op, operands)

@@ -15,7 +15,7 @@ kernel's SSA (`kernel_checks`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,7 +23,9 @@ from typing import Any, TypeVar
 from xdsl.builder import Builder
 from xdsl.dialects import arith, gpu, memref, scf, vector
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseArrayBase,
+    Float16Type,
     FloatAttr,
     FunctionType,
     IndexType,
@@ -41,7 +43,14 @@ from xdsl.rewriter import InsertPoint
 
 from accy.dialects import accy
 from accy.dialects.host import WORKGROUP, buffer_element_type
-from accy.dialects.kernel import BUFFER_ALIGN_BYTES, aligned_access, compare_op, select_op, stream_store_op
+from accy.dialects.kernel import (
+    ARGUMENT_ACCESS_BYTES,
+    BUFFER_ALIGN_BYTES,
+    aligned_access,
+    compare_op,
+    select_op,
+    stream_store_op,
+)
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, is_row_major, numel
 from accy.passes.analyses.bufferization import Buffer, BufferPlan
@@ -51,6 +60,10 @@ from accy.passes.kernel_ir.kernel_checks import check_dominance
 from accy.passes.kernelization.lowered import Decline, LoweredKernel, Scratch
 
 T = TypeVar("T")
+
+#: Bytes of a float the profile's `vector_width` counts in (a vector of
+#: `vector_width` floats is the load width the profile asks for).
+_FLOAT_BYTES = 4
 Anchor = TypeVar("Anchor", bound=Operation)
 
 
@@ -101,12 +114,29 @@ def vectors_aligned(acc: Access, width: int) -> bool:
     """Whether `width` consecutive elements of `acc` along its last
     coordinate, from a multiple of `width`, are contiguous and aligned to
     their size: unit last stride, every other stride and the offset whole
-    vectors, and a vector's bytes dividing the buffer's alignment."""
+    vectors, and a vector's bytes dividing what an access of a buffer
+    argument may claim (`ARGUMENT_ACCESS_BYTES`: an input read in place is
+    aligned that far only)."""
     size = width * element_bytes(acc.element_type)
     return (
-        bool(acc.strides) and acc.strides[-1] == 1 and BUFFER_ALIGN_BYTES % size == 0
+        bool(acc.strides) and acc.strides[-1] == 1 and ARGUMENT_ACCESS_BYTES % size == 0
         and all(s % width == 0 for s in (acc.offset, *acc.strides[:-1]))
     )  # fmt: skip
+
+
+def half_lanes(profile: TargetProfile, element_types: Iterable[Attribute]) -> int:
+    """Lanes a GPU work-item reads at a time from buffers of
+    `element_types` when one of them holds 16-bit floats (f16, bf16): as
+    many as fill the bytes of the profile's `vector_width` floats, at most
+    `ARGUMENT_ACCESS_BYTES` (8 at `vector_width` 4: one 16-byte access,
+    NVIDIA's widest); 1 when none does or the profile loads no vectors
+    (`vector_width` 1).
+    NVIDIA's compiler splits a `vloadN`, which may assume only its
+    element's alignment, into N accesses: the lanes pay only as one
+    aligned access (`KernelBuilder.load`'s `aligned`)."""
+    if profile.vector_width == 1 or not any(isinstance(t, Float16Type | BFloat16Type) for t in element_types):
+        return 1
+    return min(ARGUMENT_ACCESS_BYTES, profile.vector_width * _FLOAT_BYTES) // 2
 
 
 @dataclass
@@ -528,17 +558,27 @@ class KernelBuilder:
             and all(s % width == 0 for s in (acc.offset, *acc.strides[:-1]))
         )
 
-    def store(self, acc: Access, coords: Sequence[SSAValue], x: SSAValue, width: int = 1, stream: bool = False) -> None:
+    def store(
+        self, acc: Access, coords: Sequence[SSAValue], x: SSAValue, width: int = 1, stream: bool = False,
+        aligned: bool = False,
+    ) -> None:
         """Stores `x` at `coords` (width > 1: W consecutive elements along the
         last coordinate). `stream`: a streaming store, for a vector whose
-        address the caller knows to be aligned (`streams`)."""
+        address the caller knows to be aligned (`streams`). `aligned`: as
+        `load`'s."""
         if accy.is_bool(acc.element_type):
             x = self.select(x, self.const(1, like_type(x.type, i8)), self.const(0, like_type(x.type, i8)))
         if width == 1:
             self.op(memref.StoreOp.get(x, acc.arg, [self.address(acc, coords)]))
         elif acc.strides[-1] == 1:
             at = [self.address(acc, coords)]
-            self.op(stream_store_op(x, acc.arg, at) if stream else vector.StoreOp(x, acc.arg, at))
+            if stream:
+                self.op(stream_store_op(x, acc.arg, at))
+                return
+            store = vector.StoreOp(x, acc.arg, at)
+            if aligned and vectors_aligned(acc, width):
+                aligned_access(store, width * element_bytes(acc.element_type))
+            self.op(store)
         else:
             for lane in range(width):
                 lc = [*coords[:-1], self.add(coords[-1], lane)]

@@ -22,8 +22,9 @@ over the flattened reduced index space. No barriers.
 GPU profile: one work-group per output element (or per (output, chunk));
 each work-item accumulates a strided share (W consecutive elements at a
 time, a vector load, when the last dim is reduced and is whole vectors for
-every work-item), then a tree in local memory
-(with barriers, `work_group_tree`) combines the shares, and work-item 0
+every work-item; for 16-bit float inputs aligned loads of `half_lanes`
+lanes, 16 bytes, where the shares are whole such vectors), then a tree in
+local memory (with barriers, `work_group_tree`) combines the shares, and work-item 0
 reads the total, runs the epilogue (or stores the partial) and stores.
 
 `mean` is a sum divided by the reduced count.
@@ -62,7 +63,7 @@ from accy.passes.kernelization.combining import (
     work_group_tree,
 )
 from accy.passes.kernelization.evaluate import Expr, vectorizable
-from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel
+from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel, half_lanes
 from accy.passes.kernelization.launch import work_group_per, work_item_per
 from accy.passes.kernelization.lowered import LoweredKernel, Scratch
 
@@ -117,6 +118,12 @@ class _Reduction:
         self.threads = work_group_size(self.count, self.profile.reduce_threads, self.profile)
         self.vector_shares = lanes_ok and self.gpu and self.shape[-1] % (self.width * self.threads) == 0
         """GPU: each work-item's share of a row is W consecutive elements at a time (vector loads)."""
+        half = half_lanes(self.profile, [kb.access[v].element_type for v in kernel.inputs]) if self.gpu else 1
+        self.aligned = lanes_ok and half > 1
+        """GPU, 16-bit float inputs: the shares' vectors are aligned accesses (`half_lanes`), of
+        `half_lanes` lanes where every work-item's share is whole such vectors."""
+        if self.aligned and self.shape[-1] % (half * self.threads) == 0:
+            self.width, self.vector_shares = half, True
         lanes = self.threads if self.gpu else self.width if self.use_vector else 1
         self.chunk = max(self.count, 1) if self.arg else lanes * self.profile.reduce_chunk
         """Reduced elements per output that one launch takes (per work-item on the CPU, per work-group on the GPU)."""
@@ -173,7 +180,8 @@ class _Reduction:
 
             def lanes(w: int) -> Callable[[SSAValue, list[SSAValue]], list[SSAValue]]:
                 def step(c: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-                    x = Expr(kb, self.prologue, w).at(self.x, self._full([*prefix, c], kept))
+                    # `aligned` only on the GPU, whose shares start at column 0: c is a multiple of w.
+                    x = Expr(kb, self.prologue, w, aligned=self.aligned).at(self.x, self._full([*prefix, c], kept))
                     return [combine(kb, self.kind, acc[0], x)]
 
                 return step

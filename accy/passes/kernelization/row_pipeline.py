@@ -30,7 +30,11 @@ strided share of the row, and the shares are combined by a tree in local
 memory (`work_group_combine`) whose total every work-item reads. A share
 of at most `GPU_ROW_REGISTERS` elements (a row of 4096 over 256
 work-items) is held in registers: the row is read from memory once, not
-once a pass.
+once a pass. Where a buffer holds 16-bit floats and every work-item's
+share is whole vectors of `half_lanes` (8) elements, the share is vectors
+(vector k at column (tid + threads·k)·8), each read, and the full outputs
+written, as one aligned 16-byte access (`_held_lanes`); element by element
+otherwise, and for f32 (W = 4 lanes were slower there).
 
 Short rows (`row_segments`: at most `GPU_ROW_REGISTERS` elements a
 work-item over `row_segment` work-items, 512 by default) are several to a
@@ -70,8 +74,15 @@ from accy.passes.kernelization.combining import (
     work_group_size,
     work_group_tree,
 )
-from accy.passes.kernelization.evaluate import Expr, postorder
-from accy.passes.kernelization.kernel_builder import ELEMENTWISE, VIEWS, KernelBuilder
+from accy.passes.kernelization.evaluate import Expr, Loader, postorder
+from accy.passes.kernelization.kernel_builder import (
+    ELEMENTWISE,
+    VIEWS,
+    Access,
+    KernelBuilder,
+    half_lanes,
+    vectors_aligned,
+)
 from accy.passes.kernelization.launch import work_group_per, work_item_per
 from accy.passes.kernelization.lowered import Decline, LoweredKernel
 from accy.passes.kernelization.row_values import broadcast_accesses, expanded, pin_aliases, varying_dims, walk_cone
@@ -263,13 +274,15 @@ class RowPipeline:
 
     # -- evaluation ------------------------------------------------------------
 
-    def expr(self, width: int) -> Expr:
+    def expr(self, width: int, load: Loader | None = None) -> Expr:
         """An evaluator for per-element values: inputs through their
-        accesses, row scalars computed (pinned), named results aliased."""
+        accesses (by `load`, `KernelBuilder.load` by default), row scalars
+        computed (pinned), named results aliased."""
         kb = self.kb
-        e = Expr(kb, self.ops, width)
+        loader = load if load is not None else kb.load
+        e = Expr(kb, self.ops, width, load=loader)
         for v, acc in self.inputs.items():
-            e.pin(v, lambda coords, acc=acc: kb.load(acc, coords, width))
+            e.pin(v, lambda coords, acc=acc: loader(acc, coords, width, False))
         self.pin_scalars(e, width)
         pin_aliases(e, self.aliases)
         return e
@@ -506,6 +519,8 @@ class RowPipeline:
         whole_group = (threads, per_group) == (work_group_size(self.n, kb.profile.row_threads, kb.profile), 1)
         held = steps <= GPU_ROW_REGISTERS and (not whole_group or self.n % threads == 0)
         assert held or per_group == 1, "segments past the last row store nothing only when held"
+        lanes = self._held_lanes(threads) if held else 1
+        vectors: dict[tuple[Any, ...], SSAValue] = {}
         rows = numel(self.rows)
 
         def body(group: SSAValue, flat: SSAValue) -> None:
@@ -517,11 +532,19 @@ class RowPipeline:
                 wanted = kb.add(kb.mul(group, per_group), kb.div(flat, threads))
                 unit, tid, real = kb.min(wanted, rows - 1), kb.rem(flat, threads), kb.lt(wanted, rows)
             row = kb.delinearize(unit, self.rows)
-            cols = [kb.add(tid, threads * k) for k in range(steps)] if held else []
+            if lanes > 1:
+                # Vector k of the share starts at column (tid + threads * k) * lanes.
+                starts = [kb.mul(kb.add(tid, threads * k), lanes) for k in range(steps // lanes)]
+                cols = [kb.add(start, j) for start in starts for j in range(lanes)]
+                exprs = [self.expr(1, self._lane_load(c, starts[i // lanes], i % lanes, lanes, vectors))
+                         for i, c in enumerate(cols)]
+            else:
+                starts = []
+                cols = [kb.add(tid, threads * k) for k in range(steps)] if held else []
+                exprs = [self.expr(1) for _ in cols]
             # Within the row: the column, and whether it is one (None: always).
-            inside = [(c, None) if threads * (k + 1) <= self.n else (kb.min(c, self.n - 1), kb.lt(c, self.n))
+            inside = [(c, None) if lanes > 1 or threads * (k + 1) <= self.n else (kb.min(c, self.n - 1), kb.lt(c, self.n))
                       for k, c in enumerate(cols)]
-            exprs = [self.expr(1) for _ in cols]
             for reds in self.levels:
                 self._prepare(row, [r.x for r in reds], 1)
                 ets = [accy.elem_of(r.x) for r in reds]
@@ -554,9 +577,16 @@ class RowPipeline:
                 self._prepare(row, full, 1)
 
                 def write_held() -> None:
-                    for (c, valid), e in zip(inside, exprs, strict=True):
+                    if lanes == 1:
+                        for (c, valid), e in zip(inside, exprs, strict=True):
+                            self.pin_scalars(e, 1)
+                            guarded_by(kb, [valid], lambda c=c, e=e: e.store(full, self.at_c(row, c)))
+                        return
+                    for e in exprs:
                         self.pin_scalars(e, 1)
-                        guarded_by(kb, [valid], lambda c=c, e=e: e.store(full, self.at_c(row, c)))
+                    for k, start in enumerate(starts):
+                        one = slice(k * lanes, (k + 1) * lanes)
+                        self._store_lanes(full, row, start, cols[one], exprs[one])
 
                 guarded_by(kb, [real], write_held)
                 if not held:
@@ -570,6 +600,63 @@ class RowPipeline:
                 guarded_by(kb, [kb.lt(tid, 1), real], lambda: self.store_row_outputs(self.outputs, row))
 
         return work_group_per(kb, -(-rows // per_group), size, body)
+
+    def _held_lanes(self, threads: int) -> int:
+        """Lanes of the vectors a GPU work-item's held share of a row is read
+        (and written) in: `half_lanes` of the kernel's buffers, where the row
+        runs along the last dim and every one of the row's `threads`
+        work-items holds whole vectors of them; else 1, element by element
+        (f32 rows of 4096 read W = 4 lanes a `vload4` were slower on the H200)."""
+        kb = self.kb
+        lanes = half_lanes(kb.profile, [kb.access[v].element_type for v in kb.values])
+        along_last = self.axis == len(self.rows)
+        return lanes if lanes > 1 and along_last and self.n % (threads * lanes) == 0 else 1
+
+    def _lane_load(
+        self, c: SSAValue, start: SSAValue, lane: int, lanes: int, vectors: dict[tuple[Any, ...], SSAValue]
+    ) -> Loader:
+        """The loader of column `c` = `start` + `lane` of a held share: an
+        element at a last coordinate `c` of an access whose vectors are
+        aligned (`vectors_aligned`: `start` is a multiple of `lanes`) is lane
+        `lane` of one aligned vector load at `start`, made once for all its
+        lanes where it dominates (`vectors`); any other load is
+        `KernelBuilder.load`'s."""
+        kb = self.kb
+
+        def load(acc: Access, coords: Sequence[SSAValue], width: int, aligned: bool) -> SSAValue:
+            at_c = width == 1 and bool(coords) and coords[-1] is c
+            if not at_c or accy.is_bool(acc.element_type) or not vectors_aligned(acc, lanes):
+                return kb.load(acc, coords, width, aligned)
+            at = [*coords[:-1], start]
+            key = (acc.arg, acc.offset, acc.strides, acc.element_type, *at)
+            vec = kb.lookup(vectors, key)
+            if vec is None:
+                vec = kb.remember(vectors, key, kb.load(acc, at, lanes, aligned=True))
+            return kb.val(vector.ExtractOp(vec, [lane], buffer_element_type(acc.element_type)))
+
+        return load
+
+    def _store_lanes(
+        self, outputs: Sequence[SSAValue], row: list[SSAValue], start: SSAValue, cols: Sequence[SSAValue],
+        exprs: Sequence[Expr],
+    ) -> None:
+        """Stores `outputs` at the row's columns `cols` (`start` and the
+        lanes after it, each computed by its own evaluator of `exprs`): one
+        aligned vector store where the output's vectors are aligned, element
+        by element otherwise."""
+        kb = self.kb
+        lanes = len(cols)
+        for out in outputs:
+            acc = kb.access[out]
+            values = [e.at(out, self.at_c(row, c)) for c, e in zip(cols, exprs, strict=True)]
+            if accy.is_bool(acc.element_type) or not vectors_aligned(acc, lanes):
+                for c, x in zip(cols, values, strict=True):
+                    kb.store(acc, self.at_c(row, c), x)
+                continue
+            vec = kb.const(0, VectorType(acc.element_type, [lanes]))
+            for j, x in enumerate(values):
+                vec = kb.val(vector.InsertOp(x, vec, [j]))
+            kb.store(acc, self.at_c(row, start), vec, lanes, aligned=True)
 
     def _row_total(
         self, kind: str, share: SSAValue, scratch: SSAValue | None, flat: SSAValue, threads: int, size: int
