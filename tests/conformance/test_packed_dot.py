@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import f32
 
 import accy
 from accy.dialects.accy import infer_dot_general
-from accy.passes.kernelization.register_tiles import PACK_MIN_WORK
+from accy.passes.kernelization.register_tiles import PACK_MIN_WORK, tile_shape
 
 CASES = {
     # name: (lhs shape, rhs shape, lhs_batch, rhs_batch, lhs_contract, rhs_contract)
@@ -88,8 +88,11 @@ def test_packed_dot_float64(case: str, device) -> None:
 
 def test_small_products_are_not_packed(device) -> None:
     """Below PACK_MIN_WORK (and for a single tile of rows) the dot packs
-    nothing (on the GPU profile, a long k may still split into two launches)."""
-    for a_shape, b_shape in (((13, 16), (16, 32)), ((12, 300), (300, 300))):
+    nothing (on the GPU profile, a long k may still split into two launches).
+    The tile's rows are the device's (`tile_shape`: 12 with AVX-512's 32
+    vector registers, 6 with AVX2's 16)."""
+    rows, _ = tile_shape(device.target_profile(), f32, 10**6)
+    for a_shape, b_shape in (((13, 16), (16, 32)), ((rows, 300), (300, 300))):
         src = f"""func.func @main(%a: {ty(a_shape)}, %b: {ty(b_shape)}) -> {ty([a_shape[0], b_shape[1]])} {{
   %d = "accy.dot_general"(%a, %b) <{{lhs_batch = {arr([])}, rhs_batch = {arr([])}, lhs_contract = {arr([1])}, rhs_contract = {arr([0])}}}> : ({ty(a_shape)}, {ty(b_shape)}) -> {ty([a_shape[0], b_shape[1]])}
   func.return %d : {ty([a_shape[0], b_shape[1]])}
