@@ -140,6 +140,12 @@ HOST_RESULT_MIN_BYTES = 1 << 20
 
 #: Device limits a module's target may not exceed (its kernels would not launch).
 _HARD_LIMITS = ("max_work_group_size", "local_mem_bytes")
+#: Element-type fields a module may set only where the device has the
+#: extension: (field, extension, what runs without it).
+_ELEMENT_EXTENSIONS = (
+    ("fp16", "cl_khr_fp16", "f16 is stored in 16 bits and computed in f32"),
+    ("fp64", "cl_khr_fp64", "f64 work runs on the host reference path"),
+)
 
 
 
@@ -869,6 +875,12 @@ class OpenCLDevice(KernelDevice):
                 raise TargetMismatch(
                     f"the module's target sets {name} = {getattr(profile, name)}, more than device "
                     f"'{self.name}' ({self.description}) has: {getattr(device, name)}"
+                )
+        for name, extension, instead in _ELEMENT_EXTENSIONS:
+            if getattr(profile, name) and not getattr(device, name):
+                raise TargetMismatch(
+                    f"the module's target sets {name} = true, but device '{self.name}' ({self.description}) lacks "
+                    f"{extension} (with {name} = false, or the field left out, {instead})"
                 )
         if profile.mma == "sm80" and mma_of_device(self.cl_device) != "sm80":
             raise TargetMismatch(

@@ -109,6 +109,18 @@ def test_a_target_the_device_cannot_honour_is_refused(device, target, message):
         accy_compile(target_module(target), device=device)
 
 
+
+@pytest.mark.parametrize(("field", "extension"), [("fp16", "cl_khr_fp16"), ("fp64", "cl_khr_fp64")])
+def test_a_target_asking_for_an_element_type_the_device_lacks_is_refused(device, field, extension):
+    """Not a build error of the kernels: one message naming the extension
+    (where the device has it, the module keeps the field)."""
+    if extension in device.cl_device.extensions:
+        exe = accy_compile(target_module(f"{field} = true"), device=device)
+        assert compiled_target(exe)[field] is True
+        return
+    with pytest.raises(ocl.TargetMismatch, match=rf"sets {field} = true, but device 'opencl' .* lacks {extension}"):
+        accy_compile(target_module(f"{field} = true"), device=device)
+
 GROUP_KERNELS = """
 builtin.module {
   "gpu.module"() <{sym_name = "kernels"}> ({
