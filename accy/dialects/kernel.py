@@ -507,7 +507,6 @@ class ShuffleXorOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' exchanges 32-bit values (f32 or i32), got {t}")
 
 
-
 @irdl_op_definition
 class NarrowPairOp(IRDLOperation):
     """Two f32 values rounded to a `vector<2xT>` of f16 or bf16 (module docstring)."""
