@@ -23,9 +23,9 @@ it.
   private array to the epilogue (`TileEpilogue`).
 - `gpu_tiles` (GPU): T x T work-groups, each work-item an R x R register
   tile, so a work-group computes a (T·R)² block (`GpuTiles`: local-memory
-  staging, double-buffered (`gpu_local_buffers`), with a register
-  prefetch, sized by `gpu_tile_shape` and `gpu_k_step`, a work-item's
-  rows and columns in runs read as aligned vectors, `gpu_ownership_run`); `gpu_split_k` splits k into ranges for a product with too
+  staging with a register prefetch, sized by `gpu_tile_shape` and
+  `gpu_k_step`, a work-item's rows and columns in runs read as aligned
+  vectors, `gpu_ownership_run`); `gpu_split_k` splits k into ranges for a product with too
   few blocks, one launch for the partial sums and one adding them.
 """
 
@@ -74,12 +74,6 @@ GPU_VECTOR_BYTES = 16
 #: row by row). H200, f32 4096²: 3.466 -> 3.431 ms with 8 (16: 3.435); the
 #: tensor-core tiles lost with it (f16 0.486 -> 0.493 ms) and keep rows.
 GPU_BLOCK_GROUP = 8
-#: Buffers of each staged local tile of a GPU register-tiled product
-#: (`GpuTiles`). 2: a k step multiplies one buffer while the next step's
-#: elements go into the other, one barrier a step; 1: one buffer, put then
-#: multiplied, two barriers a step. 2 falls back to 1 where the buffers
-#: would not fit in the target's local memory (`gpu_local_buffers`).
-GPU_LOCAL_BUFFERS = 2
 
 
 def grouped_blocks(kb: KernelBuilder, nx: int, ny: int, group: int) -> tuple[SSAValue, SSAValue]:
@@ -433,16 +427,6 @@ def gpu_k_step(t: int) -> int:
     return max(1, t * GPU_K_STEP // 16)
 
 
-def gpu_local_buffers(profile: TargetProfile, et: Attribute, staged: int) -> int:
-    """Buffers of each of a GPU product's two staged tiles of `staged`
-    elements of `et`: GPU_LOCAL_BUFFERS where all of them fit in the
-    profile's local memory, else 1."""
-    buffers = max(1, GPU_LOCAL_BUFFERS)
-    if 2 * buffers * staged * element_bytes(buffer_element_type(et)) > profile.local_mem_bytes:
-        return 1
-    return buffers
-
-
 class GpuTiles:
     """The tiled kernel on builder `kb`: T x T work-items of R x R tiles
     over k range s (`chunk` k from s·chunk; the grid's z is batch x
@@ -455,10 +439,7 @@ class GpuTiles:
     (scalar, guarded) with runs. Each k step
     stages BK = `gpu_k_step(T)` columns of the lhs block (k-major) and BK
     rows of the rhs block in local memory, zero past M, N and K, fetched
-    during the step before (tiles up to GPU_PREFETCH_TILE). With two
-    buffers of each staged tile (`gpu_local_buffers`), a step multiplies
-    buffer (step % 2) and then puts the next step's elements in the other,
-    one barrier a step; with one, two barriers a step (`_k_step`).
+    during the step before (tiles up to GPU_PREFETCH_TILE).
 
     Building it emits the kernel's preamble (local arrays, ids, the block's
     origin); `kernel` emits the rest."""
@@ -473,13 +454,8 @@ class GpuTiles:
         # A run is read as one vector: the tiles' start and every run (a
         # multiple of W from a row of BM = T·R, itself whole runs) aligned to it.
         align = w * element_bytes(st) if w > 1 else None
-        self.buffers = gpu_local_buffers(kb.profile, p.et, self.staged)
-        # Buffer b of a tile starts at b·staged, a multiple of BM and so of W.
-        self.a_tile = kb.local_array(self.buffers * bk * bm, st, workgroup=True, alignment=align)  # [k][m]
-        self.b_tile = kb.local_array(self.buffers * bk * bm, st, workgroup=True, alignment=align)  # [k][n]
-        # Where the staged buffer `put` and `_multiply` use starts: None is
-        # buffer 0 (no offset emitted), else an index, set by each step.
-        self.offset: SSAValue | None = None
+        self.a_tile = kb.local_array(bk * bm, st, workgroup=True, alignment=align)  # [k][m]
+        self.b_tile = kb.local_array(bk * bm, st, workgroup=True, alignment=align)  # [k][n]
         self.tx, self.ty = kb.local_id("x"), kb.local_id("y")
         # The first of a work-item's runs of columns (rows) within the block.
         self.tx_run, self.ty_run = (kb.mul(self.tx, w), kb.mul(self.ty, w)) if w > 1 else (self.tx, self.ty)
@@ -502,14 +478,8 @@ class GpuTiles:
     def kernel(self) -> LoweredKernel:
         """Emits the k loop and the guarded stores of the sums; the finished kernel."""
         kb, p, r = self.kb, self.p, self.r
-        if self.buffers == 1:
-            first = self.fetch(self.k_first) if self.prefetch else []
-            accs = kb.for_(0, self.chunk, self.bk, [self.zero] * (r * r) + first, self._k_step)[: r * r]
-        else:
-            self.put(self.fetch(self.k_first))  # the first step into buffer 0
-            kb.barrier()
-            ahead = self.fetch(kb.add(self.k_first, self.bk)) if self.prefetch else []
-            accs = kb.for_(0, self.chunk, self.bk, [self.zero] * (r * r) + ahead, self._buffered_step)[: r * r]
+        first = self.fetch(self.k_first) if self.prefetch else []
+        accs = kb.for_(0, self.chunk, self.bk, [self.zero] * (r * r) + first, self._k_step)[: r * r]
         for i in range(r):
             m = kb.add(self.m0, self._owned(self.ty_run, i))
             for j in range(r):
@@ -532,29 +502,6 @@ class GpuTiles:
         out = kb.for_(0, self.bk, 1, acc, self._multiply)
         kb.barrier()
         return out + following
-
-    def _buffered_step(self, k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        """One staged step of two buffers, its elements in buffer (k / BK) %
-        2: BK multiply steps on it, the next step's elements (held, fetched
-        a step before; fetched now without the prefetch) put into the
-        other, the step after next fetched, one barrier. The other buffer
-        was last read by the step before, which the previous barrier ended;
-        the barrier here ends this step's reads before the next step's puts."""
-        kb, r = self.kb, self.r
-        k0 = kb.add(self.k_first, k)
-        acc, held = carried[: r * r], carried[r * r :]
-        current = kb.rem(kb.div(k, self.bk), 2)
-        self.offset = kb.mul(current, self.staged)
-        out = kb.for_(0, self.bk, 1, acc, self._multiply)
-        self.offset = kb.mul(kb.sub(kb.idx(1), current), self.staged)
-        self.put(held if self.prefetch else self.fetch(kb.add(k0, self.bk)))
-        following = self.fetch(kb.add(k0, 2 * self.bk)) if self.prefetch else []
-        kb.barrier()
-        return out + following
-
-    def _staged(self, index: SSAValue) -> SSAValue:
-        """`index` within a staged tile, in the buffer in use (`offset`)."""
-        return index if self.offset is None else self.kb.add(self.offset, index)
 
     def _slot(self, e: int) -> tuple[SSAValue, bool]:
         """This work-item's e-th slot of the staged tiles, and whether it may
@@ -617,8 +564,8 @@ class GpuTiles:
         """The lhs element `a` of `slot` into its k-major place, the rhs `b` at `slot`."""
         kb = self.kb
         mm, kk = kb.div(slot, self.bk), kb.rem(slot, self.bk)
-        kb.op(memref.StoreOp.get(a, self.a_tile, [self._staged(kb.add(kb.mul(kk, self.bm), mm))]))
-        kb.op(memref.StoreOp.get(b, self.b_tile, [self._staged(slot)]))
+        kb.op(memref.StoreOp.get(a, self.a_tile, [kb.add(kb.mul(kk, self.bm), mm)]))
+        kb.op(memref.StoreOp.get(b, self.b_tile, [slot]))
         return []
 
     def _owned(self, first: SSAValue, i: int) -> SSAValue:
@@ -644,7 +591,7 @@ class GpuTiles:
     def _multiply(self, kk: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
         """One staged k: R lhs and R rhs values read (`_owned_values`), R² fmas."""
         kb, r = self.kb, self.r
-        row = self._staged(kb.mul(kk, self.bm))
+        row = kb.mul(kk, self.bm)
         a = self._owned_values(self.a_tile, row, self.ty_run)
         b = self._owned_values(self.b_tile, row, self.tx_run)
         return [fma(kb, a[i], b[j], c[i * r + j], self.p.is_float) for i in range(r) for j in range(r)]

@@ -40,12 +40,11 @@ func.func @main(%x: tensor<1x16x10x10xf32>, %w: tensor<32x16x3x3xf32>, %b: tenso
 
 // On the gpu profile, the dot's local-memory tiles (4x4, too few blocks for more), k
 // split into ranges (a launch of partial sums, then one adding them and
-// running the epilogue). The staged tiles (two buffers of 256 each,
-// GPU_LOCAL_BUFFERS) are 16-byte aligned: a work-item reads its run of 4
-// rows (columns) as one aligned vector.
+// running the epilogue). The staged tiles are 16-byte aligned: a
+// work-item reads its run of 4 rows (columns) as one aligned vector.
 // GPU:        "gpu.launch_func"({{.*}}@kernels::@main_k0_conv_split_k
 // GPU:        "gpu.launch_func"({{.*}}@kernels::@main_k0_conv,
 // GPU-NOT:    "gpu.launch_func"
-// GPU:        memref.alloca() {alignment = 16 : i64} : memref<512xf32, #gpu.address_space<workgroup>>
+// GPU:        memref.alloca() {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>
 // GPU:        "gpu.barrier"
-// GPU:        vector.load {{.*}} {alignment = 16 : i64} : memref<512xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// GPU:        vector.load {{.*}} {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>, vector<4xf32>

@@ -25,21 +25,16 @@ func.func @main(%a: tensor<17x33xf32>, %b: tensor<33x32xf32>, %c: tensor<32xf32>
 // halved down to 4x4 for a product too small to make 256 work-groups (k,
 // 33, is too short to split). The staged k step holds 4 columns of the
 // 64-row lhs block and 4 rows of the 64-column rhs block (fetched during
-// the step before), in two buffers of 256 each (GPU_LOCAL_BUFFERS): the
-// first step is put in before the loop and a barrier; each step multiplies
-// one buffer, puts the next step in the other, then one barrier. A
-// work-item owns runs of 4 consecutive rows and columns, so each staged k
-// is one aligned 4-wide load of each staged tile (16-byte aligned local
-// arrays) and 16 fmas.
-// GPU:        memref.alloca() {alignment = 16 : i64} : memref<512xf32, #gpu.address_space<workgroup>>
-// GPU-NEXT:   memref.alloca() {alignment = 16 : i64} : memref<512xf32, #gpu.address_space<workgroup>>
+// the step before). A work-item owns runs of 4 consecutive rows and
+// columns, so each staged k is one aligned 4-wide load of each staged tile
+// (16-byte aligned local arrays) and 16 fmas.
+// GPU:        memref.alloca() {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>
+// GPU-NEXT:   memref.alloca() {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>
 // GPU:        gpu.barrier
-// GPU:        vector.load {{.*}} {alignment = 16 : i64} : memref<512xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// GPU:        vector.load {{.*}} {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // GPU-COUNT-4: vector.extract
 // GPU-NEXT:   arith.addi
-// GPU-NEXT:   vector.load {{.*}} {alignment = 16 : i64} : memref<512xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// GPU-NEXT:   vector.load {{.*}} {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // GPU-COUNT-4: vector.extract
 // GPU-COUNT-16: math.fma
-// GPU:        memref.store
 // GPU:        gpu.barrier
-// GPU-NEXT:   scf.yield

@@ -19,15 +19,15 @@ builtin.module {
 // DEFAULT: // kind: reduction
 // DEFAULT: __local float l0[256];
 // DEFAULT: // kind: dot_general
-// DEFAULT: __local float l0[512] __attribute__((aligned(16)));
-// DEFAULT-NEXT: __local float l1[512] __attribute__((aligned(16)));
+// DEFAULT: __local float l0[256] __attribute__((aligned(16)));
+// DEFAULT-NEXT: __local float l1[256] __attribute__((aligned(16)));
 
 // THREADS: // kind: reduction
 // THREADS: reqd_work_group_size(256, 1, 1)
 // THREADS: __local float l0[256];
 // THREADS: long v{{[0-9]+}} = v{{[0-9]+}} % 64;
 // THREADS: // kind: dot_general
-// THREADS: __local float l0[512] __attribute__((aligned(16)));
+// THREADS: __local float l0[256] __attribute__((aligned(16)));
 
 // KEPT: accy.target = #accy.target<profile = "gpu", reduce_threads = 64>
 // KEPT: "gpu.launch_func"(%{{.*}}) <{kernel = @kernels::@main_k{{[0-9]+}}_reduction
@@ -35,14 +35,12 @@ builtin.module {
 // The GPU dot's work-group is dot_tile x dot_tile work-items (default 16),
 // each a register tile (8x8, halved down to 4x4 for a product this small):
 // it stages dot_tile/4 k of a (4 dot_tile)-row lhs block and of a
-// (4 dot_tile)-column rhs block, two buffers of each (GPU_LOCAL_BUFFERS: a
-// step multiplies one while the next is put in the other), 16-byte
-// aligned: a work-item reads its run of 4 rows (columns) of a staged k as
-// one float4.
+// (4 dot_tile)-column rhs block, 16-byte aligned: a work-item reads its
+// run of 4 rows (columns) of a staged k as one float4.
 // TILE: // kind: dot_general
 // TILE-NEXT: reqd_work_group_size(8, 8, 1)
-// TILE-NEXT: __local float l0[128] __attribute__((aligned(16)));
-// TILE-NEXT: __local float l1[128] __attribute__((aligned(16)));
+// TILE-NEXT: __local float l0[64] __attribute__((aligned(16)));
+// TILE-NEXT: __local float l1[64] __attribute__((aligned(16)));
 // TILE: float4 v{{[0-9]+}} = *(__local float4*)(l0 + v{{[0-9]+}});
 
 // One-work-item-per-tile kernels get work-groups of group_size items (CPU
