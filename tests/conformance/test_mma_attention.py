@@ -13,7 +13,22 @@ that the kernel is the tensor-core one (its work-group and its source),
 that nothing fell back to the host, and the results within the tolerance
 of the operands' type: p is rounded to it before the second product (one
 relative rounding per product term, 2^-11 for f16 and 2^-8 for bf16), the
-output rounded once. Outputs are poisoned (NaN) before each run."""
+output rounded once. Outputs are poisoned (NaN) before each run.
+
+f32 q, k and v under `math = "fast"` take TF32 m16n8k8 in both products
+(the tensor core reads 10 of f32's 23 mantissa bits of q, k, p and v:
+each product term off by up to about 2^-10 of its size, twice, so the
+tolerance is 2e-2, scaled as the 16-bit ones; emulated, the products are
+exact f32, and the cases check the fragments' layouts, P's permuted A
+fragment and V's B fragment among them); f32 under `exact` keeps the
+SIMT kernel (`test_uncovered_attentions_keep_the_simt_kernel`). The
+emulated f32 cases build without `-cl-fast-relaxed-math` (`fast`'s
+OpenCL option), and the cache off so that no build with it is reused:
+PoCL under that option (finite math only) miscomputes the masked
+scores' -inf of every attention kernel, the SIMT one too (9 x 16 keys, D
+24: 15.6 off with it, 2.4e-7 without), which `fast` allows (NaN and
+infinities, docs/op-contract.md); sm80 builds with it, as in use. NaNs
+are checked for f16 and bf16 only, for the same reason."""
 
 from __future__ import annotations
 
@@ -28,9 +43,10 @@ from tensor_core_devices import tensor_core_device
 
 import accy
 
-DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
-#: (rtol, atol scaled by the largest expected magnitude) by element type.
-TOLERANCE = {"f16": (4e-3, 4e-3), "bf16": (3e-2, 3e-2)}
+DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16), "f32": np.dtype(np.float32)}
+#: (rtol, atol scaled by the largest expected magnitude) by element type
+#: (f32: TF32, module docstring).
+TOLERANCE = {"f16": (4e-3, 4e-3), "bf16": (3e-2, 3e-2), "f32": (2e-2, 2e-2)}
 #: (batch, Sq, Sk, D, Dv, causal, epilogue, prologue): the epilogue
 #: relu(o + r), the prologue k·2 (k is then no buffer: the tiles are
 #: staged by plain loads instead of async copies).
@@ -51,7 +67,8 @@ SHAPES = [
 #: The emulated cases a plain run takes (the others are `slow`: PoCL
 #: takes many seconds to build each emulated kernel, whose exchanges put
 #: barriers in the key loop): causal with Sq < Sk, odd sizes and Dv != D.
-QUICK = {("f16", 0), ("bf16", 8)}
+#: f32 (TF32): causal with Sq > Sk, D and Dv not whole k8 steps (odd, zero-padded).
+QUICK = {("f16", 0), ("bf16", 8), ("f32", 2), ("f32", 8)}
 
 
 def _cases() -> list:
@@ -65,6 +82,12 @@ def _cases() -> list:
                 slow = kind == "emulate" and (et, i) not in QUICK
                 cases.append(pytest.param(kind, et, shape, id=name, marks=[pytest.mark.slow] if slow else []))
     return cases
+
+
+def _target(kind: str, et: str) -> str:
+    """The module's target: f32 under `math = "fast"` (TF32)."""
+    fast = ', math = "fast"' if et == "f32" else ""
+    return f'profile = "gpu", mma = "{kind}", fp16 = false{fast}'
 
 
 def _program(shape: tuple, et: str, target: str) -> str:
@@ -91,7 +114,7 @@ def _program(shape: tuple, et: str, target: str) -> str:
 def _reference(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, r: np.ndarray, causal: bool, epilogue: bool, prologue: bool
 ) -> np.ndarray:
-    """In float64 from the operands as stored (k·2 is exact in f16 and bf16)."""
+    """In float64 from the operands as stored (k·2 is exact in f16, bf16 and f32)."""
     q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
     k64 = 2 * k64 if prologue else k64
     s = 0.3 * np.einsum("...id,...jd->...ij", q64, k64)
@@ -104,16 +127,23 @@ def _reference(
 
 
 @pytest.mark.parametrize(("kind", "et", "shape"), _cases())
-def test_attention_on_tensor_cores(kind: str, et: str, shape, request) -> None:
+def test_attention_on_tensor_cores(kind: str, et: str, shape, request, monkeypatch: pytest.MonkeyPatch) -> None:
     device = tensor_core_device(kind)
+    relaxed = not (kind == "emulate" and et == "f32")
+    if not relaxed:  # module docstring
+        from accy.backends.opencl import emitter
+
+        monkeypatch.setattr(emitter, "build_options", lambda module: "")
+        monkeypatch.setenv("ACCY_CACHE_DIR", "off")
     batch, sq, sk, d, dv, causal, epilogue, prologue = shape
-    target = f'profile = "gpu", mma = "{kind}", fp16 = false'
+    target = _target(kind, et)
     rng = np.random.default_rng(zlib.crc32(request.node.name.encode()))
     arrays = [rng.standard_normal(s) for s in ([*batch, sq, d], [*batch, sk, d], [*batch, sk, dv], [*batch, sq, dv])]
     inputs = [x.astype(DTYPES[et]) for x in arrays]
     exe = accy.compile(_program(shape, et, target), device=device)
     (got,) = exe(*inputs)
     assert exe.stats.fallbacks == 0
+    assert ("-cl-fast-relaxed-math" in exe.program.build_options) == (relaxed and et == "f32")
     source = exe.program.source
     assert "reqd_work_group_size(32, 4, 1)" in source  # the tensor-core kernel, not the SIMT one
     # Blocks of 128 query rows (two row tiles a warp) where D and Dv are at
@@ -124,15 +154,20 @@ def test_attention_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     reverse = rf"\s*long (v\d+) = {-(-sq // bq) - 1} - \1;\n" if causal else ""
     origin = re.search(rf"long (v\d+) = get_group_id\(0\);\n{reverse}\s*long v\d+ = \{1 + causal} \* (\d+);", source)
     assert origin is not None and int(origin.group(2 + causal)) == bq
-    if kind == "sm80":
+    if kind == "sm80" and et == "f32":  # TF32: fragments by plain local loads
+        assert "mma.sync.aligned.m16n8k8" in source and ".tf32" in source and "shfl.sync.bfly.b32" in source
+        assert "m16n8k16" not in source and "ldmatrix" not in source
+    elif kind == "sm80":
         assert "mma.sync.aligned.m16n8k16" in source and "shfl.sync.bfly.b32" in source
         assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in source
     else:  # emulated: the exchange and the shuffles through local memory, no inline PTX
         assert "asm volatile" not in source and "barrier(" in source
     # k and v buffers of whole 16-byte chunks along D and Dv are staged by
     # async copies: cp.async, or emulated plain copies with a zero fill.
-    copies = not prologue and d % 8 == 0 and dv % 8 == 0
-    assert ("cp.async.cg" in source if kind == "sm80" else ": (ushort8)(0);" in source) == copies
+    chunk = 4 if et == "f32" else 8  # elements of 16 bytes
+    copies = not prologue and d % chunk == 0 and dv % chunk == 0
+    zeros = ": (float4)(0);" if et == "f32" else ": (ushort8)(0);"
+    assert ("cp.async.cg" in source if kind == "sm80" else zeros in source) == copies
     assert got.dtype == DTYPES[et] and got.shape == (*batch, sq, dv)
     want = _reference(*inputs, causal, epilogue, prologue)
     rtol, atol = TOLERANCE[et]
@@ -165,8 +200,9 @@ def test_nans_reach_the_rows_they_reach_in_the_reference(kind: str, et: str) -> 
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol * max(1.0, float(np.nanmax(np.abs(want)))))
 
 def test_uncovered_attentions_keep_the_simt_kernel() -> None:
-    """f32 (exact or fast) and D past 256 take the SIMT kernel (work-groups
-    of 8 x TY), and `unsupported` says why; a f16 one takes the tensor cores."""
+    """f32 under `math = "exact"` and D past 256 take the SIMT kernel, and
+    `unsupported` says why; a f16 one and a f32 one under `fast` (TF32)
+    take the tensor cores."""
     from accy.passes.kernelization import mma_attention
     from accy.passes.registry import DevicePipeline
 
@@ -177,10 +213,17 @@ def test_uncovered_attentions_keep_the_simt_kernel() -> None:
         reasons.append(str(real(fa)))
         return real(fa)
 
-    cases = [("f32", 16, "not f16 or bf16"), ("f16", 272, "above 256"), ("f16", 32, "None")]
-    for et, d, reason in cases:
+    exact, fast = 'profile = "gpu", mma = "emulate", fp16 = false', _target("emulate", "f32")
+    cases = [
+        ("f32", 16, exact, "not f16 or bf16"),
+        ("f32", 272, fast, "above 256"),
+        ("f16", 272, exact, "above 256"),
+        ("f16", 32, exact, "None"),
+        ("f32", 32, fast, "None"),
+    ]
+    for et, d, target, reason in cases:
         reasons.clear()
-        src = _program(((), 5, 6, d, 16, False, False, False), et, 'profile = "gpu", mma = "emulate", fp16 = false')
+        src = _program(((), 5, 6, d, 16, False, False, False), et, target)
         mma_attention.unsupported = spy
         try:
             module = accy.parse_module(src)

@@ -45,9 +45,10 @@ rows (the profile's `query_rows`, 64, at most) of one batch, tiles of 32
 keys (`key_tile`) staged in local memory; each work-item computes 4 rows x
 4 keys of the scores and 4 rows x Dv/8 columns of the output in registers
 (`_GpuBlocks`). Where the target's `mma` is "sm80" or "emulate" and q, k
-and v are f16 or bf16, both products run on tensor cores instead
-(`mma_attention`: FlashAttention-2's warps of 16 query rows, the online
-softmax on the mma accumulators); `mma_attention.plan` says where not.
+and v are f16 or bf16 (or f32 under `math = "fast"`: TF32), both products
+run on tensor cores instead (`mma_attention`: FlashAttention-2's warps of
+16 query rows, the online softmax on the mma accumulators);
+`mma_attention.plan` says where not.
 """
 
 from __future__ import annotations

@@ -3,8 +3,11 @@ GPU target whose `mma` is "sm80" (or "emulate": the same kernel, each
 matrix instruction done by the warp's work-items through local memory,
 `mma_emulation`), where q, k and v are f16 or bf16 (read as stored, before
 the f32 cast that compute-half-in-f32 gives the attention's operands) and
-the attention computes in f32. Both products run on m16n8k16
-`accy_kernel.mma` with f32 accumulators.
+the attention computes in f32, or, only where the module's `math` is
+"fast", f32 (TF32: the tensor core reads 10 of f32's 23 mantissa bits, in
+both products; `exact` keeps IEEE f32 on the SIMT kernel, as the dot
+does). Both products run on `accy_kernel.mma` with f32 accumulators:
+m16n8k16 for 16-bit operands, m16n8k8 for TF32 (`operands`).
 
 - A work-group of `WARPS` warps (work-items (lane, warp): 32 x 4) owns a
   block of 16·R·WARPS query rows of one batch (`Plan.bq`), each warp R row
@@ -17,12 +20,14 @@ the attention computes in f32. Both products run on m16n8k16
   memory once and stay in registers.
 - Per tile of `bk` keys (64, or 32 or 16 where local memory holds no
   more), the keys ([key][D], k's rows) and values ([key][Dv]) are staged
-  in local memory, zeros past D and Dv, keys past Sk reading key Sk-1;
-  rows are padded by 16 bytes so that the eight 16-byte rows a fragment
-  load reads start in distinct banks. Then each warp:
-  - S = q·kᵀ on mma: per k16 step of D, the B fragments of its bk/8 key
-    tiles by `ldmatrix` (k rows are [n][k] rows: no transpose), one mma
-    per key tile;
+  in local memory (the operands' elements: 16-bit, or f32 for TF32, whose
+  tiles take twice the bytes), zeros past D and Dv, keys past Sk reading
+  key Sk-1; rows are padded by 16 bytes so that the eight 16-byte rows a
+  fragment load reads (TF32: the 8 x 4 elements) start in distinct banks.
+  Then each warp:
+  - S = q·kᵀ on mma: per k step of D (16, TF32 8), the B fragments of its
+    bk/8 key tiles by `ldmatrix` (k rows are [n][k] rows: no transpose;
+    TF32 and emulated by local loads), one mma per key tile;
   - the score's elementwise work on each accumulator element, keys past
     Sk and (causal) past the query set to -inf;
   - the online softmax in f32 registers: a row's max over the tile is
@@ -33,14 +38,18 @@ the attention computes in f32. Both products run on m16n8k16
   - O += P·V on mma: p converted to the operands' type is the A fragment
     directly (the accumulators of key tiles 2i and 2i+1 are, register for
     register, the A fragment of k16 step i: FA2's register trick); V's B
-    fragments by `ldmatrix.trans` of the [key][Dv] tile.
+    fragments by `ldmatrix.trans` of the [key][Dv] tile. TF32: p stays
+    f32, and key tile i's accumulators (c0, c1, c2, c3) are k8 step i's A
+    fragment as (c0, c2, c1, c3), m16n8k8's k index t standing for key 2t
+    and t + 4 for key 2t + 1; V's B fragments, by local loads, take keys
+    in that order (`_p_fragment`, `_v_fragments`): no shuffles.
 - Causal blocks stop at the tile holding their last query. Rows past Sq
   compute row Sq-1 and store nothing; each output element goes through the
   epilogue (`_Attention.finish`), guarded past Sq and Dv.
 
 Not covered (the SIMT kernel, `_GpuBlocks`, runs; `unsupported` says
-why): f32 operands (TF32 would need P re-laid for m16n8k8's A fragment),
-D or Dv above `MAX_D`, a work-group or local memory too small.
+why): f32 operands under `math = "exact"`, D or Dv above `MAX_D`, a
+work-group or local memory too small.
 """
 
 from __future__ import annotations
@@ -59,6 +68,8 @@ from accy.dialects import accy
 from accy.dialects.kernel import (
     ACCUMULATOR_FRAGMENT,
     ASYNC_COPY_BYTES,
+    FRAGMENTS,
+    MMA_K,
     AsyncCommitOp,
     AsyncCopyOp,
     AsyncWaitOp,
@@ -89,28 +100,43 @@ TWO_ROW_TILES_MAX_D = 64
 #: whose tiles fit in local memory; two buffers only where async copies
 #: fill them (`Plan.copies`).
 TILINGS = ((64, 2), (32, 2), (64, 1), (32, 1), (16, 2), (16, 1))
-#: Elements of an async copy: 16 bytes.
-CHUNK = ASYNC_COPY_BYTES // 2
-#: Elements each staged row is padded by (16 bytes of 16-bit elements).
-PAD = 8
+#: Bytes each staged row is padded by: the eight rows of a 16-bit fragment
+#: load (16 bytes each), or the 8 x 4 f32 elements of a TF32 one, start in
+#: distinct banks.
+PAD_BYTES = 16
 #: The largest D and Dv: a warp's q fragments and output accumulators stay in registers.
 MAX_D = 256
-SHAPE = "m16n8k16"
 
 
 def _up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def local_bytes(profile: TargetProfile, d: int, dv: int, bk: int, stages: int) -> int:
-    """Local memory of the kernel at key tiles of `bk` in `stages` buffers:
-    the staged keys and values and, emulated, the warps' exchange and the
-    shuffles' words."""
-    width = 2
-    staged = stages * bk * (_up(d, 16) + PAD + _up(dv, 16) + PAD)
+def _width(element: Attribute) -> int:
+    """Bytes of an operand element: 4 for f32 (TF32), else 2."""
+    return 4 if isinstance(element, Float32Type) else 2
+
+
+def _shape(element: Attribute) -> str:
+    """The mma shape of operands of `element`: TF32 m16n8k8 for f32, else m16n8k16."""
+    return "m16n8k8" if isinstance(element, Float32Type) else "m16n8k16"
+
+
+def chunk(element: Attribute) -> int:
+    """Elements of an async copy (16 bytes) of `element`."""
+    return ASYNC_COPY_BYTES // _width(element)
+
+
+def local_bytes(profile: TargetProfile, element: Attribute, d: int, dv: int, bk: int, stages: int) -> int:
+    """Local memory of the kernel on operands of `element` at key tiles of
+    `bk` in `stages` buffers: the staged keys and values and, emulated,
+    the warps' exchange and the shuffles' words."""
+    width, k = _width(element), MMA_K[_shape(element)]
+    pad = PAD_BYTES // width
+    staged = stages * bk * (_up(d, k) + pad + _up(dv, k) + pad)
     if profile.mma != "emulate":
         return staged * width
-    x_a, x_b = exchange_elements(SHAPE, WARPS, 2, max(bk, _up(dv, 16)) // 8)
+    x_a, x_b = exchange_elements(_shape(element), WARPS, 2, max(bk, _up(dv, k)) // 8)
     return (staged + x_a + x_b) * width + THREADS * 4
 
 
@@ -123,12 +149,32 @@ def narrow(fa: _Attention, operand: SSAValue) -> SSAValue | None:
     return None
 
 
+def operands(fa: _Attention) -> tuple[SSAValue, SSAValue, SSAValue] | str:
+    """q, k and v as the kernel reads them: the 16-bit values they are
+    cast from (m16n8k16), or under `math = fast` the f32 operands
+    themselves (TF32 m16n8k8: the tensor core reads 10 of f32's 23
+    mantissa bits, in both products); or why neither."""
+    raw = (fa.qk.lhs, fa.qk.rhs, fa.pv.rhs)
+    q, k, v = (narrow(fa, x) for x in raw)
+    if not isinstance(fa.et, Float32Type):
+        return "q, k and v are not f16 or bf16 values the attention computes on in f32"
+    if q is not None and k is not None and v is not None:
+        if len({type(accy.elem_of(x)) for x in (q, k, v)}) != 1:
+            return "q, k and v are not of one element type"
+        return q, k, v
+    if fa.kb.profile.math != "fast" or not all(isinstance(accy.elem_of(x), Float32Type) for x in raw):
+        why = "q, k and v are not f16 or bf16 values the attention computes on in f32"
+        return f"{why} (f32 ones take TF32 only under math = fast)"
+    return raw
+
+
 @dataclass(frozen=True)
 class Plan:
     """How the kernel runs an attention: q, k and v as the 16-bit values
-    they are cast from, tiles of `bk` keys in `stages` buffers, filled by
-    async copies (`copies`: k and v are buffers contiguous along D and Dv,
-    whole aligned 16-byte chunks) or by plain loads (one buffer)."""
+    they are cast from or (TF32) the f32 operands (`operands`), tiles of
+    `bk` keys in `stages` buffers, filled by async copies (`copies`: k and
+    v are buffers contiguous along D and Dv, whole aligned 16-byte chunks)
+    or by plain loads (one buffer)."""
 
     q: SSAValue
     k: SSAValue
@@ -149,11 +195,17 @@ def plan(fa: _Attention) -> Plan | str:
     why = unsupported(fa)
     if why is not None:
         return why
-    q, k, v = (narrow(fa, x) for x in (fa.qk.lhs, fa.qk.rhs, fa.pv.rhs))
-    assert q is not None and k is not None and v is not None
+    read = operands(fa)
+    assert not isinstance(read, str)
+    q, k, v = read
+    element = accy.elem_of(q)
     copies = _copyable(fa, k, fa.k_dims[1], fa.d) and _copyable(fa, v, fa.v_dims[2], fa.dv)
     profile = fa.kb.profile
-    fits = [(bk, n) for bk, n in TILINGS if (copies or n == 1) and local_bytes(profile, fa.d, fa.dv, bk, n) <= profile.local_mem_bytes]
+    fits = [
+        (bk, n)
+        for bk, n in TILINGS
+        if (copies or n == 1) and local_bytes(profile, element, fa.d, fa.dv, bk, n) <= profile.local_mem_bytes
+    ]
     if not fits:
         return "local memory does not hold the staged tiles"
     wide = max(_up(fa.d, 16), _up(fa.dv, 16)) <= TWO_ROW_TILES_MAX_D
@@ -166,7 +218,8 @@ def _copyable(fa: _Attention, value: SSAValue, along: int, extent: int) -> bool:
     are whole aligned 16-byte chunks."""
     acc = fa.kb.access.get(value)
     last = len(accy.shape_of(value)) - 1
-    return acc is not None and along == last and extent % CHUNK == 0 and vectors_aligned(acc, CHUNK)
+    n = chunk(accy.elem_of(value))
+    return acc is not None and along == last and extent % n == 0 and vectors_aligned(acc, n)
 
 
 def unsupported(fa: _Attention) -> str | None:
@@ -174,18 +227,16 @@ def unsupported(fa: _Attention) -> str | None:
     profile = fa.kb.profile
     if profile.mma not in ("sm80", "emulate"):
         return "the target has no warp matrix instructions (mma)"
-    operands = [narrow(fa, v) for v in (fa.qk.lhs, fa.qk.rhs, fa.pv.rhs)]
-    if not isinstance(fa.et, Float32Type) or any(v is None for v in operands):
-        return "q, k and v are not f16 or bf16 values the attention computes on in f32"
-    if len({type(accy.elem_of(v)) for v in operands if v is not None}) != 1:
-        return "q, k and v are not of one element type"
+    read = operands(fa)
+    if isinstance(read, str):
+        return read
     if fa.d > MAX_D or fa.dv > MAX_D:
         return f"D = {fa.d}, Dv = {fa.dv}: above {MAX_D}"
     if fa.sk == 0:
         return "no keys"
     if profile.max_work_group_size < THREADS:
         return f"work-groups of {profile.max_work_group_size} work-items: fewer than {THREADS}"
-    if local_bytes(profile, fa.d, fa.dv, TILINGS[-1][0], 1) > profile.local_mem_bytes:
+    if local_bytes(profile, accy.elem_of(read[0]), fa.d, fa.dv, TILINGS[-1][0], 1) > profile.local_mem_bytes:
         return "local memory does not hold the staged tiles"
     return None
 
@@ -204,12 +255,18 @@ class _MmaAttention:
         kb, profile = fa.kb, fa.kb.profile
         self.q, self.k, self.v = how.q, how.k, how.v
         self.element: Attribute = accy.elem_of(how.q)
+        self.shape = _shape(self.element)
+        # 16-bit operands: fragment registers are pairs along k (m16n8k16);
+        # TF32: one f32 element each (m16n8k8), read by plain local loads.
+        self.pairs = self.shape == "m16n8k16"
+        self.kstep = MMA_K[self.shape]
         self.bk, self.mt, self.bq = how.bk, how.row_tiles, how.bq
-        self.dp, self.dvp = _up(fa.d, 16), _up(fa.dv, 16)
-        self.k_row, self.v_row = self.dp + PAD, self.dvp + PAD
+        self.dp, self.dvp = _up(fa.d, self.kstep), _up(fa.dv, self.kstep)
+        pad = PAD_BYTES // _width(self.element)
+        self.k_row, self.v_row = self.dp + pad, self.dvp + pad
         self.n_s, self.n_o = self.bk // 8, self.dvp // 8  # key tiles of S, column tiles of O
         self.emulated = profile.mma == "emulate"
-        align = 2 * PAD
+        align = PAD_BYTES
         self.k_size, self.v_size = self.bk * self.k_row, self.bk * self.v_row  # a buffer of each
         self.k_tile = kb.local_array(how.stages * self.k_size, self.element, workgroup=True, alignment=align)
         self.v_tile = kb.local_array(how.stages * self.v_size, self.element, workgroup=True, alignment=align)
@@ -218,9 +275,9 @@ class _MmaAttention:
         self.g, self.t = kb.div(self.lane, 4), kb.rem(self.lane, 4)
         self.flat = kb.add(kb.mul(self.warp, WARP), self.lane)
         if self.emulated:
-            x_a, x_b = exchange_elements(SHAPE, WARPS, self.mt, max(self.n_s, self.n_o))
+            x_a, x_b = exchange_elements(self.shape, WARPS, self.mt, max(self.n_s, self.n_o))
             self.exchange = Exchange(
-                kb, SHAPE, self.element, kb.local_array(x_a, self.element, workgroup=True),
+                kb, self.shape, self.element, kb.local_array(x_a, self.element, workgroup=True),
                 kb.local_array(x_b, self.element, workgroup=True), self.warp, self.g, self.t,
             )  # fmt: skip
         block = kb.group_id("x")
@@ -239,7 +296,7 @@ class _MmaAttention:
     def kernel(self) -> LoweredKernel:
         """q's fragments, the loop over the key tiles the block sees, the rows stored."""
         fa, kb = self.fa, self.kb
-        q = [[self._q_fragment(i, kk) for i in range(self.mt)] for kk in range(self.dp // 16)]
+        q = [[self._q_fragment(i, kk) for i in range(self.mt)] for kk in range(self.dp // self.kstep)]
         keys_end = kb.min(fa.sk, kb.min(kb.add(self.q0, self.bq), fa.sq)) if fa.causal else kb.idx(fa.sk)
         limits = [fa.key_end(r) for r in self.read_rows] if self.masked else []
         rows = len(self.rows)
@@ -284,15 +341,19 @@ class _MmaAttention:
         return kb.select(inside, fa.operand_at(value, dims, self.bc, *coords), kb.const(0.0, self.element))
 
     def _q_fragment(self, tile: int, kk: int) -> list[SSAValue]:
-        """The A fragment of q's row tile `tile` at k16 step kk (rows g and g
-        + 8 of the tile, d = 16kk + 2t + 0/1/8/9), zeros past D."""
-        fa, kb = self.fa, self.kb
-        padded = 16 * kk + 16 > fa.d
+        """The A fragment of q's row tile `tile` at k step kk (rows g and g
+        + 8 of the tile; m16n8k16: d = 16kk + 2t + 0/1/8/9, m16n8k8: d = 8kk
+        + t + 0/4), zeros past D."""
+        fa, kb, k = self.fa, self.kb, self.kstep
+        padded = k * kk + k > fa.d
         regs = []
-        for r, off in ((0, 0), (1, 0), (0, 8), (1, 8)):  # a0 .. a3 (FRAGMENTS)
-            d = kb.add(kb.mul(self.t, 2), 16 * kk + off)
+        for go, ts, off in FRAGMENTS[self.shape]["a"]:  # a0 .. a3
+            d = kb.add(kb.mul(self.t, ts), k * kk + off)
             extent = fa.d if padded else None
-            row = self.read_rows[2 * tile + r]
+            row = self.read_rows[2 * tile + go // 8]
+            if not self.pairs:
+                regs.append(self._read(self.q, fa.q_dims, d, row, 0, extent))
+                continue
             pair = [self._read(self.q, fa.q_dims, kb.add(d, h), row, 0, extent) for h in (0, 1)]
             regs.append(self._pair(*pair))
         return regs
@@ -328,13 +389,14 @@ class _MmaAttention:
             (self.k, fa.k_dims, fa.d, self.dp, self.k_tile, self.k_row, kb.mul(buffer, self.k_size), False),
             (self.v, fa.v_dims, fa.dv, self.dvp, self.v_tile, self.v_row, kb.mul(buffer, self.v_size), True),
         )
+        n = chunk(self.element)
         for value, dims, extent, cols, tile, row_len, off, free_cols in parts:
-            per_row = cols // CHUNK
+            per_row = cols // n
             total = self.bk * per_row
             acc = kb.access[value]
             for e in range(-(-total // THREADS)):
                 slot = kb.add(self.flat, e * THREADS)
-                key, c = kb.div(slot, per_row), kb.mul(kb.rem(slot, per_row), CHUNK)
+                key, c = kb.div(slot, per_row), kb.mul(kb.rem(slot, per_row), n)
                 j = kb.add(k0, key)
                 valid = kb.val(arith.AndIOp(kb.lt(j, fa.sk), kb.lt(c, extent)))
                 src = kb.address(acc, fa.coords(dims, self.bc, *((j, c) if free_cols else (c, j))))
@@ -361,7 +423,7 @@ class _MmaAttention:
         kb = self.kb
         total = self.bk * cols
         steps, rest = divmod(total, THREADS)
-        assert not rest, "a tile is whole rounds of the work-group (bk and the padded widths are multiples of 16)"
+        assert not rest, "a tile is whole rounds of the work-group (bk a multiple of 16, the padded widths of 8)"
 
         def step(e: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
             slot = kb.add(self.flat, kb.mul(e, THREADS))
@@ -389,12 +451,14 @@ class _MmaAttention:
         return [regs[:2], regs[2:]]
 
     def _k_fragments(self, kk: int) -> list[list[SSAValue]]:
-        """The B fragments of k16 step kk of each key tile: b0 = k[key g][d
-        16kk + 2t, +1], b1 the same 8 d later. By ldmatrix, two key tiles
-        a call: work-item 8i + r names key row 8·(i / 2) + r from d 8·(i % 2)."""
-        kb = self.kb
+        """The B fragments of k step kk of each key tile: m16n8k16: b0 =
+        k[key g][d 16kk + 2t, +1], b1 the same 8 d later; m16n8k8 (TF32): b0
+        = k[key g][d 8kk + t], b1 4 d later. 16-bit on the tensor cores by
+        ldmatrix, two key tiles a call: work-item 8i + r names key row 8·(i /
+        2) + r from d 8·(i % 2); else by local loads."""
+        kb, k = self.kb, self.kstep
         out: list[list[SSAValue]] = []
-        if not self.emulated:
+        if not self.emulated and self.pairs:
             matrix, r = kb.div(self.lane, 8), kb.rem(self.lane, 8)
             for pair in range(self.n_s // 2):
                 key = kb.add(kb.mul(kb.div(matrix, 2), 8), kb.add(r, 16 * pair))
@@ -404,19 +468,29 @@ class _MmaAttention:
         for nt in range(self.n_s):
             row = kb.add(self.k_off, kb.mul(kb.add(self.g, nt * 8), self.k_row))
             regs = []
-            for off in (0, 8):
-                at = kb.add(row, kb.add(kb.mul(self.t, 2), 16 * kk + off))
-                regs.append(self._pair(self._local(self.k_tile, at), self._local(self.k_tile, kb.add(at, 1))))
+            for _, ts, off in FRAGMENTS[self.shape]["b"]:
+                at = kb.add(row, kb.add(kb.mul(self.t, ts), k * kk + off))
+                x = self._local(self.k_tile, at)
+                regs.append(self._pair(x, self._local(self.k_tile, kb.add(at, 1))) if self.pairs else x)
             out.append(regs)
         return out
 
     def _v_fragments(self, kk: int) -> list[list[SSAValue]]:
-        """The B fragments of key step kk (keys 16kk ..) of each tile of 8
-        output columns: b0 = v[keys 16kk + 2t, +1][column g], b1 the keys 8
-        later. By ldmatrix.trans, two column tiles a call: work-item 8i + r
-        names key row 16kk + 8·(i % 2) + r from column 8·(i / 2)."""
+        """The B fragments of key step kk of each tile of 8 output columns.
+        m16n8k16 (keys 16kk ..): b0 = v[keys 16kk + 2t, +1][column g], b1 the
+        keys 8 later; on the tensor cores by ldmatrix.trans, two column tiles
+        a call: work-item 8i + r names key row 16kk + 8·(i % 2) + r from
+        column 8·(i / 2). m16n8k8 (TF32, keys 8kk ..): b0 = v[key 8kk +
+        2t][column g], b1 = v[key 8kk + 2t + 1][column g]: k index t is key 2t
+        and t + 4 key 2t + 1, the order of P's A fragment (`_p_fragment`)."""
         kb = self.kb
         out: list[list[SSAValue]] = []
+        if not self.pairs:
+            for nv in range(self.n_o):
+                key = kb.add(kb.mul(self.t, 2), 8 * kk)
+                at = kb.add(self.v_off, kb.add(kb.mul(key, self.v_row), kb.add(self.g, nv * 8)))
+                out.append([self._local(self.v_tile, at), self._local(self.v_tile, kb.add(at, self.v_row))])
+            return out
         if not self.emulated:
             matrix, r = kb.div(self.lane, 8), kb.rem(self.lane, 8)
             key = kb.add(kb.mul(kb.rem(matrix, 2), 8), kb.add(r, 16 * kk))
@@ -445,7 +519,7 @@ class _MmaAttention:
         for i, a_regs in enumerate(a):
             for j, regs in enumerate(b):
                 at = (i * len(b) + j) * 4
-                out[at : at + 4] = self.kb.op(MmaOp(SHAPE, a_regs, regs, out[at : at + 4])).results
+                out[at : at + 4] = self.kb.op(MmaOp(self.shape, a_regs, regs, out[at : at + 4])).results
         return out
 
     # -- a key tile ------------------------------------------------------------------------
@@ -464,7 +538,7 @@ class _MmaAttention:
         m, l, o = carried[:rows], carried[rows : 2 * rows], carried[2 * rows :]
         self._staged(k0)
         s = [self.zero] * (self.mt * self.n_s * 4)
-        for kk in range(self.dp // 16):
+        for kk in range(self.dp // self.kstep):
             s = self._mma(q[kk], self._k_fragments(kk), s)
         keys, scores = [], []
         for i, dot in enumerate(s):  # row tile i // (4 n_s), key tile i // 4 % n_s
@@ -489,15 +563,26 @@ class _MmaAttention:
             out_l.append(fa.fma(l[row], corr, _combined(kb, arith.AddfOp, [p[i] for i in mine])))
             corrs.append(corr)
         o = [kb.val(arith.MulfOp(x, corrs[self._row(i, self.n_o)])) for i, x in enumerate(o)]
-        for kk in range(self.bk // 16):
-            a = []
-            for tile in range(self.mt):
-                at = tile * self.n_s * 4 + 8 * kk
-                lo, hi = p[at : at + 4], p[at + 4 : at + 8]  # key tiles 2kk, 2kk + 1
-                a.append([self._narrow(lo[0], lo[1]), self._narrow(lo[2], lo[3]), self._narrow(hi[0], hi[1]),
-                          self._narrow(hi[2], hi[3])])  # fmt: skip
+        for kk in range(self.bk // self.kstep):
+            a = [self._p_fragment(p, tile, kk) for tile in range(self.mt)]
             o = self._mma(a, self._v_fragments(kk), o)
         return out_m + out_l + o
+
+    def _p_fragment(self, p: list[SSAValue], tile: int, kk: int) -> list[SSAValue]:
+        """The A fragment of row tile `tile` at key step kk of P·V from the
+        probabilities `p` (S's accumulators: c0 (g, 2t), c1 (g, 2t + 1), c2
+        (g + 8, 2t), c3 (g + 8, 2t + 1) of each key tile). m16n8k16: key
+        tiles 2kk and 2kk + 1, register for register, each pair rounded to
+        the operands' type (FA2's register trick). m16n8k8 (TF32): key tile
+        kk as (c0, c2, c1, c3), f32 as they are: a0 (g, k t) is key 2t, a2
+        (g, k t + 4) key 2t + 1 (V's B fragment takes the same order)."""
+        if not self.pairs:
+            c = p[tile * self.n_s * 4 + 4 * kk :][:4]
+            return [c[0], c[2], c[1], c[3]]
+        at = tile * self.n_s * 4 + 8 * kk
+        lo, hi = p[at : at + 4], p[at + 4 : at + 8]  # key tiles 2kk, 2kk + 1
+        return [self._narrow(lo[0], lo[1]), self._narrow(lo[2], lo[3]), self._narrow(hi[0], hi[1]),
+                self._narrow(hi[2], hi[3])]  # fmt: skip
 
     def _masked(self, k0: SSAValue, keys: list[SSAValue], scores: list[SSAValue], limits: list[SSAValue]) -> list[SSAValue]:
         """`scores` with keys past their row's limit (Sk, or causal the row
