@@ -110,7 +110,7 @@ def test_many_batches_take_the_full_gpu_register_tile(device) -> None:
     tiles (128x128 blocks), so no tile halving: odd M, N, K below one block
     exercise every guard of the full tile (on the CPU profile and the LLVM
     device, the register tile kernel)."""
-    from accy.passes.kernelization.register_tiles import GPU_MIN_BLOCKS, gpu_ownership_run
+    from accy.passes.kernelization.register_tiles import GPU_LHS_PAD, GPU_MIN_BLOCKS, gpu_ownership_run
 
     b, m, n, k = GPU_MIN_BLOCKS, 67, 45, 33
     ta, tb, to = ty([b, m, k]), ty([b, k, n]), ty([b, m, n])
@@ -126,9 +126,9 @@ def test_many_batches_take_the_full_gpu_register_tile(device) -> None:
     assert exe.stats.kernels == 1 and exe.stats.fallbacks == 0
     assert_matches(got, exe.reference_outputs(inputs)[0], rtol=1e-3, atol=1e-4)
     if device.target_profile().profile == "gpu":
-        # 4 k x 128 rows: the full tile, 16-byte aligned where read in runs of 4 (`gpu_ownership_run`)
+        # 4 k x 128 rows (padded, the lhs): the full tile, 16-byte aligned where read in runs of 4 (`gpu_ownership_run`)
         aligned = " __attribute__((aligned(16)))" if gpu_ownership_run(8, f32) == 4 else ""
-        assert f"__local float l0[512]{aligned};" in exe.program.source
+        assert f"__local float l0[{4 * (128 + GPU_LHS_PAD)}]{aligned};" in exe.program.source
 
 
 @pytest.mark.parametrize("tile", [8, 4, 2])
@@ -136,7 +136,7 @@ def test_gpu_register_tiles_of_every_size(tile: int, device) -> None:
     """Batches enough for GPU register tiles of 8, 4 and 2, with M and N
     ragged against the 16·tile blocks, the rhs transposed. Tiles halve down
     to GPU_MIN_TILE; a smaller one is the module's `dot_rows`."""
-    from accy.passes.kernelization.register_tiles import GPU_MIN_BLOCKS, GPU_MIN_TILE, gpu_ownership_run
+    from accy.passes.kernelization.register_tiles import GPU_LHS_PAD, GPU_MIN_BLOCKS, GPU_MIN_TILE, gpu_ownership_run
 
     m, n, k = 16 * tile + 13, 16 * tile + 5, 21
     b = -(-GPU_MIN_BLOCKS // 4)  # 2 x 2 blocks a batch at this tile, 4x fewer at the next
@@ -154,9 +154,9 @@ def test_gpu_register_tiles_of_every_size(tile: int, device) -> None:
     assert exe.stats.fallbacks == 0
     assert_matches(got, exe.reference_outputs(inputs)[0], rtol=1e-3, atol=1e-4)
     if device.target_profile().profile == "gpu":
-        # 4 k x 16·tile rows, 16-byte aligned where read in runs of 4 (`gpu_ownership_run`)
+        # 4 k x 16·tile rows (padded, the lhs), 16-byte aligned where read in runs of 4 (`gpu_ownership_run`)
         aligned = " __attribute__((aligned(16)))" if gpu_ownership_run(tile, f32) == 4 else ""
-        assert f"__local float l0[{4 * 16 * tile}]{aligned};" in exe.program.source
+        assert f"__local float l0[{4 * (16 * tile + GPU_LHS_PAD)}]{aligned};" in exe.program.source
 
 
 @pytest.mark.parametrize("width", [2, 4, 8])

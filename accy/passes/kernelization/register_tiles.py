@@ -70,6 +70,11 @@ GPU_OWNERSHIP_RUN = 4
 #: Most bytes a GPU register tile's aligned local read takes at once (the
 #: widest shared-memory load, and the staged tiles' alignment).
 GPU_VECTOR_BYTES = 16
+#: Elements each k row of a GPU product's staged lhs tile ([k][m]) is
+#: padded by: its stores (a warp's slots: 8 rows m, 4 k) fall in distinct
+#: banks, where rows of 128 floats put the 4 k of a row m in one bank.
+#: A multiple of every ownership run, so the runs stay aligned.
+GPU_LHS_PAD = 8
 #: Block rows a group of the GPU grid's order holds (`grouped_blocks`; 1:
 #: row by row). H200, f32 4096²: 3.466 -> 3.431 ms with 8 (16: 3.435); the
 #: tensor-core tiles lost with it (f16 0.486 -> 0.493 ms) and keep rows.
@@ -454,7 +459,8 @@ class GpuTiles:
         # A run is read as one vector: the tiles' start and every run (a
         # multiple of W from a row of BM = T·R, itself whole runs) aligned to it.
         align = w * element_bytes(st) if w > 1 else None
-        self.a_tile = kb.local_array(bk * bm, st, workgroup=True, alignment=align)  # [k][m]
+        self.a_stride = bm + GPU_LHS_PAD  # of the lhs tile's k rows
+        self.a_tile = kb.local_array(bk * self.a_stride, st, workgroup=True, alignment=align)  # [k][m]
         self.b_tile = kb.local_array(bk * bm, st, workgroup=True, alignment=align)  # [k][n]
         self.tx, self.ty = kb.local_id("x"), kb.local_id("y")
         # The first of a work-item's runs of columns (rows) within the block.
@@ -564,7 +570,7 @@ class GpuTiles:
         """The lhs element `a` of `slot` into its k-major place, the rhs `b` at `slot`."""
         kb = self.kb
         mm, kk = kb.div(slot, self.bk), kb.rem(slot, self.bk)
-        kb.op(memref.StoreOp.get(a, self.a_tile, [kb.add(kb.mul(kk, self.bm), mm)]))
+        kb.op(memref.StoreOp.get(a, self.a_tile, [kb.add(kb.mul(kk, self.a_stride), mm)]))
         kb.op(memref.StoreOp.get(b, self.b_tile, [slot]))
         return []
 
@@ -591,9 +597,8 @@ class GpuTiles:
     def _multiply(self, kk: SSAValue, c: list[SSAValue]) -> list[SSAValue]:
         """One staged k: R lhs and R rhs values read (`_owned_values`), R² fmas."""
         kb, r = self.kb, self.r
-        row = kb.mul(kk, self.bm)
-        a = self._owned_values(self.a_tile, row, self.ty_run)
-        b = self._owned_values(self.b_tile, row, self.tx_run)
+        a = self._owned_values(self.a_tile, kb.mul(kk, self.a_stride), self.ty_run)
+        b = self._owned_values(self.b_tile, kb.mul(kk, self.bm), self.tx_run)
         return [fma(kb, a[i], b[j], c[i * r + j], self.p.is_float) for i in range(r) for j in range(r)]
 
     def _store_sum(self, m: SSAValue, n: SSAValue, value: SSAValue) -> list[SSAValue]:

@@ -27,14 +27,14 @@ func.func @main(%a: tensor<17x33xf32>, %b: tensor<33x32xf32>, %c: tensor<32xf32>
 // 64-row lhs block and 4 rows of the 64-column rhs block (fetched during
 // the step before). A work-item owns runs of 4 consecutive rows and
 // columns, so each staged k is one aligned 4-wide load of each staged tile
-// (16-byte aligned local arrays) and 16 fmas.
-// GPU:        memref.alloca() {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>
+// (16-byte aligned local arrays; the lhs's k rows padded by 8, so that a
+// warp's staging stores fall in distinct banks) and 16 fmas.
+// GPU:        memref.alloca() {alignment = 16 : i64} : memref<288xf32, #gpu.address_space<workgroup>>
 // GPU-NEXT:   memref.alloca() {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>
 // GPU:        gpu.barrier
-// GPU:        vector.load {{.*}} {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// GPU:        vector.load {{.*}} {alignment = 16 : i64} : memref<288xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // GPU-COUNT-4: vector.extract
-// GPU-NEXT:   arith.addi
-// GPU-NEXT:   vector.load {{.*}} {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// GPU:        vector.load {{.*}} {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // GPU-COUNT-4: vector.extract
 // GPU-COUNT-16: math.fma
 // GPU:        gpu.barrier

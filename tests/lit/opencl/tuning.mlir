@@ -19,7 +19,7 @@ builtin.module {
 // DEFAULT: // kind: reduction
 // DEFAULT: __local float l0[256];
 // DEFAULT: // kind: dot_general
-// DEFAULT: __local float l0[256] __attribute__((aligned(16)));
+// DEFAULT: __local float l0[288] __attribute__((aligned(16)));
 // DEFAULT-NEXT: __local float l1[256] __attribute__((aligned(16)));
 
 // THREADS: // kind: reduction
@@ -27,7 +27,7 @@ builtin.module {
 // THREADS: __local float l0[256];
 // THREADS: long v{{[0-9]+}} = v{{[0-9]+}} % 64;
 // THREADS: // kind: dot_general
-// THREADS: __local float l0[256] __attribute__((aligned(16)));
+// THREADS: __local float l0[288] __attribute__((aligned(16)));
 
 // KEPT: accy.target = #accy.target<profile = "gpu", reduce_threads = 64>
 // KEPT: "gpu.launch_func"(%{{.*}}) <{kernel = @kernels::@main_k{{[0-9]+}}_reduction
@@ -35,11 +35,11 @@ builtin.module {
 // The GPU dot's work-group is dot_tile x dot_tile work-items (default 16),
 // each a register tile (8x8, halved down to 4x4 for a product this small):
 // it stages dot_tile/4 k of a (4 dot_tile)-row lhs block and of a
-// (4 dot_tile)-column rhs block, 16-byte aligned: a work-item reads its
+// (4 dot_tile)-column rhs block (the lhs's k rows padded by 8), 16-byte aligned: a work-item reads its
 // run of 4 rows (columns) of a staged k as one float4.
 // TILE: // kind: dot_general
 // TILE-NEXT: reqd_work_group_size(8, 8, 1)
-// TILE-NEXT: __local float l0[64] __attribute__((aligned(16)));
+// TILE-NEXT: __local float l0[80] __attribute__((aligned(16)));
 // TILE-NEXT: __local float l1[64] __attribute__((aligned(16)));
 // TILE: float4 v{{[0-9]+}} = *(__local float4*)(l0 + v{{[0-9]+}});
 
