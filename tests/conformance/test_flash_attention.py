@@ -152,6 +152,21 @@ def kernels(device, sq: int, sk: int, d: int, dv: int) -> int:
     return 4 if blocked else 1
 
 
+
+@pytest.mark.parametrize("shape", [([], 9, 9, 16, 16), ([2], 65, 37, 24, 40), ([1, 2], 130, 200, 64, 64)],
+                         ids=lambda s: "x".join(map(str, [*s[0], *s[1:]])))  # fmt: skip
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_attention_under_fast_math(shape, causal: bool, device) -> None:
+    """Under `math = "fast"` (built with -cl-fast-relaxed-math: no
+    infinities) the masked keys (past Sk in a partial tile, causal) and the
+    running max start at the lowest finite value, not -inf, which the fast
+    build may fold away (PoCL's GPU-profile kernels gave rows 14 off at 9
+    keys): finite inputs give the reference's result within rounding."""
+    batch, sq, sk, d, dv = shape
+    body = attention_src(batch, sq, sk, d, dv, causal, "attention", fused=False)
+    src = f'builtin.module attributes {{accy.target = #accy.target<math = "fast">}} {{\n{body}\n}}'
+    check_program(src, inputs(batch, sq, sk, d, dv, fused=False), device, kernels=kernels(device, sq, sk, d, dv))
+
 #: (batch, Sq, Sk, D, Dv, form, fused) of the CPU blocked kernel: Sq a
 #: whole number of 4-row blocks or not, Sk whole 64-key tiles or not, Sq
 #: below, equal to and above Sk, D and Dv whole vectors or ragged.

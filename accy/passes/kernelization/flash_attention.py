@@ -68,7 +68,7 @@ from accy.dialects.dense import splat_value
 from accy.dialects.host import buffer_element_type
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, numel
-from accy.passes.analyses.attention import AttentionMatch, NoMatch, match_attention
+from accy.passes.analyses.attention import AttentionMatch, NoMatch, lowest, match_attention
 from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.analyses.reads import read_elsewhere
@@ -166,6 +166,11 @@ class _Attention:
         *rows, self.sk = accy.shape_of(self.qk.result)
         self.rows = tuple(rows)
         self.et = accy.elem_of(self.qk.result)
+        # A masked score and the running max before any score: -inf, or
+        # under `math = fast` the type's lowest finite value, since the fast
+        # build (-cl-fast-relaxed-math: no infinities) may fold the kernels'
+        # tests against -inf (PoCL did: wrong rows of a 9-key attention).
+        self.lowest = -math.inf if kb.profile.math == "exact" else lowest(self.et)
         for out in self.outputs:
             if accy.shape_of(out) != accy.shape_of(self.pv.result):
                 raise Decline(f"output {out.name_hint or out} does not have the attention result's shape")
@@ -288,7 +293,7 @@ class _Attention:
     def init(self, dv_chunks: list[Chunk]) -> list[SSAValue]:
         kb, et = self.kb, self.et
         accs = [kb.const(0.0, VectorType(et, [w]) if w > 1 else et) for _, w in dv_chunks]
-        return [kb.const(-math.inf, et), kb.const(0.0, et), *accs]
+        return [kb.const(self.lowest, et), kb.const(0.0, et), *accs]
 
     def rescale(self, m: SSAValue, m_new: SSAValue) -> tuple[SSAValue, SSAValue]:
         """(shift, corr) of a row whose running max goes from m to m_new: its
@@ -296,7 +301,7 @@ class _Attention:
         by corr = exp(m - shift). The kernel holds the constants -inf and 0
         already."""
         kb, et = self.kb, self.et
-        ninf, zero = kb.const(-math.inf, et), kb.const(0.0, et)
+        ninf, zero = kb.const(self.lowest, et), kb.const(0.0, et)
         # While every score so far is -inf, shift by 0 (exp(-inf - -inf) is NaN).
         shift = kb.select(cmp(kb, "eq", m_new, ninf, False), zero, m_new)
         return shift, kb.val(mathd.ExpOp(kb.val(arith.SubfOp(m, shift))))
@@ -561,7 +566,7 @@ class _QueryBlocks:
         self.probs = kb.local_array(max(qb * kt, dvp), self.st, workgroup=False)
         self.vector_scores = fa.vector_scores(kt)
         self.masked = fa.causal or fa.sk % kt != 0
-        self.ninf, self.zero = kb.const(-math.inf, et), kb.const(0.0, et)
+        self.ninf, self.zero = kb.const(fa.lowest, et), kb.const(0.0, et)
 
     def kernel(self) -> LoweredKernel:
         """The main kernel, a work-item per (batch, block of query rows),
@@ -758,7 +763,7 @@ class _GpuBlocks:
         self.bc = kb.delinearize(kb.group_id("y"), fa.batch_shape)
         self.mine = [kb.add(kb.mul(self.ty, self.rq), i) for i in range(self.rq)]  # rows of the block
         self.rows = [kb.min(kb.add(self.q0, r), fa.sq - 1) for r in self.mine]
-        self.ninf, self.zero = kb.const(-math.inf, et), kb.const(0.0, et)
+        self.ninf, self.zero = kb.const(fa.lowest, et), kb.const(0.0, et)
         self.masked = fa.causal or fa.sk % bk != 0
 
     def kernel(self) -> LoweredKernel:

@@ -54,7 +54,6 @@ work-group or local memory too small.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -289,7 +288,7 @@ class _MmaAttention:
         # Row tile i's rows of accumulator elements 0, 1 and 2, 3: rows[2i], rows[2i + 1].
         self.rows = [kb.add(first, 16 * i + 8 * h) for i in range(self.mt) for h in (0, 1)]
         self.read_rows = [kb.min(r, fa.sq - 1) for r in self.rows]
-        self.ninf, self.zero = kb.const(-math.inf, Float32Type()), kb.const(0.0, Float32Type())
+        self.ninf, self.zero = kb.const(fa.lowest, Float32Type()), kb.const(0.0, Float32Type())
         self.log2e = kb.const(LOG2_E, Float32Type())
         self.masked = fa.causal or fa.sk % self.bk != 0
 
