@@ -78,7 +78,7 @@ from accy.dialects.kernel import (
     ShuffleXorOp,
 )
 from accy.dialects.target import TargetProfile
-from accy.dialects.types import numel
+from accy.dialects.types import element_bytes, numel
 from accy.passes.kernelization.flash_attention import GPU_MANY_BLOCKS, _Attention, _combined
 from accy.passes.kernelization.kernel_builder import vectors_aligned
 from accy.passes.kernelization.lowered import LoweredKernel
@@ -111,11 +111,6 @@ def _up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def _width(element: Attribute) -> int:
-    """Bytes of an operand element: 4 for f32 (TF32), else 2."""
-    return 4 if isinstance(element, Float32Type) else 2
-
-
 def _shape(element: Attribute) -> str:
     """The mma shape of operands of `element`: TF32 m16n8k8 for f32, else m16n8k16."""
     return "m16n8k8" if isinstance(element, Float32Type) else "m16n8k16"
@@ -123,14 +118,14 @@ def _shape(element: Attribute) -> str:
 
 def chunk(element: Attribute) -> int:
     """Elements of an async copy (16 bytes) of `element`."""
-    return ASYNC_COPY_BYTES // _width(element)
+    return ASYNC_COPY_BYTES // element_bytes(element)
 
 
 def local_bytes(profile: TargetProfile, element: Attribute, d: int, dv: int, bk: int, stages: int) -> int:
     """Local memory of the kernel on operands of `element` at key tiles of
     `bk` in `stages` buffers: the staged keys and values and, emulated,
     the warps' exchange and the shuffles' words."""
-    width, k = _width(element), MMA_K[_shape(element)]
+    width, k = element_bytes(element), MMA_K[_shape(element)]
     pad = PAD_BYTES // width
     staged = stages * bk * (_up(d, k) + pad + _up(dv, k) + pad)
     if profile.mma != "emulate":
@@ -261,7 +256,7 @@ class _MmaAttention:
         self.kstep = MMA_K[self.shape]
         self.bk, self.mt, self.bq = how.bk, how.row_tiles, how.bq
         self.dp, self.dvp = _up(fa.d, self.kstep), _up(fa.dv, self.kstep)
-        pad = PAD_BYTES // _width(self.element)
+        pad = PAD_BYTES // element_bytes(self.element)
         self.k_row, self.v_row = self.dp + pad, self.dvp + pad
         self.n_s, self.n_o = self.bk // 8, self.dvp // 8  # key tiles of S, column tiles of O
         self.emulated = profile.mma == "emulate"
