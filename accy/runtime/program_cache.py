@@ -53,6 +53,8 @@ It also asks PoCL to pin its worker threads (pocl_threads.py).
 from __future__ import annotations
 
 import atexit
+import ctypes
+import ctypes.util
 import hashlib
 import os
 import shutil
@@ -356,9 +358,57 @@ class ProgramCache:
         function (the module docstring), the part of the build that would
         otherwise come at each kernel's first launch. No launch of the
         program can be in flight: none has been made."""
-        binaries: list[Any] = program.binaries
-        if self.disk is not None and self.disk.directory is not None and binaries and binaries[0]:
-            self.disk.put(disk_key, bytes(binaries[0]))
+        binary = program_binary(program)
+        if self.disk is not None and self.disk.directory is not None and binary:
+            self.disk.put(disk_key, binary)
 
     def __len__(self) -> int:
         return len(self._programs)
+
+
+# clGetProgramInfo's parameter names (CL/cl.h).
+_CL_PROGRAM_BINARY_SIZES = 0x1165
+_CL_PROGRAM_BINARIES = 0x1166
+
+
+def _opencl_library() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("OpenCL") or "libOpenCL.so.1"
+    try:
+        library = ctypes.CDLL(name)
+    except OSError:
+        return None
+    library.clGetProgramInfo.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]
+    library.clGetProgramInfo.restype = ctypes.c_int
+    return library
+
+
+_OPENCL: ctypes.CDLL | None = _opencl_library()
+
+
+def program_binary(program: cl.Program) -> bytes:
+    """The binary of a program built for one device (b"" when the driver
+    has none), fetched through ctypes, which lets go of the GIL during the
+    call: pyopencl's `program.binaries` holds it, and on PoCL the fetch
+    compiles every work-group function, seconds to minutes during which no
+    other thread ran and a Ctrl-C waited for its end (`interruptible`
+    relies on the main thread running). pyopencl's is the fallback where the
+    OpenCL library is not found by name."""
+    if _OPENCL is None:
+        binaries = program.binaries
+        return bytes(binaries[0]) if binaries and binaries[0] else b""
+    handle = ctypes.c_void_p(program.int_ptr)
+    count = ctypes.c_size_t()
+    _check(_OPENCL.clGetProgramInfo(handle, _CL_PROGRAM_BINARY_SIZES, 0, None, ctypes.byref(count)))
+    sizes = (ctypes.c_size_t * (count.value // ctypes.sizeof(ctypes.c_size_t)))()
+    _check(_OPENCL.clGetProgramInfo(handle, _CL_PROGRAM_BINARY_SIZES, ctypes.sizeof(sizes), sizes, None))
+    if not sizes or not sizes[0]:
+        return b""
+    buffers = [ctypes.create_string_buffer(size) for size in sizes]
+    pointers = (ctypes.c_char_p * len(buffers))(*(ctypes.cast(b, ctypes.c_char_p) for b in buffers))
+    _check(_OPENCL.clGetProgramInfo(handle, _CL_PROGRAM_BINARIES, ctypes.sizeof(pointers), pointers, None))
+    return buffers[0].raw
+
+
+def _check(status: int) -> None:
+    if status != 0:
+        raise cl.Error(f"clGetProgramInfo failed with status {status}")
