@@ -79,7 +79,7 @@ import numpy as np
 
 from accy.backends.opencl.format import FORMAT
 from accy.debug import debug, debug_level
-from accy.dialects.kernel import ARGUMENT_ACCESS_BYTES
+from accy.dialects.alignment import ARGUMENT_ACCESS_BYTES
 from accy.runtime import pocl_threads
 from accy.runtime.array import Array, result_arrays
 from accy.runtime.compile_cache import pack_schedule, unpack_schedule
