@@ -156,14 +156,22 @@ import contextlib, io, json, sys
 from accy.cli.run import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
-    status = main([sys.argv[1], "--device", "llvm", "--stats"])
+    status = main([sys.argv[1], "--device", sys.argv[2], "--stats"])
 stats = json.loads(out.getvalue().strip().splitlines()[-1])
 loaded = sorted(m for m in sys.modules if m.startswith(("xdsl", "accy.passes", "accy.dialects.accy", "accy.reference")))
 print(json.dumps({"status": status, "stats": stats, "loaded": loaded}))
 """
 
 
-def test_a_warm_accy_run_parses_nothing_and_loads_no_xdsl(tmp_path: Path) -> None:
+@pytest.mark.parametrize("device", ["llvm", "opencl"])
+def test_a_warm_accy_run_parses_nothing_and_loads_no_xdsl(device: str, tmp_path: Path) -> None:
+    """The OpenCL runtime once loaded xDSL (~180 ms) through one constant of the kernel dialect."""
+    if device == "opencl":
+        pytest.importorskip("pyopencl")
+        from accy.runtime import opencl as ocl
+
+        if not ocl.opencl_devices():
+            pytest.skip("no OpenCL device")
     program = tmp_path / "p.mlir"
     program.write_text(EXP_MUL_SUM.format(r=4, c=9))
     env = {**os.environ, "ACCY_CACHE_DIR": str(tmp_path / "cache")}
@@ -171,7 +179,7 @@ def test_a_warm_accy_run_parses_nothing_and_loads_no_xdsl(tmp_path: Path) -> Non
         env.pop(name, None)
     runs = []
     for _ in range(2):
-        done = subprocess.run([sys.executable, "-c", WARM_CHILD, str(program)], env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run([sys.executable, "-c", WARM_CHILD, str(program), device], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     cold, warm = runs
