@@ -60,8 +60,12 @@ to 3); work-item 4·g + t gets, as its result i, elements 2t and 2t+1 of
 row g of matrix i (with `trans`, of its transpose: elements g of rows 2t
 and 2t+1): an mma fragment (A's four registers from a 16x16 block stored
 k-contiguous; with `trans`, two n-tiles' B registers from [k][n] rows) in
-one instruction instead of four 32-bit loads. The bounds verifier proves each
-row in bounds and aligned; only the OpenCL C backend prints it.
+one instruction instead of four 32-bit loads. Over an f32 memref (no
+`trans`) a row is 4 elements, still 16 bytes, and the results four f32:
+work-item 4·g + t gets element t of row g of each matrix, which is TF32's
+m16n8k8 A fragment of a 16x8 block stored k-contiguous (the instruction
+moves 32-bit words as pairs of 16-bit ones). The bounds verifier proves
+each row in bounds and aligned; only the OpenCL C backend prints it.
 
 `accy_kernel.async_copy %src[%i], %dst[%j] if %valid` copies 16 bytes
 (16 / element bytes elements) of a global buffer from element i into a
@@ -374,36 +378,50 @@ def _space(t: Attribute) -> AddressSpace | None:
 
 @irdl_op_definition
 class LdMatrixOp(IRDLOperation):
-    """One warp's `ldmatrix ... .x4` of four 8x8 matrices of 16-bit elements (module docstring)."""
+    """One warp's `ldmatrix ... .x4` of four 8x8 matrices of 16-bit elements, or of 8x4 of f32 (module docstring)."""
 
     name = "accy_kernel.ldmatrix"
 
     tile = operand_def(MemRefType)
     index = operand_def(IndexType)
     trans = opt_prop_def(UnitAttr)
-    d = var_result_def(VectorType)
+    d = var_result_def(VectorType | Float32Type)
 
     assembly_format = "(`trans` $trans^)? $tile `[` $index `]` attr-dict `:` type($tile) `->` type($d)"
 
-    #: Elements of a row each work-item names.
-    ROW: ClassVar[int] = 8
+    #: Bytes of the row each work-item names.
+    ROW_BYTES: ClassVar[int] = 16
 
     def __init__(self, tile: SSAValue, index: SSAValue, trans: bool = False) -> None:
         assert isinstance(tile.type, MemRefType)
-        pair = VectorType(tile.type.element_type, [2])
         properties = {"trans": UnitAttr()} if trans else {}
-        super().__init__(operands=[tile, index], result_types=[[pair] * 4], properties=properties)
+        super().__init__(operands=[tile, index], result_types=[[_ldmatrix_register(tile.type.element_type)] * 4], properties=properties)
+
+    @property
+    def row_elements(self) -> int:
+        """Elements of the row each work-item names."""
+        t = self.tile.type
+        assert isinstance(t, MemRefType)
+        return self.ROW_BYTES // element_bytes(t.element_type)
 
     def verify_(self) -> None:
         t = self.tile.type
         assert isinstance(t, MemRefType)
         if _space(t) != AddressSpace.WORKGROUP:
             raise VerifyException(f"'{self.name}' reads workgroup (local) memory")
-        if not isinstance(t.element_type, Float16Type | BFloat16Type):
-            raise VerifyException(f"'{self.name}' reads 16-bit float elements (f16 or bf16)")
-        pair = VectorType(t.element_type, [2])
-        if len(self.d) != 4 or any(r.type != pair for r in self.d):
-            raise VerifyException(f"'{self.name}' gives four {pair}")
+        element = t.element_type
+        if not isinstance(element, Float16Type | BFloat16Type | Float32Type):
+            raise VerifyException(f"'{self.name}' reads f16, bf16 or f32 elements")
+        if isinstance(element, Float32Type) and self.trans is not None:
+            raise VerifyException(f"'{self.name}' transposes 16-bit elements only")
+        register = _ldmatrix_register(element)
+        if len(self.d) != 4 or any(r.type != register for r in self.d):
+            raise VerifyException(f"'{self.name}' gives four {register}")
+
+
+def _ldmatrix_register(element: Attribute) -> Attribute:
+    """A result of `ldmatrix` over `element`s: a pair of 16-bit elements, or one f32."""
+    return element if isinstance(element, Float32Type) else VectorType(element, [2])
 
 
 #: Bytes an `accy_kernel.async_copy` moves (cp.async.cg's only size).

@@ -461,17 +461,21 @@ def test_an_alignment_promise_is_proved_or_refused(name: str) -> None:
         assert len(problems) == 1 and f"promises {claim}-byte alignment" in problems[0].message, [p.message for p in problems]
 
 
-def _ldmatrix(index: str, aligned: bool = True) -> str:
-    """For j in [0, 8): accy_kernel.ldmatrix of the row at `index` (of %j) in a 64-element f16 tile."""
+def _ldmatrix(index: str, aligned: bool = True, element: str = "f16") -> str:
+    """For j in [0, 8): accy_kernel.ldmatrix of the row at `index` (of %j) in
+    a 64-element f16 tile (rows of 8), or a 32-element f32 one (rows of 4:
+    the same 16 bytes, so the same indices of %j are in bounds and aligned)."""
     attr = " {alignment = 16 : i64}" if aligned else ""
-    t = "memref<64xf16, #gpu.address_space<workgroup>>"
-    pair = "vector<2xf16>"
+    t = f"memref<{64 if element == 'f16' else 32}x{element}, #gpu.address_space<workgroup>>"
+    pair = "vector<2xf16>" if element == "f16" else "f32"
+    step = 8 if element == "f16" else 4
     return f"""
     %c8 = arith.constant 8 : index
-    %c9 = arith.constant 9 : index
+    %cs = arith.constant {step} : index
+    %c9 = arith.constant {step + 1} : index
     %l = memref.alloca(){attr} : {t}
     scf.for %j = %c0 to %c8 step %c1 {{
-      %s = arith.muli %j, %c8 : index
+      %s = arith.muli %j, %cs : index
       %o = arith.muli %j, %c9 : index
       %i = arith.addi {index}, %c0 : index
       %r:4 = accy_kernel.ldmatrix %l[%i] : {t} -> {pair}, {pair}, {pair}, {pair}
@@ -487,8 +491,9 @@ def _ldmatrix(index: str, aligned: bool = True) -> str:
         ("%c9", True, "promises 16-byte alignment"),
     ],
 )
-def test_ldmatrix_rows_are_proved_in_bounds_and_aligned(index: str, aligned: bool, problem: str | None) -> None:
-    kernel = _kernel([("a", "memref<64xf32>")], _ldmatrix(index, aligned))
+@pytest.mark.parametrize("element", ["f16", "f32"])
+def test_ldmatrix_rows_are_proved_in_bounds_and_aligned(index: str, aligned: bool, problem: str | None, element: str) -> None:
+    kernel = _kernel([("a", "memref<64xf32>")], _ldmatrix(index, aligned, element))
     messages = [p.message for p in check_bounds(kernel, launch_of([1], [1]))]
     if problem is None:
         assert not messages, messages

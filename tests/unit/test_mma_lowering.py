@@ -108,6 +108,10 @@ def test_f32_dots_use_tf32_only_under_fast_math() -> None:
     assert len(_mmas(fast)) == 4 * 8 * 2 and {op.shape.data for op in _mmas(fast)} == {"m16n8k8"}
     source = emit_opencl(fast)
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in source and "reqd_work_group_size(32, 4, 1)" in source
+    # Each mma tile's A registers (rows g, g+8 by k t, t+4 of f32) by one
+    # ldmatrix a round of k8 (4 tiles, 2 rounds), read as floats; B's by plain loads.
+    assert source.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4 * 2 and ".trans" not in source
+    assert source.count("= as_float(w") == 4 * 4 * 2
     exact = _kernelized(_matmul("f32", f'{GPU}, mma = "sm80"'))
     assert not _mmas(exact) and "asm" not in emit_opencl(exact)
 

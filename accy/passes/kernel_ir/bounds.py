@@ -895,9 +895,9 @@ def check_bounds(
                 check(op, op.base, list(op.indices), width, env)
                 if alignment_of(op):
                     check_alignment(op, alignment_of(op), op.base, list(op.indices), env)
-            elif isinstance(op, LdMatrixOp):  # this work-item's row: ROW elements, 16-byte aligned
-                check(op, op.tile, [op.index], LdMatrixOp.ROW, env)
-                check_alignment(op, 16, op.tile, [op.index], env)
+            elif isinstance(op, LdMatrixOp):  # this work-item's row: 16 bytes, 16-byte aligned
+                check(op, op.tile, [op.index], op.row_elements, env)
+                check_alignment(op, LdMatrixOp.ROW_BYTES, op.tile, [op.index], env)
             elif isinstance(op, AsyncCopyOp):  # the source is read only where valid
                 check(op, op.dst, [op.dst_index], op.elements, env)
                 check(op, op.src, [op.src_index], op.elements, ranges.assume(op.valid, env)[0])

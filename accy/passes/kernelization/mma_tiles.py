@@ -383,10 +383,13 @@ class MmaTiles:
     def _round(self, ks: int, acc: list[SSAValue]) -> list[SSAValue]:
         """One mma k (16 or 8) at staged k `ks`: every warp's mt x nt tiles."""
         kb, shape, lay = self.kb, self.ops.shape, self.lay
-        if self.ops.pairs and not self.emulated:
-            a, b = self._ldmatrix_fragments(ks)
-        else:
+        if self.emulated:
             a = [self._fragment(self.a_tile, kb.add(self.wm, mt * 16), ks, FRAGMENTS[shape]["a"]) for mt in range(lay.mt)]
+        else:
+            a = self._ldmatrix_a(ks)
+        if self.ops.pairs and not self.emulated:
+            b = self._ldmatrix_b(ks)
+        else:
             b = [self._b_fragment(kb.add(self.wn, nt * 8), ks, FRAGMENTS[shape]["b"]) for nt in range(lay.nt)]
         if self.emulated:
             return self.exchange.round(a, b, acc)
@@ -397,28 +400,39 @@ class MmaTiles:
                 out[at : at + 4] = kb.op(MmaOp(shape, a[mt], b[nt], out[at : at + 4])).results
         return out
 
-    def _ldmatrix_fragments(self, ks: int) -> tuple[list[list[SSAValue]], list[list[SSAValue]]]:
-        """A round's fragments by `accy_kernel.ldmatrix`: an mma tile's four
-        A registers (8x8 matrices of [m][k]: rows +0/+8, k +0/+8) in one,
-        and two n tiles' B registers (transposed 8x8 matrices of [k][n]: k
-        +0/+8, n +0/+8) in another. Work-item 8i + r names row r of matrix i."""
+    def _ldmatrix_rows(self) -> tuple[SSAValue, SSAValue, SSAValue]:
+        """The row work-item 8i + r names in an `ldmatrix` (row r of matrix
+        i): (r, i's row offset 0 or 8, i's column offset 0 or 16 bytes in elements)."""
         kb = self.kb
         matrix, r = kb.div(self.lane, 8), kb.rem(self.lane, 8)
-        low, high = kb.mul(kb.rem(matrix, 2), 8), kb.mul(kb.div(matrix, 2), 8)
+        return r, kb.mul(kb.rem(matrix, 2), 8), kb.mul(kb.div(matrix, 2), LdMatrixOp.ROW_BYTES // element_bytes(self.ops.element))
 
-        def load(tile: SSAValue, off: SSAValue, row: SSAValue, stride: int, col: SSAValue, trans: bool) -> list[SSAValue]:
-            return list(kb.op(LdMatrixOp(tile, kb.add(off, kb.add(kb.mul(row, stride), col)), trans)).results)
+    def _ldmatrix_a(self, ks: int) -> list[list[SSAValue]]:
+        """Each mma tile's four A registers by one `accy_kernel.ldmatrix`:
+        the 8-row matrices of [m][k] at rows +0/+8 and k +0/+16 bytes (for
+        16-bit elements k +0/+8, each register a pair along k; for TF32 k
+        +0/+4, each an f32)."""
+        kb = self.kb
+        r, low, high = self._ldmatrix_rows()
+        out = []
+        for mt in range(self.lay.mt):
+            row = kb.add(kb.add(self.wm, mt * 16), kb.add(low, r))
+            at = kb.add(self.a_off, kb.add(kb.mul(row, self.stride), kb.add(high, ks)))
+            out.append(list(kb.op(LdMatrixOp(self.a_tile, at)).results))
+        return out
 
-        a = [
-            load(self.a_tile, self.a_off, kb.add(kb.add(self.wm, mt * 16), kb.add(low, r)), self.stride, kb.add(high, ks), False)
-            for mt in range(self.lay.mt)
-        ]
+    def _ldmatrix_b(self, ks: int) -> list[list[SSAValue]]:
+        """Two n tiles' 16-bit B registers by one transposed `ldmatrix` of
+        [k][n] (k +0/+8, n +0/+8)."""
+        kb = self.kb
+        r, low, high = self._ldmatrix_rows()
         b: list[list[SSAValue]] = []
         for pair in range(self.lay.nt // 2):
             k, n = kb.add(kb.add(low, r), ks), kb.add(self.wn, kb.add(high, pair * 16))
-            regs = load(self.b_tile, self.b_off, k, self.b_stride, n, True)
+            at = kb.add(self.b_off, kb.add(kb.mul(k, self.b_stride), n))
+            regs = list(kb.op(LdMatrixOp(self.b_tile, at, True)).results)
             b += [regs[:2], regs[2:]]
-        return a, b
+        return b
 
     def _fragment(
         self, tile: SSAValue, base: SSAValue, ks: int, registers: tuple[tuple[int, int, int], ...]

@@ -72,3 +72,27 @@ func.func @f(%a: f32) {
   %y = accy_kernel.narrow_pair %a, %a : vector<2xf32>
   func.return
 }
+
+// -----
+
+func.func @f(%l: memref<64xf32, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{'accy_kernel.ldmatrix' op transposes 16-bit elements only}}
+  %r:4 = accy_kernel.ldmatrix trans %l[%i] : memref<64xf32, #gpu.address_space<workgroup>> -> f32, f32, f32, f32
+  func.return
+}
+
+// -----
+
+func.func @f(%l: memref<64xf64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{'accy_kernel.ldmatrix' op reads f16, bf16 or f32 elements}}
+  %r:4 = accy_kernel.ldmatrix %l[%i] : memref<64xf64, #gpu.address_space<workgroup>> -> vector<2xf64>, vector<2xf64>, vector<2xf64>, vector<2xf64>
+  func.return
+}
+
+// -----
+
+func.func @f(%l: memref<64xf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{'accy_kernel.ldmatrix' op gives four vector<2xf16>}}
+  %r:4 = accy_kernel.ldmatrix %l[%i] : memref<64xf16, #gpu.address_space<workgroup>> -> f32, f32, f32, f32
+  func.return
+}
