@@ -25,9 +25,19 @@ tuned) sizes compiles with them.
   backend refuses a module whose format it does not print;
 - `math`: "exact" (correctly rounded or library-grade math) or "fast"
   (documented approximations and contractions);
-- device limits: `max_work_group_size` (work-items), `local_mem_bytes` and
+- device limits: `max_work_group_size` (work-items), `local_mem_bytes`,
+  `static_local_bytes` (below) and
   `vector_width` (elements per vector load/store: the device's preferred
   float vector width);
+- `static_local_bytes`: the local memory a work-group's fixed-size
+  (`__local` array) allocations may take where the driver allows more than
+  `local_mem_bytes`; 0 (the default) where it does not. NVIDIA's driver
+  reports 48 KiB (`CL_DEVICE_LOCAL_MEM_SIZE`) yet builds and runs kernels
+  whose static arrays take up to the multiprocessor's opt-in shared memory
+  (probed on an H200: 64, 96 and 160 KiB), which the OpenCL runtime fills
+  in (`static_local_limit`). The tensor-core dot tiles take it for deeper
+  pipelines and wider blocks, measured to pay (docs/kernel-notes.md);
+  every other lowering keeps within `local_mem_bytes`;
 - element types: `fp16` and `fp64`, whether kernels may compute in half and
   double precision (OpenCL's cl_khr_fp16 / cl_khr_fp64). Without `fp16`,
   f16 is still stored in 16 bits and kernels compute it in f32 (the pass
@@ -130,6 +140,7 @@ class TargetProfile:
     math: str = "exact"
     max_work_group_size: int = 4096
     local_mem_bytes: int = 65536
+    static_local_bytes: int = 0
     vector_width: int = 16
     fp16: bool = True
     fp64: bool = True
@@ -159,7 +170,7 @@ class TargetProfile:
                 raise ValueError(f"target {name} must be one of {names}; got '{value}'")
         for name in _INT_FIELDS:
             value = getattr(self, name)
-            least = 0 if name == "local_mem_bytes" else 1
+            least = 0 if name in ("local_mem_bytes", "static_local_bytes") else 1
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 kind = "a non-negative" if least == 0 else "a positive"
                 raise ValueError(f"target {name} must be {kind} integer; got {value!r}")
@@ -168,6 +179,12 @@ class TargetProfile:
         for name in _BOOL_FIELDS:
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"target {name} must be a bool; got {getattr(self, name)!r}")
+
+    @property
+    def local_capacity(self) -> int:
+        """The most local memory a work-group's kernel may allocate: `local_mem_bytes`, or
+        `static_local_bytes` where the driver allows more (module docstring)."""
+        return max(self.local_mem_bytes, self.static_local_bytes)
 
     def replace(self, **changes: Any) -> TargetProfile:
         """A copy with some fields changed (validated)."""

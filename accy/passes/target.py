@@ -27,7 +27,7 @@ class SetTargetPass(AccyPass):
     `set-target{profile=gpu math=fast}`, `set-target{vector_width=8}`,
     `set-target{fp16=false}` or `set-target{reduce_threads=64 dot_tile=8}`.
     Options are the profile's fields: `format`, `math`; the device limits
-    `max_work_group_size`, `local_mem_bytes`, `vector_width`, `fp16`, `fp64`;
+    `max_work_group_size`, `local_mem_bytes`, `static_local_bytes`, `vector_width`, `fp16`, `fp64`;
     the GPU dot's matrix instructions `mma` (`mma=sm80`, `mma=emulate`, or
     `mma=""` to clear what a device would set); the tile and work-group sizes `group_size`, `reduce_threads`,
     `reduce_chunk`, `row_threads`, `row_segment`, `scan_vectors`, `query_rows`, `key_tile`, `dot_rows`,
@@ -37,7 +37,7 @@ class SetTargetPass(AccyPass):
     do)."""
 
     name: ClassVar[str] = "set-target"
-    version: ClassVar[int] = 7  # 5: stream_bytes; 6: mma; 7: row_segment
+    version: ClassVar[int] = 8  # 5: stream_bytes; 6: mma; 7: row_segment; 8: static_local_bytes
 
     profile: str | None = None
     """Start over from this profile, cpu or gpu (the fields the module set are dropped); unset: keep them."""
@@ -49,6 +49,9 @@ class SetTargetPass(AccyPass):
     """The device's limit on work-items per work-group."""
     local_mem_bytes: int | None = None
     """The device's local memory per work-group, in bytes."""
+    static_local_bytes: int | None = None
+    """Local memory a work-group's fixed-size arrays may take where the driver allows more than
+    local_mem_bytes (NVIDIA's); 0: no more. The tensor-core dot tiles use it."""
     vector_width: int | None = None
     """Elements per vector load and store: 1, 2, 4, 8 or 16."""
     fp16: bool | None = None

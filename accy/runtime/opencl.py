@@ -239,6 +239,69 @@ def _probe_mma(device: cl.Device) -> str:
     return "sm80"
 
 
+#: Shared memory a CUDA block may opt in to, by compute capability (CUDA's
+#: `sharedMemPerBlockOptin`), less 1 KiB for what NVIDIA's OpenCL driver
+#: keeps itself (a 48 KiB array's kernel reports 49156 bytes): the static
+#: local arrays its OpenCL kernels may hold (`static_local_limit`).
+NVIDIA_STATIC_LOCAL_BYTES = {
+    (8, 0): 166912 - 1024, (8, 6): 101376 - 1024, (8, 7): 166912 - 1024, (8, 9): 101376 - 1024,
+    (9, 0): 232448 - 1024,
+}
+#: A work-group of 256 writes every word of a static local array of
+#: ACCY_WORDS words and reads them back reversed: the probe of `static_local_limit`.
+STATIC_LOCAL_PROBE = r"""__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void accy_local_probe(__global uint* out) {
+  __local uint t[ACCY_WORDS];
+  uint l = get_local_id(0), s = 0;
+  for (uint i = l; i < ACCY_WORDS; i += 256) t[i] = i;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint i = l; i < ACCY_WORDS; i += 256) s += t[ACCY_WORDS - 1 - i] == ACCY_WORDS - 1 - i;
+  out[l] = s;
+}
+"""
+#: Results of `static_local_limit` by device (platform, name, driver).
+_static_local_probed: dict[tuple[str, str, str], int] = {}
+
+
+def static_local_limit(device: cl.Device) -> int:
+    """The `static_local_bytes` profile field of a device: on an NVIDIA GPU
+    of a compute capability in `NVIDIA_STATIC_LOCAL_BYTES` whose driver
+    builds and correctly runs `STATIC_LOCAL_PROBE` with an array that
+    large, that many bytes (its `CL_DEVICE_LOCAL_MEM_SIZE` says 48 KiB:
+    docs/kernel-notes.md); 0 elsewhere. Once per device and process."""
+    import pyopencl as cl
+
+    if "NVIDIA" not in str(device.vendor).upper() or not device.type & cl.device_type.GPU:
+        return 0
+    try:
+        capability = (int(device.compute_capability_major_nv), int(device.compute_capability_minor_nv))
+    except (AttributeError, cl.Error):
+        return 0
+    size = NVIDIA_STATIC_LOCAL_BYTES.get(capability, 0)
+    if size <= int(device.local_mem_size):
+        return 0
+    key = (str(device.platform.name), str(device.name), str(device.driver_version))
+    if key not in _static_local_probed:
+        _static_local_probed[key] = size if _probe_static_local(device, size // 4) else 0
+    return _static_local_probed[key]
+
+
+def _probe_static_local(device: cl.Device, words: int) -> bool:
+    """Whether `STATIC_LOCAL_PROBE` with an array of `words` builds and reads back every word."""
+    import pyopencl as cl
+
+    try:
+        context = cl.Context([device])
+        queue = cl.CommandQueue(context, device)
+        program = cl.Program(context, STATIC_LOCAL_PROBE.replace("ACCY_WORDS", str(words))).build()
+        out = np.zeros(256, np.uint32)
+        buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        cl.Kernel(program, "accy_local_probe")(queue, (256,), (256,), buffer)
+        cl.enqueue_copy(queue, out, buffer, is_blocking=True)
+    except cl.Error:
+        return False
+    return int(out.sum()) == words
+
+
 def profile_of_device(device: cl.Device, math_tier: str = "exact", tensor_cores: bool = False) -> TargetProfile:
     """The target profile of a pyopencl device: its kind and limits, the
     profile's defaults for tile and work-group sizes, and its tensor cores
@@ -258,6 +321,7 @@ def profile_of_device(device: cl.Device, math_tier: str = "exact", tensor_cores:
         fp16="cl_khr_fp16" in extensions,
         fp64="cl_khr_fp64" in extensions,
         mma="sm80" if not is_cpu and tensor_cores and mma_of_device(device) == "sm80" else "",
+        static_local_bytes=0 if is_cpu else static_local_limit(device),
     )
 
 
@@ -876,6 +940,11 @@ class OpenCLDevice(KernelDevice):
                     f"the module's target sets {name} = {getattr(profile, name)}, more than device "
                     f"'{self.name}' ({self.description}) has: {getattr(device, name)}"
                 )
+        if profile.static_local_bytes > device.local_capacity:
+            raise TargetMismatch(
+                f"the module's target sets static_local_bytes = {profile.static_local_bytes}, more than device "
+                f"'{self.name}' ({self.description}) builds: {device.local_capacity}"
+            )
         for name, extension, instead in _ELEMENT_EXTENSIONS:
             if getattr(profile, name) and not getattr(device, name):
                 raise TargetMismatch(

@@ -22,6 +22,14 @@ def emulating() -> ProfiledDevice:
 
 
 @cache
+def emulating_deep() -> ProfiledDevice:
+    """`emulating` with 256 KiB of static local memory (`static_local_bytes`,
+    as NVIDIA's driver has): the deeper-pipelined tensor-core tiles of
+    mma_tiles.CONFIGS, which the H200 runs under its own profile."""
+    return ProfiledDevice(GPU_PROFILE.replace(local_mem_bytes=65536, static_local_bytes=262144))
+
+
+@cache
 def nvidia() -> OpenCLDevice | None:
     """The first OpenCL device with mma.sync (`mma_of_device`), if any."""
     for i in range(len(opencl_devices())):
@@ -32,11 +40,13 @@ def nvidia() -> OpenCLDevice | None:
 
 
 def tensor_core_device(kind: str) -> ProfiledDevice | OpenCLDevice:
-    """The device of a case of `kind` ("emulate" or "sm80"), or a skip."""
+    """The device of a case of `kind` ("emulate", "emulate-deep" or "sm80"), or a skip."""
     if not opencl_devices():
         pytest.skip("no OpenCL device")
     if kind == "emulate":
         return emulating()
+    if kind == "emulate-deep":
+        return emulating_deep()
     device = nvidia()
     if device is None:
         pytest.skip("no OpenCL device with mma.sync (an NVIDIA GPU of compute capability 8 or more)")

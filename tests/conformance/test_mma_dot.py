@@ -17,6 +17,7 @@ TF32 truncates each operand to 10 mantissa bits (relative error up to
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import ml_dtypes
@@ -26,6 +27,7 @@ from check import arr, ty
 from tensor_core_devices import tensor_core_device
 
 import accy
+from accy.passes.kernelization import mma_tiles
 
 DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16), "f32": np.dtype(np.float32)}
 #: (rtol, atol scaled by the largest expected magnitude) by element type and mma kind.
@@ -42,21 +44,28 @@ SHAPES = [
     ((2,), 16, 8, 16, True, True),
     ((2,), 37, 48, 40, False, False),  # K and N whole 16-byte vectors: staged by async copies
     ((), 136, 264, 72, False, False),  # so, over several blocks along m and n and k steps, all partial
+    ((), 70, 264, 200, False, False),  # so, more k steps than the deepest pipeline has stages
 ]
 #: The emulated cases a plain run takes, by element type (the others are
 #: `slow`: PoCL takes 10-30 s to build each emulated kernel, whose exchange
 #: puts barriers in the k loop): between them odd M, N and K, k past one
 #: staged step, a batch, transposed operands, and async-copy staging.
 QUICK = {("f16", 5), ("f16", 8), ("bf16", 4), ("bf16", 9), ("f32", 8)}
+#: The cases of the deeper-pipelined tiles, emulated where static local
+#: memory is plenty (`emulating_deep`): the shapes staged by async copies.
+DEEP = {8, 9, 10}
+QUICK_DEEP = {("f16", 10), ("f32", 10)}
 
 
 def _cases() -> list:
     cases = []
-    for kind in ("emulate", "sm80"):
+    for kind in ("emulate", "emulate-deep", "sm80"):
         for et in ("f16", "bf16", "f32"):
             for i, shape in enumerate(SHAPES):
+                if kind == "emulate-deep" and i not in DEEP:
+                    continue
                 name = f"{kind}-{et}-" + "x".join(map(str, [*shape[0], *shape[1:4]])) + "t" * (shape[4] + shape[5])
-                slow = kind == "emulate" and (et, i) not in QUICK
+                slow = (kind == "emulate" and (et, i) not in QUICK) or (kind == "emulate-deep" and (et, i) not in QUICK_DEEP)
                 cases.append(pytest.param(kind, et, shape, id=name, marks=[pytest.mark.slow] if slow else []))
     return cases
 
@@ -85,7 +94,8 @@ def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     device = tensor_core_device(kind)
     batch, m, n, k, ta, tb = shape
     math = "fast" if et == "f32" else "exact"
-    target = f'profile = "gpu", mma = "{kind}", math = "{math}", fp16 = false'
+    mma = "emulate" if kind.startswith("emulate") else kind
+    target = f'profile = "gpu", mma = "{mma}", math = "{math}", fp16 = false'
     rng = np.random.default_rng(zlib.crc32(request.node.name.encode()))
     a = rng.standard_normal([*batch, k, m] if ta else [*batch, m, k])
     b = rng.standard_normal([*batch, n, k] if tb else [*batch, k, n])
@@ -94,8 +104,12 @@ def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     exe = accy.compile(_program(batch, m, n, k, ta, tb, et, target), device=device)
     (got,) = exe(*inputs)
     assert exe.stats.fallbacks == 0
-    warps = 4 if et == "f32" else 8  # mma_tiles.LAYOUTS: TF32 2 x 2 warps, 16-bit 2 x 4
+    warps = 4 if et == "f32" else 8  # mma_tiles.CONFIGS: TF32 2 x 2 warps, 16-bit 2 x 4
     assert f"reqd_work_group_size(32, {warps}, 1)" in exe.program.source  # the tensor-core tiles, not the SIMT ones
+    if kind == "emulate-deep":  # the first configuration: its staged lhs tile holds more stages of wider blocks
+        deep, width = mma_tiles.CONFIGS[DTYPES[et].itemsize][0], DTYPES[et].itemsize
+        rows = deep.stages * deep.layout.bm * (deep.step_bytes + mma_tiles.PAD_BYTES) // width
+        assert re.search(rf"__local \w+ l0\[{rows}\]", exe.program.source), "not the deep configuration"
     shape_name = "m16n8k8" if et == "f32" else "m16n8k16"
     if kind == "sm80":
         assert f"mma.sync.aligned.{shape_name}" in exe.program.source

@@ -7,6 +7,8 @@ tests/conformance/test_mma_dot.py (emulated on PoCL, real on NVIDIA)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from test_kernel_ir_ops import kernel_module
 
@@ -75,20 +77,21 @@ def _negated_lhs_matmul(et: str, target: str, m: int, n: int, k: int) -> str:
 def test_contiguous_operands_are_staged_16_bytes_a_read(et: str, extra: str, lanes: int) -> None:
     # K and N whole vectors of 16 bytes, both operands buffers: every slot of
     # the lhs (along k) and of the rhs (along n) is one cp.async of 16
-    # bytes, STAGES - 1 steps ahead (the prologue's, then each step's): 2 +
-    # 2 slots a work-item a step of 128 x STEP_BYTES and STEP_BYTES x 128
+    # bytes, stages - 1 steps ahead (the prologue's, then each step's): 2 +
+    # 2 slots a work-item a step of 128 x 64 bytes and 64 bytes x 128
     # (256 work-items; TF32's 128 work-items take 4 + 4).
     slots = 4 if et != "f32" else 8
     target = f'{GPU}, mma = "sm80"{extra}'
     source = emit_opencl(_kernelized(_matmul(et, target, m=40, n=48, k=64)))
     copies = source.count('asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"')
-    assert copies == slots * mma_tiles.STAGES and source.count("cp.async.commit_group") == mma_tiles.STAGES
+    stages = mma_tiles.CONFIGS[4 if et == "f32" else 2][-1].stages  # 48 KiB: the last configuration
+    assert copies == slots * stages and source.count("cp.async.commit_group") == stages
     assert "(ulong)(b0 + (" in source and "(ulong)(b1 + (" in source
     # Emulated, the same copies are plain wide copies (zeros where not valid).
     vec = "float" if et == "f32" else "ushort"
     emulated = emit_opencl(_kernelized(_matmul(et, f'{GPU}, mma = "emulate", local_mem_bytes = 65536{extra}', m=40, n=48, k=64)))
     assert "cp.async" not in emulated
-    assert emulated.count(f" : ({vec}{lanes})(0);") == slots * mma_tiles.STAGES
+    assert emulated.count(f" : ({vec}{lanes})(0);") == slots * stages
     assert f"? *(__global const {vec}{lanes}*)(b0 + " in emulated
     # A fused producer of the lhs (no buffer to copy from): register staging,
     # still one wide (aligned) read a slot of each operand.
@@ -100,6 +103,38 @@ def test_contiguous_operands_are_staged_16_bytes_a_read(et: str, extra: str, lan
     odd = emit_opencl(_kernelized(_matmul(et, target, m=40, n=48, k=63)))
     assert f"vload{lanes}(0, b0 + " not in odd and f"*(__global const {vec}{lanes}*)(b0 + " not in odd
     assert "cp.async" not in odd
+
+
+@pytest.mark.parametrize(("et", "extra"), [("f16", ""), ("bf16", ""), ("f32", ', math = "fast"')])
+def test_more_local_memory_gives_deeper_pipelines(et: str, extra: str) -> None:
+    # Where the device builds static local arrays past local_mem_bytes
+    # (static_local_bytes: NVIDIA's driver), async-copied tiles take the
+    # first configuration: 16-bit operands 2 x 4 warps of 64 x 64 (128 x 256
+    # blocks) in 4 stages of 64-byte k steps (106 KiB), TF32 2 x 2 of 64 x
+    # 64 in 3 of 128 bytes (104 KiB); register staging and 48 KiB keep the last.
+    deep, last = mma_tiles.CONFIGS[4 if et == "f32" else 2]
+    target = f'{GPU}, mma = "sm80"{extra}'
+    big = f"{target}, static_local_bytes = 231424"
+    module = _kernelized(_matmul(et, big, m=300, n=520, k=256))
+    source = emit_opencl(module)
+    lay = deep.layout
+    assert len(_mmas(module)) == lay.mt * lay.nt * (deep.step_bytes // (4 if et == "f32" else 2)) // (8 if et == "f32" else 16)
+    assert f"reqd_work_group_size(32, {lay.warps}, 1)" in source
+    assert source.count("cp.async.commit_group") == deep.stages and f"cp.async.wait_group {deep.stages - 2};" in source
+    local = sum(int(n) * (4 if t == "float" else 2) for t, n in re.findall(r"__local (\w+) l\d+\[(\d+)\]", source))
+    assert 49152 < local == mma_tiles.local_bytes(deep, _element(et), False, True) <= 231424
+    plain = emit_opencl(_kernelized(_matmul(et, target, m=300, n=520, k=256)))
+    assert plain.count("cp.async.commit_group") == last.stages
+    assert f"reqd_work_group_size(32, {last.layout.warps}, 1)" in plain
+    fused = _kernelized(_negated_lhs_matmul(et, big, m=300, n=520, k=256))  # register staging
+    rounds = last.step_bytes // (4 if et == "f32" else 2) // (8 if et == "f32" else 16)
+    assert len(_mmas(fused)) == last.layout.mt * last.layout.nt * rounds
+
+
+def _element(et: str):
+    from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
+
+    return {"f16": Float16Type(), "bf16": BFloat16Type(), "f32": Float32Type()}[et]
 
 
 def test_f32_dots_use_tf32_only_under_fast_math() -> None:

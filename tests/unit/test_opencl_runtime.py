@@ -102,12 +102,25 @@ def test_hand_set_sizes_are_kept_through_compile(device):
         ('format = "llvm-ir"', r"the module's target asks for format 'llvm-ir', but device 'opencl' runs OpenCL C"),
         ("max_work_group_size = 1000000000", r"sets max_work_group_size = 1000000000, more than device 'opencl'"),
         ("local_mem_bytes = 1000000000000", r"sets local_mem_bytes = 1000000000000, more than device 'opencl'"),
+        ("static_local_bytes = 1000000000000", r"sets static_local_bytes = 1000000000000, more than device 'opencl'"),
     ],
 )
 def test_a_target_the_device_cannot_honour_is_refused(device, target, message):
     with pytest.raises(ocl.TargetMismatch, match=message):
         accy_compile(target_module(target), device=device)
 
+
+
+def test_static_local_bytes_within_the_device_is_kept_and_stated(device):
+    """A module may ask for static local memory up to what the device builds
+    (its local_mem_bytes where the driver allows no more); the device states
+    its own (0 off NVIDIA's GPUs, whose probe `static_local_limit` checks)."""
+    own = device.target_profile()
+    assert own.static_local_bytes == ocl.static_local_limit(device.cl_device)
+    if "NVIDIA" not in str(device.cl_device.vendor).upper():
+        assert own.static_local_bytes == 0 and own.local_capacity == own.local_mem_bytes
+    exe = accy_compile(target_module(f"static_local_bytes = {own.local_capacity}"), device=device)
+    assert compiled_target(exe)["static_local_bytes"] == own.local_capacity
 
 
 @pytest.mark.parametrize(("field", "extension"), [("fp16", "cl_khr_fp16"), ("fp64", "cl_khr_fp64")])

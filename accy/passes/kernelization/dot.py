@@ -72,7 +72,7 @@ from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel, vectors_aligned
 from accy.passes.kernelization.lowered import LoweredKernel
-from accy.passes.kernelization.mma_tiles import VECTOR_BYTES, MmaOperands, fits, mma_tiles
+from accy.passes.kernelization.mma_tiles import VECTOR_BYTES, MmaOperands, config_for, mma_tiles
 from accy.passes.kernelization.register_tiles import (
     can_pack,
     local_tiles,
@@ -222,7 +222,7 @@ class _Dot:
         )
         copy_a = partial(self._copy_source, a, self.a_coords) if copies else None
         copy_b = partial(self._copy_source, b, self.b_coords) if copies else None
-        if not fits(profile, element, copies):
+        if config_for(profile, element, copies) is None:
             return None
         return MmaOperands(
             shape, element, partial(self.a_at, source=a), partial(self.b_at, source=b), a_lanes, b_lanes,

@@ -57,7 +57,7 @@ def lower_kernel_call(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetP
     except ValueError as e:
         raise KernelCallError(str(e)) from None
     launch = launch_of(global_size, local_size)
-    problem = resource_problem(callee, launch.grid, launch.block, profile.local_mem_bytes, profile.max_work_group_size)
+    problem = resource_problem(callee, launch.grid, launch.block, profile.local_capacity, profile.max_work_group_size)
     if problem is not None:
         raise KernelCallError(problem)
     verify_bounds(callee, launch)

@@ -9,19 +9,23 @@ device tests the lowering).
   operands through TF32 m16n8k8 (the caller allows it only under `math =
   fast`: the tensor core reads 10 of f32's 23 mantissa bits); f32
   accumulators in every case.
-- A work-group of warps (work-items (lane, warp): 32 x warps; `LAYOUTS`:
-  2 x 4 warps of 64 x 32 for f16 and bf16, 2 x 2 of 64 x 64 for TF32)
-  computes a 128 x 128 block of one batch; warp (wm, wn) its part of it,
-  `mt` x `nt` mma tiles of 16 x 8.
-- Each k step stages `STEP_BYTES` of k (32 k of f16, 16 of f32) of the lhs block and of the rhs block in local
+- A work-group of warps (work-items (lane, warp): 32 x warps) computes a
+  block of one batch, warp (wm, wn) its part of it, `mt` x `nt` mma tiles
+  of 16 x 8, as the first of `CONFIGS` that fits the device's local
+  memory says: 2 x 4 warps of 64 x 64 (128 x 256 blocks) in 4 stages for
+  f16 and bf16, 2 x 2 of 64 x 64 in 3 stages of 128-byte k steps for TF32
+  where the device builds that much local memory (NVIDIA's:
+  `static_local_bytes`), else 2 x 4 of 64 x 32 and 2 x 2 of 64 x 64 (128 x
+  128 blocks) in 2 stages of 64-byte steps.
+- Each k step stages `step_bytes` of k (64: 32 k of f16, 16 of f32) of the lhs block and of the rhs block in local
   memory, the lhs k-contiguous ([m][k]), the rhs n-contiguous ([k][n]),
   rows padded by `PAD_BYTES` so that a warp's fragment loads fall in
   distinct banks (an [n][k] rhs written lane by lane put 16 work-items'
   stores in one bank), zero past M, N and K. Where both operands are
   buffers read a 16-byte vector a slot (`MmaOperands.copy_a`), async copies
-  (`accy_kernel.async_copy`, cp.async) fill `STAGES` buffers of each:
+  (`accy_kernel.async_copy`, cp.async) fill `stages` buffers of each:
   a step waits for its own copies, one barrier, issues the copies of the
-  step `STAGES` - 1 ahead into the buffer the step before used, then
+  step `stages` - 1 ahead into the buffer the step before used, then
   multiplies; no register holds a staged element (the H200's f16 4096²
   product: 163 registers and 0.88 ms with register staging, 124 and 0.50
   ms so: two work-groups a multiprocessor). Otherwise two buffers of
@@ -75,11 +79,6 @@ from accy.passes.kernelization.mma_emulation import Exchange, exchange_elements
 from accy.passes.kernelization.register_tiles import Product
 
 WARP = 32
-#: Bytes of k staged per step and row (32 k of f16 or bf16, 16 of f32).
-STEP_BYTES = 64
-#: Buffers of each staged tile where async copies fill them (`MmaOperands.copy_a`):
-#: STAGES - 1 steps in flight while one is multiplied. Register staging has two.
-STAGES = 2
 
 
 @dataclass(frozen=True)
@@ -117,16 +116,34 @@ class WarpLayout:
         return self.wn // 8
 
 
-#: The layout by operand bytes: 16-bit operands 2 x 4 warps of 64 x 32 (two
-#: work-groups a multiprocessor), TF32 2 x 2 of 64 x 64, whose fragments
-#: come by plain local loads, half as many a product so (H200, 4096²: 1.11
-#: -> 0.92 ms; f16 and bf16 0.49 either way, 4 x 2 warps of 32 x 64 no better).
-LAYOUTS = {2: WarpLayout(2, 4, 64, 32), 4: WarpLayout(2, 2, 64, 64)}
+@dataclass(frozen=True)
+class TileConfig:
+    """A kernel's warps (`layout`), the bytes of k it stages a row each step
+    (`step_bytes`: 64 is 32 k of f16 or bf16, 16 of f32), and the buffers of
+    each staged tile where async copies fill them (`stages`: stages - 1
+    steps in flight while one is multiplied; register staging has two)."""
+
+    layout: WarpLayout
+    step_bytes: int = 64
+    stages: int = 2
 
 
-def layout_of(element: Attribute) -> WarpLayout:
-    """The warp layout of staged elements of type `element`."""
-    return LAYOUTS[element_bytes(element)]
+#: The configurations by operand bytes, best first: a kernel takes the first
+#: whose staging fits the device's local memory (`TargetProfile.local_capacity`)
+#: and work-group; the deeper ones only where async copies stage (with
+#: register staging, 64 x 64 warps of 16-bit operands spilled: 1.15 ms).
+#: H200, 4096², same process: f16 on 2 x 4 warps of 64 x 64 (128 x 256
+#: blocks) in 4 stages of 64-byte k steps, 106 KiB (past the 48 KiB NVIDIA's
+#: driver reports: `static_local_bytes`), 0.448 ms against 0.494 on 2 x 4
+#: of 64 x 32 in 2 stages (37 KiB; two work-groups a multiprocessor); TF32
+#: on 2 x 2 of 64 x 64 in 3 stages of 128-byte steps, 104 KiB, 0.818
+#: against 0.935 in 2 of 64 bytes (64 x 64 warps: their fragments come by
+#: plain local loads, half as many a product as 64 x 32 warps take).
+#: docs/kernel-notes.md has the other configurations measured.
+CONFIGS = {
+    2: (TileConfig(WarpLayout(2, 4, 64, 64), 64, 4), TileConfig(WarpLayout(2, 4, 64, 32), 64, 2)),
+    4: (TileConfig(WarpLayout(2, 2, 64, 64), 128, 3), TileConfig(WarpLayout(2, 2, 64, 64), 64, 2)),
+}
 
 
 #: Elements of padding per staged row: 16 bytes, so the rows of a fragment
@@ -172,22 +189,26 @@ class MmaOperands:
         return self.shape == "m16n8k16"
 
 
-def local_bytes(element: Attribute, emulated: bool, copies: bool) -> int:
+def local_bytes(config: TileConfig, element: Attribute, emulated: bool, copies: bool) -> int:
     """Local memory the kernel stages (and, emulated, exchanges) in; `copies`:
-    staged by async copies (STAGES buffers, else two)."""
-    width, lay = element_bytes(element), layout_of(element)
-    stages = STAGES if copies else 2
-    staged = stages * (lay.bm * (STEP_BYTES + PAD_BYTES) + STEP_BYTES // width * (lay.bn * width + PAD_BYTES))
+    staged by async copies (`config.stages` buffers, else two)."""
+    width, lay, step = element_bytes(element), config.layout, config.step_bytes
+    stages = config.stages if copies else 2
+    staged = stages * (lay.bm * (step + PAD_BYTES) + step // width * (lay.bn * width + PAD_BYTES))
     k = 16 if width == 2 else 8
     exchange = lay.warps * (lay.mt * 16 + lay.nt * 8) * k * width if emulated else 0
     return staged + exchange
 
 
-def fits(profile: TargetProfile, element: Attribute, copies: bool) -> bool:
-    """Whether the device's work-group and local memory hold the kernel."""
+def config_for(profile: TargetProfile, element: Attribute, copies: bool) -> TileConfig | None:
+    """The configuration of the kernel on `profile` (`CONFIGS`), or None where none fits."""
     emulated = profile.mma == "emulate"
-    local = local_bytes(element, emulated, copies)
-    return profile.max_work_group_size >= layout_of(element).threads and local <= profile.local_mem_bytes
+    candidates = CONFIGS[element_bytes(element)]
+    for config in candidates if copies else candidates[-1:]:
+        fits_group = profile.max_work_group_size >= config.layout.threads
+        if fits_group and local_bytes(config, element, emulated, copies) <= profile.local_capacity:
+            return config
+    return None
 
 
 class MmaTiles:
@@ -196,16 +217,19 @@ class MmaTiles:
 
     def __init__(self, p: Product, ops: MmaOperands) -> None:
         self.p, self.ops, kb = p, ops, p.kb
-        self.lay = lay = layout_of(ops.element)
+        # Async copies where both operands are buffers of aligned 16-byte slots.
+        self.copies = ops.copy_a is not None and ops.copy_b is not None
+        config = config_for(kb.profile, ops.element, self.copies)
+        assert config is not None, "the caller checked that the kernel fits (config_for)"
+        self.lay = lay = config.layout
         self.kb = kb
         width = element_bytes(ops.element)
-        self.bk = STEP_BYTES // width  # k staged per step
+        self.bk = config.step_bytes // width  # k staged per step
         self.stride = self.bk + PAD_BYTES // width  # of the lhs's rows
         self.b_stride = lay.bn + PAD_BYTES // width  # of the rhs's
         # Buffers of each: a step multiplies one while later steps' elements
         # go into the others (`a_off`, `b_off`: the one in use).
-        self.copies = ops.copy_a is not None and ops.copy_b is not None
-        self.stages = STAGES if self.copies else 2
+        self.stages = config.stages if self.copies else 2
         self.a_size, self.b_size = lay.bm * self.stride, self.bk * self.b_stride
         self.a_tile = kb.local_array(self.stages * self.a_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)
         self.b_tile = kb.local_array(self.stages * self.b_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)
@@ -231,7 +255,7 @@ class MmaTiles:
         kb, p, lay = self.kb, self.p, self.lay
         n_acc = lay.mt * lay.nt * 4
         if self.copies:
-            for s in range(self.stages - 1):  # steps 0 .. STAGES-2 in flight
+            for s in range(self.stages - 1):  # steps 0 .. stages - 2 in flight
                 self.issue(kb.idx(s * self.bk), kb.idx(s))
             accs = kb.for_(0, p.K, self.bk, [self.acc_zero] * n_acc, self._copied_step)
             kb.op(AsyncWaitOp(0))  # nothing in flight past the kernel's end
@@ -278,9 +302,9 @@ class MmaTiles:
         return acc + following
 
     def _copied_step(self, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-        """One step at k staged by async copies, in buffer (k / bk) % STAGES:
+        """One step at k staged by async copies, in buffer (k / bk) % stages:
         wait for its copies and barrier (every work-item's are in, and every
-        work-item is done with the step before), copy the step STAGES - 1
+        work-item is done with the step before), copy the step stages - 1
         ahead into that step's buffer, then the rounds of mma."""
         kb = self.kb
         kb.op(AsyncWaitOp(self.stages - 2))
