@@ -283,7 +283,12 @@ class _MmaAttention:
         # Row tile i's rows of accumulator elements 0, 1 and 2, 3: rows[2i], rows[2i + 1].
         self.rows = [kb.add(first, 16 * i + 8 * h) for i in range(self.mt) for h in (0, 1)]
         self.read_rows = [kb.min(r, fa.sq - 1) for r in self.rows]
-        self.ninf, self.zero = kb.const(fa.lowest, Float32Type()), kb.const(0.0, Float32Type())
+        # Masked scores and the running max: -inf, or under `fast` half the
+        # lowest finite value (fa.lowest: no infinities there), so that
+        # (masked - max)·log2 e in `_exp` stays finite. With the lowest f32
+        # itself the product overflowed to -inf, and PoCL's fast build gave
+        # NaN for exp2 of it (TF32 attention, every masked tile).
+        self.ninf, self.zero = kb.const(fa.lowest / 2, Float32Type()), kb.const(0.0, Float32Type())
         self.log2e = kb.const(LOG2_E, Float32Type())
         self.masked = fa.causal or fa.sk % self.bk != 0
 
