@@ -228,6 +228,11 @@ def test_gpu_bench_tunes_a_row_beside_the_untuned_one_without_torch(tmp_path: Pa
     assert r["ok"] and r["rel_err"] <= gpu_bench.REL_TOLERANCE, r
     assert r["candidates"] >= 1 and r["untuned_s"] > 0 and r["tuned_s"] > 0 and r["speedup"] > 0
     assert set(r["fields"]) <= set(GPU_PROFILE.__dataclass_fields__), r["fields"]
+    # The same kernels (the defaults kept) are one program timed twice: a speedup of 1, not the noise.
+    if not r["fields"]:
+        assert r["same_kernels"], r
+    if r["same_kernels"]:
+        assert r["speedup"] == 1.0 and "(the same kernels)" in gpu_bench.tuned_line(r)
     line = gpu_bench.tuned_line(r)
     assert line.startswith("softmax") and "37x300" in line and "x untuned" in line and "MISMATCH" not in line
     (entry,) = gpu_bench.tuned_entries([r, {"workload": "cumsum", "dims": [4], "error": "no"}], "opencl (GPU profile)")

@@ -403,9 +403,11 @@ def tuned_against_untuned(
     same row untuned: device times (`accy_seconds`) of the two executables
     called in turn on the same device arrays, `repeat` pairs after a
     warm-up; `speedup` is the median over the pairs of untuned / tuned
-    (above 1, tuned is faster; target: never below 1). The tuned result is
-    checked against the untuned one (checked against torch by `measure`)
-    at the row's tolerance. Needs no torch; `error` when either failed."""
+    (above 1, tuned is faster; target: never below 1), or 1 where the two
+    programs' kernels are the same character for character (`same_kernels`:
+    the search kept the defaults, and the pairs' ratios are noise). The
+    tuned result is checked against the untuned one (checked against torch
+    by `measure`) at the row's tolerance. Needs no torch; `error` when either failed."""
     from accy.tuning.search import Budget
 
     program, inputs = row_program(name, dims, target)
@@ -435,9 +437,12 @@ def tuned_against_untuned(
         untuned_s=statistics.median(u for u, _ in pairs),
         tuned_s=statistics.median(t for _, t in pairs),
         speedup=statistics.median(u / t for u, t in pairs),
+        same_kernels=untuned.program.source == tuned.program.source,
         rel_err=err,
         ok=err <= (row.tolerance if row is not None else REL_TOLERANCE),
     )
+    if record["same_kernels"]:
+        record["speedup"] = 1.0  # one program timed twice
     return record
 
 
@@ -446,6 +451,8 @@ def tuned_line(r: dict[str, Any]) -> str:
     if "error" in r:
         return f"{r['workload']:16s} {size:>16s}  tuned: failed: {r['error']}"
     fields = " ".join(f"{k}={v}" for k, v in r["fields"].items()) or "(defaults kept)"
+    if r.get("same_kernels"):
+        fields += " (the same kernels)"
     return (
         f"{r['workload']:16s} {size:>16s}  untuned {r['untuned_s'] * 1e3:8.3f} ms  tuned {r['tuned_s'] * 1e3:8.3f} ms  "
         f"x untuned {r['speedup']:5.2f}  tune {r['tune_s']:5.1f} s ({r['candidates']} candidates, budget "
