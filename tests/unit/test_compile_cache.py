@@ -138,7 +138,12 @@ def test_any_change_to_the_source_changes_the_digest(tmp_path: Path) -> None:
     (tmp_path / "sub" / "b.py").rename(tmp_path / "sub" / "c.py")
     renamed = source_digest(tmp_path)
     (tmp_path / "notes.txt").write_text("not code")
+    (tmp_path / "sub" / "__pycache__").mkdir()
+    (tmp_path / "sub" / "__pycache__" / "c.py").write_text("compiled, not source")
     assert len({first, edited, renamed}) == 3 and source_digest(tmp_path) == renamed
+    (tmp_path / "sub" / "deeper").mkdir()
+    (tmp_path / "sub" / "deeper" / "d.py").write_text("")  # an empty file in a folder two down counts too
+    assert source_digest(tmp_path) not in {first, edited, renamed}
     assert code_fingerprint() == code_fingerprint()  # taken once per process
 
 
