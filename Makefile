@@ -5,8 +5,9 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.accy-installed
 export ACCY_CACHE_DIR ?= $(CURDIR)/.venv/accy-cache
-# `make bench` writes its JSON here and its chart beside it (bench.png);
-# BENCH_ARGS go to tools/bench/run.py (e.g. BENCH_ARGS=--quick).
+# `make bench` writes its JSON here and its chart beside it (bench.png),
+# tuned beside untuned (--tune); BENCH_ARGS go to tools/bench/run.py (e.g.
+# BENCH_ARGS=--quick).
 BENCH_JSON ?= bench-results/bench.json
 BENCH_ARGS ?=
 
@@ -59,4 +60,4 @@ $(VENV)/.bench-installed: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]' && touch $@ || echo "make bench: matplotlib not installed, so no chart"
 
 bench: setup $(VENV)/.bench-installed
-	$(BIN)/python tools/bench/run.py --json $(BENCH_JSON) $(BENCH_ARGS)
+	$(BIN)/python tools/bench/run.py --json $(BENCH_JSON) --tune $(BENCH_ARGS)

@@ -482,7 +482,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-latency", action="store_true", help="skip the latency to a first result of fresh accy-run processes (latency.py)")
     p.add_argument(
         "--tune", action="store_true",
-        help="also tune cumsum, softmax and matmul and time them tuned against untuned (tuning.py; minutes)",
+        help="also tune cumsum, softmax and matmul and time them tuned against untuned (tuning.py; a minute or "
+        "more; `make bench` passes it)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument(
