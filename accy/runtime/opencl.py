@@ -247,14 +247,14 @@ NVIDIA_STATIC_LOCAL_BYTES = {
     (8, 0): 166912 - 1024, (8, 6): 101376 - 1024, (8, 7): 166912 - 1024, (8, 9): 101376 - 1024,
     (9, 0): 232448 - 1024,
 }
-#: A work-group of 256 writes every word of a static local array of
-#: ACCY_WORDS words and reads them back reversed: the probe of `static_local_limit`.
+#: A work-group of 256 writes every word of a static local array of WORDS
+#: words (a #define before it) and reads them back reversed: the probe of `static_local_limit`.
 STATIC_LOCAL_PROBE = r"""__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void accy_local_probe(__global uint* out) {
-  __local uint t[ACCY_WORDS];
+  __local uint t[WORDS];
   uint l = get_local_id(0), s = 0;
-  for (uint i = l; i < ACCY_WORDS; i += 256) t[i] = i;
+  for (uint i = l; i < WORDS; i += 256) t[i] = i;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint i = l; i < ACCY_WORDS; i += 256) s += t[ACCY_WORDS - 1 - i] == ACCY_WORDS - 1 - i;
+  for (uint i = l; i < WORDS; i += 256) s += t[WORDS - 1 - i] == WORDS - 1 - i;
   out[l] = s;
 }
 """
@@ -292,7 +292,7 @@ def _probe_static_local(device: cl.Device, words: int) -> bool:
     try:
         context = cl.Context([device])
         queue = cl.CommandQueue(context, device)
-        program = cl.Program(context, STATIC_LOCAL_PROBE.replace("ACCY_WORDS", str(words))).build()
+        program = cl.Program(context, f"#define WORDS {words}u\n{STATIC_LOCAL_PROBE}").build()
         out = np.zeros(256, np.uint32)
         buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
         cl.Kernel(program, "accy_local_probe")(queue, (256,), (256,), buffer)
