@@ -356,10 +356,15 @@ class ProgramCache:
         stores it (a cache that cannot be written is turned off with one
         warning). On PoCL the fetch compiles every kernel's work-group
         function (the module docstring), the part of the build that would
-        otherwise come at each kernel's first launch. No launch of the
-        program can be in flight: none has been made."""
+        otherwise come at each kernel's first launch; without a disk cache
+        only the binary's size is asked for, which compiles them as well,
+        and nothing is copied. No launch of the program can be in flight:
+        none has been made."""
+        if self.disk is None or self.disk.directory is None:
+            program_binary_sizes(program)
+            return
         binary = program_binary(program)
-        if self.disk is not None and self.disk.directory is not None and binary:
+        if binary:
             self.disk.put(disk_key, binary)
 
     def __len__(self) -> int:
@@ -385,26 +390,35 @@ def _opencl_library() -> ctypes.CDLL | None:
 _OPENCL: ctypes.CDLL | None = _opencl_library()
 
 
-def program_binary(program: cl.Program) -> bytes:
-    """The binary of a program built for one device (b"" when the driver
-    has none), fetched through ctypes, which lets go of the GIL during the
-    call: pyopencl's `program.binaries` holds it, and on PoCL the fetch
-    compiles every work-group function, seconds to minutes during which no
-    other thread ran and a Ctrl-C waited for its end (`interruptible`
-    relies on the main thread running). pyopencl's is the fallback where the
-    OpenCL library is not found by name."""
+def program_binary_sizes(program: cl.Program) -> list[int]:
+    """The sizes of a program's binaries, one a device, fetched through
+    ctypes, which lets go of the GIL during the call: on PoCL asking for
+    them compiles every work-group function, seconds to minutes during
+    which pyopencl's `program.binaries` held the GIL, so no other thread
+    ran and a Ctrl-C waited for its end (`interruptible` relies on the main
+    thread running). pyopencl's is the fallback where the OpenCL library is
+    not found by name."""
     if _OPENCL is None:
-        binaries = program.binaries
-        return bytes(binaries[0]) if binaries and binaries[0] else b""
+        return [len(b) if b else 0 for b in program.binaries]
     handle = ctypes.c_void_p(program.int_ptr)
     count = ctypes.c_size_t()
     _check(_OPENCL.clGetProgramInfo(handle, _CL_PROGRAM_BINARY_SIZES, 0, None, ctypes.byref(count)))
     sizes = (ctypes.c_size_t * (count.value // ctypes.sizeof(ctypes.c_size_t)))()
     _check(_OPENCL.clGetProgramInfo(handle, _CL_PROGRAM_BINARY_SIZES, ctypes.sizeof(sizes), sizes, None))
+    return list(sizes)
+
+
+def program_binary(program: cl.Program) -> bytes:
+    """The binary of a program built for one device (b"" when the driver
+    has none), fetched through ctypes as `program_binary_sizes` says."""
+    sizes = program_binary_sizes(program)
     if not sizes or not sizes[0]:
         return b""
+    if _OPENCL is None:
+        return bytes(program.binaries[0])
     buffers = [ctypes.create_string_buffer(size) for size in sizes]
     pointers = (ctypes.c_char_p * len(buffers))(*(ctypes.cast(b, ctypes.c_char_p) for b in buffers))
+    handle = ctypes.c_void_p(program.int_ptr)
     _check(_OPENCL.clGetProgramInfo(handle, _CL_PROGRAM_BINARIES, ctypes.sizeof(pointers), pointers, None))
     return buffers[0].raw
 
