@@ -197,20 +197,45 @@ def mma_of_device(device: cl.Device) -> str:
     a probe kernel of inline-PTX `mma.sync` (`MMA_PROBE`), once per device
     and process; "" elsewhere. Where an NVIDIA driver refuses the probe, a
     remark says so once and the GPU dots keep their SIMT register tiles."""
-    import pyopencl as cl
-
-    if "NVIDIA" not in str(device.vendor).upper() or not device.type & cl.device_type.GPU:
+    capability = _nvidia_capability(device)
+    if capability is None or capability[0] < 8:
         return ""
-    try:
-        major = int(device.compute_capability_major_nv)
-    except (AttributeError, cl.Error):
-        return ""
-    if major < 8:
-        return ""
-    key = (str(device.platform.name), str(device.name), str(device.driver_version))
+    key = _device_key(device)
     if key not in _mma_probed:
         _mma_probed[key] = _probe_mma(device)
     return _mma_probed[key]
+
+
+def _nvidia_capability(device: cl.Device) -> tuple[int, int] | None:
+    """The compute capability (major, minor) of an NVIDIA GPU, None for any other device."""
+    import pyopencl as cl
+
+    if "NVIDIA" not in str(device.vendor).upper() or not device.type & cl.device_type.GPU:
+        return None
+    try:
+        return int(device.compute_capability_major_nv), int(device.compute_capability_minor_nv)
+    except (AttributeError, cl.Error):
+        return None
+
+
+def _device_key(device: cl.Device) -> tuple[str, str, str]:
+    """What a probe's result is kept under: (platform, name, driver)."""
+    return str(device.platform.name), str(device.name), str(device.driver_version)
+
+
+def _run_probe(device: cl.Device, source: str, kernel: str, out: np.ndarray) -> np.ndarray:
+    """`out` as one work-group of `len(out)` work-items of `kernel` (built
+    from `source` in a context of its own) writes it; raises cl.Error where
+    the driver refuses the build or the launch."""
+    import pyopencl as cl
+
+    context = cl.Context([device])
+    queue = cl.CommandQueue(context, device)
+    program = cl.Program(context, source).build()
+    buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+    cl.Kernel(program, kernel)(queue, out.shape, out.shape, buffer)
+    cl.enqueue_copy(queue, out, buffer, is_blocking=True)
+    return out
 
 
 def _probe_mma(device: cl.Device) -> str:
@@ -222,13 +247,7 @@ def _probe_mma(device: cl.Device) -> str:
 
     name = str(device.name).strip()
     try:
-        context = cl.Context([device])
-        queue = cl.CommandQueue(context, device)
-        program = cl.Program(context, MMA_PROBE).build()
-        out = np.zeros(32, np.float32)
-        buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
-        cl.Kernel(program, "accy_mma_probe")(queue, (32,), (32,), buffer)
-        cl.enqueue_copy(queue, out, buffer, is_blocking=True)
+        out = _run_probe(device, MMA_PROBE, "accy_mma_probe", np.zeros(32, np.float32))
     except cl.Error as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         kernelize.remark(f"{name}: the driver refuses inline PTX mma.sync ({first}); GPU dots run on SIMT register tiles")
@@ -268,18 +287,11 @@ def static_local_limit(device: cl.Device) -> int:
     builds and correctly runs `STATIC_LOCAL_PROBE` with an array that
     large, that many bytes (its `CL_DEVICE_LOCAL_MEM_SIZE` says 48 KiB:
     docs/kernel-notes.md); 0 elsewhere. Once per device and process."""
-    import pyopencl as cl
-
-    if "NVIDIA" not in str(device.vendor).upper() or not device.type & cl.device_type.GPU:
-        return 0
-    try:
-        capability = (int(device.compute_capability_major_nv), int(device.compute_capability_minor_nv))
-    except (AttributeError, cl.Error):
-        return 0
-    size = NVIDIA_STATIC_LOCAL_BYTES.get(capability, 0)
+    capability = _nvidia_capability(device)
+    size = NVIDIA_STATIC_LOCAL_BYTES.get(capability, 0) if capability is not None else 0
     if size <= int(device.local_mem_size):
         return 0
-    key = (str(device.platform.name), str(device.name), str(device.driver_version))
+    key = _device_key(device)
     if key not in _static_local_probed:
         _static_local_probed[key] = size if _probe_static_local(device, size // 4) else 0
     return _static_local_probed[key]
@@ -289,14 +301,9 @@ def _probe_static_local(device: cl.Device, words: int) -> bool:
     """Whether `STATIC_LOCAL_PROBE` with an array of `words` builds and reads back every word."""
     import pyopencl as cl
 
+    source = f"#define WORDS {words}u\n{STATIC_LOCAL_PROBE}"
     try:
-        context = cl.Context([device])
-        queue = cl.CommandQueue(context, device)
-        program = cl.Program(context, f"#define WORDS {words}u\n{STATIC_LOCAL_PROBE}").build()
-        out = np.zeros(256, np.uint32)
-        buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
-        cl.Kernel(program, "accy_local_probe")(queue, (256,), (256,), buffer)
-        cl.enqueue_copy(queue, out, buffer, is_blocking=True)
+        out = _run_probe(device, source, "accy_local_probe", np.zeros(256, np.uint32))
     except cl.Error:
         return False
     return int(out.sum()) == words
