@@ -24,7 +24,6 @@ import json
 import os
 import sys
 import textwrap
-import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -381,7 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args_list: list[str]) -> int:
     args = _parser().parse_args(args_list)
     status = run_tool(TOOL, lambda: _interruptible(args), wants_traceback(args_list))
-    if status == INTERRUPTED and any(t.name == "accy-opencl-build" and t.is_alive() for t in threading.enumerate()):
+    opencl = sys.modules.get("accy.runtime.opencl")
+    if status == INTERRUPTED and opencl is not None and opencl.work_in_flight():
         # An interrupted PoCL build runs on in its daemon thread, inside the
         # driver: finalizing the interpreter under it crashed (SIGSEGV), so leave now.
         sys.stdout.flush()

@@ -131,3 +131,43 @@ def test_the_binary_fetch_lets_other_threads_run(fetch: str) -> None:
     # The middle of the fetch: away from its ends, where the worker is in Python.
     middle = [t for t in ticks if start + 0.2 * (end - start) < t < end - 0.2 * (end - start)]
     assert middle, f"the main thread did not run during the {end - start:.2f} s fetch"
+
+
+def test_interruptible_work_runs_on_one_thread_and_an_interrupted_one_is_left_to_finish() -> None:
+    """`interruptible` runs each build on one long-lived thread (a new
+    thread each time spread builds over glibc's arenas: RSS over distinct
+    programs varied 7-23 MiB, test_memory_distinct_programs). Work that a
+    Ctrl-C left running keeps its thread; the next work gets a new one."""
+    import _thread
+
+    from accy.runtime import opencl as ocl
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("interruptible runs work in a thread of its own only when called from the main thread")
+    ran_on = [ocl.interruptible(threading.get_ident) for _ in range(3)]
+    assert len(set(ran_on)) == 1 and ran_on[0] != threading.get_ident()
+    with pytest.raises(ZeroDivisionError):
+        ocl.interruptible(lambda: 1 / 0)
+    assert ocl.interruptible(threading.get_ident) == ran_on[0], "an exception in the work ended its thread"
+
+    release, started = threading.Event(), threading.Event()
+
+    def stuck() -> int:
+        started.set()
+        release.wait(30)
+        return threading.get_ident()
+
+    threading.Thread(target=lambda: (started.wait(30), _thread.interrupt_main()), daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        ocl.interruptible(stuck)
+    try:
+        assert ocl.work_in_flight()
+        other = ocl.interruptible(threading.get_ident)  # does not wait for the interrupted work
+        assert other not in (ran_on[0], threading.get_ident())
+        assert ocl.interruptible(threading.get_ident) == other
+    finally:
+        release.set()
+    deadline = time.monotonic() + 30
+    while ocl.work_in_flight() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not ocl.work_in_flight()
