@@ -37,6 +37,8 @@ from accy.dialects.kernel import (
     VCastOp,
     VCmpOp,
     VSelectOp,
+    WgmmaOp,
+    WgmmaSyncOp,
 )
 
 
@@ -147,7 +149,7 @@ KERNEL_OPS: dict[str, tuple[type[Operation], ...]] = {
     ),
     "accy_kernel": (
         VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, ShuffleXorOp,
-        NarrowPairOp,
+        NarrowPairOp, WgmmaOp, WgmmaSyncOp,
     ),
 }  # fmt: skip
 #: Every op of `KERNEL_OPS`.
@@ -159,7 +161,7 @@ EMIT_METHODS: dict[type[Operation], str] = {
     arith.ConstantOp: "constant", arith.NegfOp: "negf", arith.CmpiOp: "cmpi", arith.CmpfOp: "cmpf",
     arith.SelectOp: "select", VCmpOp: "vcmp", VSelectOp: "select", VCastOp: "vcast", MmaOp: "mma",
     LdMatrixOp: "ldmatrix", AsyncCopyOp: "async_copy", AsyncCommitOp: "async_commit", AsyncWaitOp: "async_wait",
-    ShuffleXorOp: "shuffle_xor", NarrowPairOp: "narrow_pair",
+    ShuffleXorOp: "shuffle_xor", NarrowPairOp: "narrow_pair", WgmmaOp: "wgmma", WgmmaSyncOp: "wgmma_sync",
     **dict.fromkeys(CASTS, "cast"), math_dialect.AbsIOp: "absi",
     **dict.fromkeys(WORK_ITEM_OPS, "work_item_id"), gpu.BarrierOp: "barrier",
     memref.AllocaOp: "alloca", memref.LoadOp: "load", memref.StoreOp: "store",

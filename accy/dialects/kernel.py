@@ -84,6 +84,35 @@ once (which every wait finds complete); the LLVM backend declines them (it
 has no workgroup memory). The bounds verifier proves the destination, and
 the source under `valid`, in bounds and both aligned.
 
+`accy_kernel.wgmma` is Hopper's `wgmma.mma_async.sync.aligned` m64nNk16
+(f16 or bf16 operands, f32 accumulators), a collective of a warpgroup (four
+consecutive warps, 128 consecutive flat local ids, the first a multiple of
+128): D = A x B + C for A 64 x 16 and B 16 x N in workgroup memory,
+both 128-byte swizzled (the 16-byte chunk c of a 128-byte row r of a
+1024-byte-aligned atom of 8 rows lies at chunk c XOR (r % 8)), k 16 ·
+`k_step` to 16 · `k_step` + 15 of a staged block 64 k deep. A is
+k-contiguous from element `a_index` of `a_tile` (rows of 64 k, 128 bytes
+apart, the atoms of 8 rows `a_atom` bytes apart); B is n-contiguous from
+`b_index` of `b_tile` (atoms of 8 k rows by 64 n: `b_k_atom` bytes from one
+8 k rows to the next, `b_n_atom` bytes from one 64 n to the next); both
+indices 1024-byte aligned. Operands c, results d:
+N / 2 f32 a work-item, warp w of the warpgroup holding rows 16w to 16w + 15
+as N / 8 accumulator fragments of m16n8 (`ACCUMULATOR_FRAGMENT`, d[4j + i]
+that of columns 8j to 8j + 7). It is asynchronous: `accy_kernel.wgmma_sync`
+orders it, "proxy" (`fence.proxy.async.shared::cta`, after this
+work-item's writes of workgroup memory and before the barrier that
+publishes them to the matrix instructions), "fence" (`wgmma.fence`, before
+the first wgmma of a round), "commit" (`wgmma.commit_group`: the wgmmas
+since the last commit form a group) and "wait" {pending = n}
+(`wgmma.wait_group`: at most the n groups committed last are incomplete;
+the results d of the others are final, their operands free). NVIDIA's
+OpenCL compiles for `.target sm_90`, whose ptxas refuses these
+instructions: the OpenCL C backend prints each as a marked PTX comment
+(`WGMMA_MARK`), and the runtime uncomments them in the compiled PTX and
+builds it for sm_90a (docs/runtime.md). Only where the target's `mma` is
+"sm90"; the bounds verifier proves each operand's span in bounds; the LLVM
+backend declines them.
+
 `accy_kernel.shuffle_xor %x {mask = m}` is a warp's butterfly exchange
 (NVIDIA's `shfl.sync.bfly.b32` with all 32 lanes and no clamp; MLIR's
 `gpu.shuffle xor` of width 32), a collective of a warp like `mma`: `x` a
@@ -162,6 +191,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from accy.backends.opencl.format import WGMMA_MARK
 from accy.dialects.alignment import ARGUMENT_ACCESS_BYTES, BUFFER_ALIGN_BYTES
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.types import element_bytes
@@ -496,6 +526,131 @@ class AsyncWaitOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' waits with pending >= 0 groups")
 
 
+#: The shapes of `accy_kernel.wgmma`: N by name.
+WGMMA_N = {"m64n256k16": 256, "m64n128k16": 128}
+
+
+@irdl_op_definition
+class WgmmaOp(IRDLOperation):
+    """One warpgroup's `wgmma.mma_async` D = A x B + C from swizzled workgroup memory (module docstring)."""
+
+    name = "accy_kernel.wgmma"
+
+    a_tile = operand_def(MemRefType)
+    a_index = operand_def(IndexType)
+    b_tile = operand_def(MemRefType)
+    b_index = operand_def(IndexType)
+    c = var_operand_def(Float32Type)
+    shape = prop_def(StringAttr)
+    k_step = prop_def(IntegerAttr)
+    a_atom = prop_def(IntegerAttr)
+    b_k_atom = prop_def(IntegerAttr)
+    b_n_atom = prop_def(IntegerAttr)
+    d = var_result_def(Float32Type)
+
+    assembly_format = (
+        "$shape $a_tile `[` $a_index `]` `,` $b_tile `[` $b_index `]` `(` $c `)` attr-dict "
+        "`:` type($a_tile) `,` type($b_tile) `->` type($d)"
+    )
+    irdl_options = (ParsePropInAttrDict(),)
+
+    #: Bytes of a row of a swizzle atom, and of an atom (8 rows).
+    ROW_BYTES: ClassVar[int] = 128
+    ATOM_BYTES: ClassVar[int] = 1024
+
+    def __init__(
+        self, shape: str, a_tile: SSAValue, a_index: SSAValue, b_tile: SSAValue, b_index: SSAValue,
+        c: Sequence[SSAValue], k_step: int, a_atom: int, b_k_atom: int, b_n_atom: int,
+    ) -> None:  # fmt: skip
+        numbers = {"k_step": k_step, "a_atom": a_atom, "b_k_atom": b_k_atom, "b_n_atom": b_n_atom}
+        super().__init__(
+            operands=[a_tile, a_index, b_tile, b_index, c],
+            result_types=[[Float32Type()] * len(c)],
+            properties={"shape": StringAttr(shape), **{k: IntegerAttr(v, IntegerType(64)) for k, v in numbers.items()}},
+        )
+
+    @property
+    def n(self) -> int:
+        return WGMMA_N[self.shape.data]
+
+    @property
+    def element(self) -> Attribute:
+        t = self.a_tile.type
+        assert isinstance(t, MemRefType)
+        return t.element_type
+
+    def starts(self) -> tuple[int, int]:
+        """Bytes from a_index and from b_index to where this k step's A and B start (the descriptors' addresses)."""
+        step = self.k_step.value.data
+        return 32 * step, 2 * step * self.b_k_atom.value.data
+
+    def spans(self) -> tuple[int, int]:
+        """Elements from a_index and from b_index that the instruction reads
+        within (the bounds verifier's): whole rows, which the swizzle permutes."""
+        width, b_start = element_bytes(self.element), self.starts()[1]
+        a = 7 * self.a_atom.value.data + self.ATOM_BYTES
+        b = (self.n // 64 - 1) * self.b_n_atom.value.data + b_start + self.b_k_atom.value.data + self.ATOM_BYTES
+        return a // width, b // width
+
+    def verify_(self) -> None:
+        if self.shape.data not in WGMMA_N:
+            raise VerifyException(f"'{self.name}' shape '{self.shape.data}' is not one of {', '.join(WGMMA_N)}")
+        for tile in (self.a_tile, self.b_tile):
+            t = tile.type
+            assert isinstance(t, MemRefType)
+            if _space(t) != AddressSpace.WORKGROUP or not isinstance(t.element_type, Float16Type | BFloat16Type):
+                raise VerifyException(f"'{self.name}' reads f16 or bf16 workgroup (local) memory")
+        if self.a_tile.type.element_type != self.b_tile.type.element_type:  # type: ignore[union-attr]
+            raise VerifyException(f"'{self.name}' takes A and B of one element type")
+        if len(self.c) != self.n // 2 or len(self.d) != self.n // 2:
+            raise VerifyException(f"'{self.name}' {self.shape.data} takes and gives {self.n // 2} accumulators")
+        if not 0 <= self.k_step.value.data < 4:
+            raise VerifyException(f"'{self.name}' k_step is one of 0 to 3 (16 k each of a 64-k block)")
+        for name in ("a_atom", "b_k_atom", "b_n_atom"):
+            value = getattr(self, name).value.data
+            if value <= 0 or value % self.ATOM_BYTES or value >> 4 >= 1 << 14:
+                raise VerifyException(f"'{self.name}' {name} must be a positive multiple of {self.ATOM_BYTES} bytes under 256 KiB")
+
+
+#: `accy_kernel.wgmma_sync`'s steps and the PTX of each.
+WGMMA_SYNC = {
+    "proxy": "fence.proxy.async.shared::cta;",
+    "fence": "wgmma.fence.sync.aligned;",
+    "commit": "wgmma.commit_group.sync.aligned;",
+    "wait": "wgmma.wait_group.sync.aligned {pending};",
+}
+
+
+@irdl_op_definition
+class WgmmaSyncOp(IRDLOperation):
+    """Orders `accy_kernel.wgmma` (module docstring): "proxy", "fence", "commit" or "wait" {pending}."""
+
+    name = "accy_kernel.wgmma_sync"
+
+    step = prop_def(StringAttr)
+    pending = opt_prop_def(IntegerAttr)
+
+    assembly_format = "$step attr-dict"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, step: str, pending: int | None = None) -> None:
+        properties: dict[str, Attribute] = {"step": StringAttr(step)}
+        if pending is not None:
+            properties["pending"] = IntegerAttr(pending, IntegerType(64))
+        super().__init__(properties=properties)
+
+    @property
+    def ptx(self) -> str:
+        pending = self.pending.value.data if self.pending is not None else 0
+        return WGMMA_SYNC[self.step.data].format(pending=pending)
+
+    def verify_(self) -> None:
+        if self.step.data not in WGMMA_SYNC:
+            raise VerifyException(f"'{self.name}' step '{self.step.data}' is not one of {', '.join(WGMMA_SYNC)}")
+        if (self.step.data == "wait") != (self.pending is not None) or (self.pending is not None and self.pending.value.data < 0):
+            raise VerifyException(f"'{self.name}' takes pending >= 0 with 'wait' and only there")
+
+
 @irdl_op_definition
 class ShuffleXorOp(IRDLOperation):
     """A warp's butterfly exchange: the `x` of the work-item whose flat local id is this one's XOR `mask` (module docstring)."""
@@ -605,7 +760,7 @@ def alignment_of(op: Operation) -> int:
 AccyKernel = Dialect(
     "accy_kernel",
     [VCmpOp, VSelectOp, VCastOp, MmaOp, LdMatrixOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, ShuffleXorOp,
-     NarrowPairOp],
+     NarrowPairOp, WgmmaOp, WgmmaSyncOp],
     [],
 )
 
@@ -631,7 +786,11 @@ __all__ = [
     "VCastOp",
     "VCmpOp",
     "VSelectOp",
+    "WGMMA_MARK",
+    "WGMMA_N",
     "WORK_ITEM_OPS",
+    "WgmmaOp",
+    "WgmmaSyncOp",
     "aligned_access",
     "alignment_of",
     "compare_op",

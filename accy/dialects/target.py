@@ -50,12 +50,16 @@ tuned) sizes compiles with them.
   the default: the SIMT register tiles), "sm80" (NVIDIA's `mma.sync`
   m16n8k16 for f16/bf16 operands and, under `math = "fast"` only, m16n8k8
   TF32 for f32, printed as inline PTX by the OpenCL C backend; compute
-  capability 8.0 or later) or "emulate" (the same kernels with each matrix
+  capability 8.0 or later), "sm90" (all of sm80, and f16/bf16 dots whose
+  operands async copies stage on Hopper's warpgroup `wgmma`, which the
+  runtime builds for sm_90a; compute capability 9.0) or "emulate" (the
+  same kernels with each matrix
   instruction done by the warp's work-items through local memory: any
   GPU-profile device runs them, to test the lowering where no tensor core
   is). The OpenCL runtime sets "sm80" on an NVIDIA device of compute
   capability 8 or more whose driver builds a probe kernel of inline
-  `mma.sync`; a module may set it or clear it (`mma = ""`).
+  `mma.sync`, "sm90" where the device is of 9.0 and a probe `wgmma`
+  built for sm_90a runs right too; a module may set it or clear it (`mma = ""`).
 - tile and work-group sizes (`TUNING_FIELDS`), the shapes lowerings give
   their kernels; each is at most what it says, lowerings take the largest
   power of two within it and the device's `max_work_group_size` where a
@@ -117,7 +121,7 @@ TARGET_KEY = "accy.target"
 PROFILES = ("cpu", "gpu")
 FORMATS = ("opencl-c", "llvm-ir")
 MATH_TIERS = ("exact", "fast")
-MMA_KINDS = ("", "sm80", "emulate")
+MMA_KINDS = ("", "sm80", "sm90", "emulate")
 
 #: Tile and work-group sizes of the lowerings (module docstring).
 TUNING_FIELDS = (

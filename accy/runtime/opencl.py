@@ -77,7 +77,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from accy.backends.opencl.format import FORMAT
+from accy.backends.opencl.format import FORMAT, WGMMA_MARK
 from accy.debug import debug, debug_level
 from accy.dialects.alignment import ARGUMENT_ACCESS_BYTES
 from accy.runtime import pocl_threads
@@ -187,6 +187,38 @@ MMA_PROBE = r"""__kernel void accy_mma_probe(__global float* out) {
   out[get_local_id(0)] = d0 + d1 + d2 + d3;
 }
 """
+#: One warpgroup's wgmma m64n8k16 of A = 1 (64x16) by B[k][n] = k (16x8,
+#: n-contiguous, staged in the 128-byte swizzle `accy_kernel.wgmma` reads):
+#: every sum is 120 again, each work-item's four 480. Marked as the OpenCL C
+#: backend prints wgmma, and built as the runtime builds such programs.
+WGMMA_PROBE = (
+    r"""__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void accy_wgmma_probe(__global float* out) {
+  __local ushort a[64 * 64] __attribute__((aligned(1024)));
+  __local ushort b[16 * 64] __attribute__((aligned(1024)));
+  uint i = get_local_id(0);
+  for (uint e = i; e < 64 * 64; e += 128) a[e] = 0x3C00;  /* f16 ones */
+  for (uint e = i; e < 16 * 64; e += 128) {  /* row k of b: k in the 8 n of its chunk 0, swizzled to k % 8 */
+    uint k = e / 64, n = e % 64;
+    vstore_half(n / 8 == k % 8 ? (float)k : 0.0f, 0, (half*)&b[e]);
+  }
+  asm volatile("MARKfence.proxy.async.shared::cta;" ::: "memory");
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ulong da = (ulong)(((uint)(ulong)a & 0x3FFFF) >> 4) | ((ulong)1 << 16) | ((ulong)64 << 32) | (1UL << 62);
+  ulong db = (ulong)(((uint)(ulong)b & 0x3FFFF) >> 4) | ((ulong)512 << 16) | ((ulong)64 << 32) | (1UL << 62);
+  float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+  asm volatile("MARKwgmma.fence.sync.aligned;" ::: "memory");
+  asm volatile("{
+.reg .pred p;
+setp.ne.b32 p, %6, 0;
+MARKwgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, %4, %5, p, 1, 1, 0, 1;
+}"
+    : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "l"(da), "l"(db), "r"(1) : "memory");
+  asm volatile("MARKwgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("MARKwgmma.wait_group.sync.aligned 0;" ::: "memory");
+  out[i] = d0 + d1 + d2 + d3;
+}
+"""
+).replace("MARK", WGMMA_MARK)
 #: Results of `mma_of_device` by device (platform, name, driver).
 _mma_probed: dict[tuple[str, str, str], str] = {}
 
@@ -194,9 +226,11 @@ _mma_probed: dict[tuple[str, str, str], str] = {}
 def mma_of_device(device: cl.Device) -> str:
     """The `mma` profile field of a device: "sm80" on an NVIDIA GPU of
     compute capability 8.0 or later whose driver builds and correctly runs
-    a probe kernel of inline-PTX `mma.sync` (`MMA_PROBE`), once per device
-    and process; "" elsewhere. Where an NVIDIA driver refuses the probe, a
-    remark says so once and the GPU dots keep their SIMT register tiles."""
+    a probe kernel of inline-PTX `mma.sync` (`MMA_PROBE`), "sm90" where the
+    GPU is of 9.0 and a probe `wgmma` (`WGMMA_PROBE`, built for sm_90a as
+    `program_cache.sm90a_ptx` builds) runs right as well, once per device
+    and process; "" elsewhere. Where an NVIDIA driver refuses a probe, a
+    remark says so once and the GPU dots keep the tiles it does run."""
     capability = _nvidia_capability(device)
     if capability is None or capability[0] < 8:
         return ""
@@ -232,6 +266,10 @@ def _run_probe(device: cl.Device, source: str, kernel: str, out: np.ndarray) -> 
     context = cl.Context([device])
     queue = cl.CommandQueue(context, device)
     program = cl.Program(context, source).build()
+    if WGMMA_MARK in source:
+        from accy.runtime.program_cache import program_binary, sm90a_ptx
+
+        program = cl.Program(context, [device], [sm90a_ptx(program_binary(program))]).build()
     buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
     cl.Kernel(program, kernel)(queue, out.shape, out.shape, buffer)
     cl.enqueue_copy(queue, out, buffer, is_blocking=True)
@@ -239,23 +277,36 @@ def _run_probe(device: cl.Device, source: str, kernel: str, out: np.ndarray) -> 
 
 
 def _probe_mma(device: cl.Device) -> str:
-    """Builds and runs `MMA_PROBE` on one warp: "sm80" when every work-item
-    got its 4 · 120, else "" (and one remark why)."""
+    """Builds and runs `MMA_PROBE` on one warp and, on a GPU of compute
+    capability 9.0, `WGMMA_PROBE` on one warpgroup: "sm90" or "sm80" as far
+    as every work-item got its 4 · 120, else "" (and one remark why)."""
+    if not _probe_runs(device, MMA_PROBE, "accy_mma_probe", 32, "inline PTX mma.sync", "GPU dots run on SIMT register tiles"):
+        return ""
+    capability = _nvidia_capability(device)
+    if capability is None or capability[0] != 9:
+        return "sm80"
+    wgmma = _probe_runs(device, WGMMA_PROBE, "accy_wgmma_probe", 128, "wgmma built for sm_90a", "GPU dots run on mma.sync tiles")
+    return "sm90" if wgmma else "sm80"
+
+
+def _probe_runs(device: cl.Device, source: str, kernel: str, items: int, what: str, instead: str) -> bool:
+    """Whether `kernel` of `source` builds and gives each of `items`
+    work-items 480; a remark says where not."""
     import pyopencl as cl
 
     from accy.passes.kernelization import kernelize
 
     name = str(device.name).strip()
     try:
-        out = _run_probe(device, MMA_PROBE, "accy_mma_probe", np.zeros(32, np.float32))
-    except cl.Error as e:
+        out = _run_probe(device, source, kernel, np.zeros(items, np.float32))
+    except (cl.Error, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        kernelize.remark(f"{name}: the driver refuses inline PTX mma.sync ({first}); GPU dots run on SIMT register tiles")
-        return ""
+        kernelize.remark(f"{name}: the driver refuses {what} ({first}); {instead}")
+        return False
     if not np.all(out == 480.0):
-        kernelize.remark(f"{name}: inline PTX mma.sync gave wrong sums in the probe; GPU dots run on SIMT register tiles")
-        return ""
-    return "sm80"
+        kernelize.remark(f"{name}: {what} gave wrong sums in the probe; {instead}")
+        return False
+    return True
 
 
 #: Shared memory a CUDA block may opt in to, by compute capability (CUDA's
@@ -327,7 +378,7 @@ def profile_of_device(device: cl.Device, math_tier: str = "exact", tensor_cores:
         vector_width=preferred_vector_width(device),
         fp16="cl_khr_fp16" in extensions,
         fp64="cl_khr_fp64" in extensions,
-        mma="sm80" if not is_cpu and tensor_cores and mma_of_device(device) == "sm80" else "",
+        mma=mma_of_device(device) if not is_cpu and tensor_cores else "",
         static_local_bytes=0 if is_cpu else static_local_limit(device),
     )
 
@@ -1003,10 +1054,12 @@ class OpenCLDevice(KernelDevice):
                     f"the module's target sets {name} = true, but device '{self.name}' ({self.description}) lacks "
                     f"{extension} (with {name} = false, or the field left out, {instead})"
                 )
-        if profile.mma == "sm80" and mma_of_device(self.cl_device) != "sm80":
+        has = mma_of_device(self.cl_device)
+        if profile.mma in ("sm80", "sm90") and has not in (profile.mma, "sm90"):
+            what = "mma.sync" if profile.mma == "sm80" else "wgmma"
             raise TargetMismatch(
-                f"the module's target sets mma = \"sm80\", but device '{self.name}' ({self.description}) has no "
-                "mma.sync that its driver builds (mma = \"emulate\" runs the same kernels on any GPU-profile device)"
+                f"the module's target sets mma = \"{profile.mma}\", but device '{self.name}' ({self.description}) has no "
+                f"{what} that its driver builds (mma = \"emulate\" runs the mma.sync kernels on any GPU-profile device)"
             )
         return profile
 

@@ -57,6 +57,7 @@ import ctypes
 import ctypes.util
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -67,6 +68,7 @@ from typing import Any
 
 import pyopencl as cl
 
+from accy.backends.opencl.format import WGMMA_MARK
 from accy.runtime import pocl_threads
 from accy.runtime.device import max_programs_from_env
 from accy.runtime.disk_cache import DiskCache
@@ -335,7 +337,10 @@ class ProgramCache:
             # own disk cache on some platforms: accy keeps its own.
             program = cl.Program(cl._cl._Program(self.context, source))
             program.build(options=options.split(), devices=[self.device])
-        except cl.Error as e:
+            if WGMMA_MARK in source:  # its PTX, the marked lines uncommented, for sm_90a
+                ptx = sm90a_ptx(program_binary(program))
+                program = cl.Program(self.context, [self.device], [ptx]).build(options=options.split())
+        except (cl.Error, ValueError) as e:
             raise ProgramBuildError(
                 f"the OpenCL compiler rejected accy's generated kernels (a bug in accy):\n{e}\n--- source ---\n{source}"
             ) from e
@@ -369,6 +374,21 @@ class ProgramCache:
 
     def __len__(self) -> int:
         return len(self._programs)
+
+
+def sm90a_ptx(ptx: bytes) -> bytes:
+    """NVIDIA's PTX of a program whose source holds `accy_kernel.wgmma`:
+    the lines marked `WGMMA_MARK` (comments to the compiler, which builds
+    for `.target sm_90`, whose ptxas refuses wgmma) uncommented, and the
+    target `sm_90a`, which the driver builds as a binary (probed on an
+    H100 and the H200: docs/kernel-notes.md). ValueError where the PTX is
+    not one module for sm_90 with marked lines."""
+    text = ptx.decode(errors="replace").rstrip("\0")
+    marked = text.count(WGMMA_MARK)
+    text, targets = re.subn(r"^(\s*\.target\s+sm_90)(?![0-9a-z])", r"\1a", text, flags=re.M)
+    if not marked or targets != 1:
+        raise ValueError(f"the PTX of a wgmma program has {marked} marked lines and {targets} sm_90 targets (one wanted)")
+    return text.replace(WGMMA_MARK, "").encode() + b"\0"
 
 
 # clGetProgramInfo's parameter names (CL/cl.h).

@@ -1,7 +1,7 @@
 """The devices the tensor-core tests run on: PoCL's GPU profile emulating
 the matrix instructions (`mma = "emulate"`), and the first OpenCL device
-whose inline-PTX probe runs `mma.sync` (`mma = "sm80"`), skipped where
-there is none."""
+whose inline-PTX probe runs `mma.sync` (`mma = "sm80"`) or also Hopper's
+`wgmma` (`mma = "sm90"`), skipped where there is none."""
 
 from __future__ import annotations
 
@@ -30,24 +30,25 @@ def emulating_deep() -> ProfiledDevice:
 
 
 @cache
-def nvidia() -> OpenCLDevice | None:
-    """The first OpenCL device with mma.sync (`mma_of_device`), if any."""
+def nvidia(kind: str = "sm80") -> OpenCLDevice | None:
+    """The first OpenCL device with mma.sync ("sm80") or also wgmma ("sm90": `mma_of_device`), if any."""
     for i in range(len(opencl_devices())):
         device = OpenCLDevice(i, poison=True)
-        if mma_of_device(device.cl_device) == "sm80":
+        if mma_of_device(device.cl_device) in (kind, "sm90"):
             return device
     return None
 
 
 def tensor_core_device(kind: str) -> ProfiledDevice | OpenCLDevice:
-    """The device of a case of `kind` ("emulate", "emulate-deep" or "sm80"), or a skip."""
+    """The device of a case of `kind` ("emulate", "emulate-deep", "sm80" or "sm90"), or a skip."""
     if not opencl_devices():
         pytest.skip("no OpenCL device")
     if kind == "emulate":
         return emulating()
     if kind == "emulate-deep":
         return emulating_deep()
-    device = nvidia()
+    device = nvidia(kind)
     if device is None:
-        pytest.skip("no OpenCL device with mma.sync (an NVIDIA GPU of compute capability 8 or more)")
+        need = "mma.sync (an NVIDIA GPU of compute capability 8 or more)" if kind == "sm80" else "wgmma (compute capability 9.0)"
+        pytest.skip(f"no OpenCL device with {need}")
     return device

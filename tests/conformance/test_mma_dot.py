@@ -45,6 +45,7 @@ SHAPES = [
     ((2,), 37, 48, 40, False, False),  # K and N whole 16-byte vectors: staged by async copies
     ((), 136, 264, 72, False, False),  # so, over several blocks along m and n and k steps, all partial
     ((), 70, 264, 200, False, False),  # so, more k steps than the deepest pipeline has stages
+    ((), 300, 520, 264, False, False),  # so, 3 x 3 blocks of the warpgroup tiles (128 x 256), 5 k steps of 64
 ]
 #: The emulated cases a plain run takes, by element type (the others are
 #: `slow`: PoCL takes 10-30 s to build each emulated kernel, whose exchange
@@ -59,7 +60,7 @@ QUICK_DEEP = {("f16", 10), ("f32", 10)}
 
 def _cases() -> list:
     cases = []
-    for kind in ("emulate", "emulate-deep", "sm80"):
+    for kind in ("emulate", "emulate-deep", "sm80", "sm90"):
         for et in ("f16", "bf16", "f32"):
             for i, shape in enumerate(SHAPES):
                 if kind == "emulate-deep" and i not in DEEP:
@@ -104,23 +105,28 @@ def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     exe = accy.compile(_program(batch, m, n, k, ta, tb, et, target), device=device)
     (got,) = exe(*inputs)
     assert exe.stats.fallbacks == 0
-    warps = 4 if et == "f32" else 8  # mma_tiles.CONFIGS: TF32 2 x 2 warps, 16-bit 2 x 4
+    warps = 4 if et == "f32" else 8  # mma_tiles.CONFIGS: TF32 2 x 2 warps, 16-bit 2 x 4; wgmma_tiles: 8
     assert f"reqd_work_group_size(32, {warps}, 1)" in exe.program.source  # the tensor-core tiles, not the SIMT ones
     if kind == "emulate-deep":  # the first configuration: its staged lhs tile holds more stages of wider blocks
         deep, width = mma_tiles.CONFIGS[DTYPES[et].itemsize][0], DTYPES[et].itemsize
         rows = deep.stages * deep.layout.bm * (deep.step_bytes + mma_tiles.PAD_BYTES) // width
         assert re.search(rf"__local \w+ l0\[{rows}\]", exe.program.source), "not the deep configuration"
     shape_name = "m16n8k8" if et == "f32" else "m16n8k16"
-    if kind == "sm80":
-        assert f"mma.sync.aligned.{shape_name}" in exe.program.source
-    else:  # the emulated kernel: the tensor-core tiles' exchange, no inline PTX
-        assert "asm volatile" not in exe.program.source and "barrier(" in exe.program.source
     # Operands of whole 16-byte vectors along k (lhs) and n (rhs) are staged
     # by async copies: cp.async, or emulated plain copies with a zero fill.
     lanes = 16 // DTYPES[et].itemsize
     copies = not ta and not tb and k % lanes == 0 and n % lanes == 0
+    # sm90: 16-bit operands staged by copies take the warpgroup tiles (wgmma), the rest mma.sync.
+    wgmma = kind == "sm90" and et != "f32" and copies
+    if wgmma:
+        assert "wgmma.mma_async.sync.aligned.m64n256k16" in exe.program.source
+        assert "mma.sync" not in exe.program.source
+    elif kind in ("sm80", "sm90"):
+        assert f"mma.sync.aligned.{shape_name}" in exe.program.source and "wgmma" not in exe.program.source
+    else:  # the emulated kernel: the tensor-core tiles' exchange, no inline PTX
+        assert "asm volatile" not in exe.program.source and "barrier(" in exe.program.source
     vector = f"{'float' if et == 'f32' else 'ushort'}{lanes}"
-    copied = "cp.async.cg" in exe.program.source if kind == "sm80" else f": ({vector})(0);" in exe.program.source
+    copied = "cp.async.cg" in exe.program.source if kind in ("sm80", "sm90") else f": ({vector})(0);" in exe.program.source
     assert copied == copies
     (want,) = exe.reference_outputs(inputs)
     assert got.dtype == want.dtype and got.shape == want.shape
@@ -128,7 +134,7 @@ def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     exact = np.maximum(
         np.einsum("...ij,...jk->...ik", *_as_products(inputs[0], inputs[1], ta, tb)) + inputs[2].astype(np.float64), 0
     )
-    rtol, atol = TOLERANCE.get((et, kind), TOLERANCE[(et, "sm80")] if et != "f32" else (1e-5, 1e-5))
+    rtol, atol = TOLERANCE.get((et, "sm80" if kind == "sm90" else kind), TOLERANCE[(et, "sm80")] if et != "f32" else (1e-5, 1e-5))
     scale = max(1.0, float(np.abs(exact).max(initial=0)))
     np.testing.assert_allclose(got.astype(np.float64), exact, rtol=rtol, atol=atol * scale)
 

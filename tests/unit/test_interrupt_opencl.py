@@ -138,7 +138,7 @@ def test_interruptible_work_runs_on_one_thread_and_an_interrupted_one_is_left_to
     thread each time spread builds over glibc's arenas: RSS over distinct
     programs varied 7-23 MiB, test_memory_distinct_programs). Work that a
     Ctrl-C left running keeps its thread; the next work gets a new one."""
-    import _thread
+    import ctypes
 
     from accy.runtime import opencl as ocl
 
@@ -157,7 +157,16 @@ def test_interruptible_work_runs_on_one_thread_and_an_interrupted_one_is_left_to
         release.wait(30)
         return threading.get_ident()
 
-    threading.Thread(target=lambda: (started.wait(30), _thread.interrupt_main()), daemon=True).start()
+    # What a Ctrl-C does to the waiting main thread, as an exception raised
+    # in it from another thread (in a full run _thread.interrupt_main()
+    # once reached no handler within 30 s).
+    main = threading.get_ident()
+
+    def interrupt() -> None:
+        started.wait(30)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt))
+
+    threading.Thread(target=interrupt, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         ocl.interruptible(stuck)
     try:

@@ -193,8 +193,9 @@ def test_mma_op_verifies_its_fragments() -> None:
 def test_the_profile_field() -> None:
     assert TargetProfile().mma == "" and TargetProfile.from_attr(TargetAttr.from_fields({"mma": "sm80"})).mma == "sm80"
     assert str(TargetAttr.from_fields({"mma": ""})) == '#accy.target<mma = "">'
-    with pytest.raises(ValueError, match="target mma must be one of \"\", sm80, emulate; got 'sm90'"):
-        TargetAttr.from_fields({"mma": "sm90"})
+    assert TargetProfile.from_attr(TargetAttr.from_fields({"mma": "sm90"})).mma == "sm90"
+    with pytest.raises(ValueError, match="target mma must be one of \"\", sm80, sm90, emulate; got 'sm100'"):
+        TargetAttr.from_fields({"mma": "sm100"})
     # A device's "sm80" is cleared by a module that sets mma = "".
     assert TargetProfile(profile="gpu", mma="sm80").filled_by({"mma": ""}).mma == ""
 
@@ -234,3 +235,50 @@ def test_tensor_cores_are_on_unless_turned_off_and_parsed_strictly(monkeypatch: 
     assert off.target_profile().mma == "" and off.source_identity() != on.source_identity()
     # What the device has: "sm80" on an NVIDIA GPU with mma.sync, "" on PoCL.
     assert on.target_profile().mma == (mma_of_device(on.cl_device) if on.target_profile().profile == "gpu" else "")
+
+
+SM90 = f'{GPU}, mma = "sm90", static_local_bytes = 231424'
+
+
+@pytest.mark.parametrize(("et", "m", "n", "k"), [("f16", 40, 24, 32), ("bf16", 300, 520, 264), ("f16", 1, 8, 8)])
+def test_sm90_half_dots_staged_by_copies_print_wgmma(et: str, m: int, n: int, k: int) -> None:
+    """Under mma = "sm90", a 16-bit dot whose operands async copies stage
+    takes the warpgroup tiles (wgmma_tiles.py): four marked wgmmas a 64-k
+    step, fenced, committed and waited on, the tiles proved in bounds (the
+    device pipeline verifies them) and 1024-byte aligned."""
+    from accy.dialects.kernel import WgmmaOp, WgmmaSyncOp
+
+    module = _kernelized(_matmul(et, SM90, m, n, k))
+    wgmmas = [op for op in module.walk() if isinstance(op, WgmmaOp)]
+    assert [op.k_step.value.data for op in wgmmas] == [0, 1, 2, 3] and not _mmas(module)
+    steps = [op.step.data for op in module.walk() if isinstance(op, WgmmaSyncOp)]
+    assert steps == ["proxy", "fence", "commit", "wait", "wait"]
+    source = emit_opencl(module)
+    assert source.count(f"// accy-sm90a: wgmma.mma_async.sync.aligned.m64n256k16.f32.{et}.{et} ") == 4
+    assert "reqd_work_group_size(32, 8, 1)" in source and "__attribute__((aligned(1024)))" in source
+    assert "accy_wgmma_desc(" in source
+
+
+@pytest.mark.parametrize(
+    ("et", "m", "n", "k", "math"), [("f16", 40, 24, 20, "exact"), ("bf16", 33, 19, 40, "exact"), ("f32", 40, 24, 32, "fast")]
+)
+def test_sm90_dots_that_copies_do_not_stage_keep_mma_sync(et: str, m: int, n: int, k: int, math: str) -> None:
+    """K (or N) not whole 16-byte vectors, or TF32 (wgmma's tf32 reads B
+    k-contiguous only): the mma.sync tiles, as under sm80."""
+    module = _kernelized(_matmul(et, f'{SM90}, math = "{math}"', m, n, k))
+    assert _mmas(module)
+    source = emit_opencl(module)
+    assert "mma.sync.aligned" in source and "wgmma" not in source
+
+
+def test_sm90a_ptx_uncomments_the_marked_lines_and_retargets() -> None:
+    from accy.backends.opencl.format import WGMMA_MARK
+    from accy.runtime.program_cache import sm90a_ptx
+
+    ptx = f".version 9.0\n.target sm_90, texmode_independent\n\t// begin inline asm\n\t{WGMMA_MARK}wgmma.fence.sync.aligned;\n\0"
+    out = sm90a_ptx(ptx.encode()).decode()
+    assert ".target sm_90a, texmode_independent" in out and "\twgmma.fence.sync.aligned;" in out
+    assert WGMMA_MARK not in out and out.endswith("\0")
+    for wrong in (ptx.replace(WGMMA_MARK, ""), ptx.replace("sm_90,", "sm_90a,"), ptx.replace("sm_90,", "sm_80,")):
+        with pytest.raises(ValueError, match="marked lines"):
+            sm90a_ptx(wrong.encode())

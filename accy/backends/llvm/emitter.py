@@ -639,6 +639,12 @@ class _KernelEmitter:
     def ldmatrix(self, op: Operation) -> None:
         raise self.fail(op, "a warp's ldmatrix is NVIDIA's inline PTX, which only the OpenCL C backend prints")
 
+    def wgmma(self, op: Operation) -> None:
+        raise self.fail(op, "a warpgroup's wgmma is NVIDIA's PTX for sm_90a, which only the OpenCL C backend prints")
+
+    def wgmma_sync(self, op: Operation) -> None:
+        raise self.fail(op, "a warpgroup's wgmma is NVIDIA's PTX for sm_90a, which only the OpenCL C backend prints")
+
     def narrow_pair(self, op: Operation) -> None:
         raise self.fail(op, "a packed pair of 16-bit floats is for tensor-core fragments, which only the OpenCL C backend prints")
 

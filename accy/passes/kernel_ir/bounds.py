@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, MemRefTyp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from accy.dialects.accy import KERNEL_GLOBAL_SIZE_ATTR, KernelCallOp
-from accy.dialects.kernel import ASYNC_COPY_BYTES, BUFFER_ALIGN_BYTES, AsyncCopyOp, LdMatrixOp, alignment_of
+from accy.dialects.kernel import ASYNC_COPY_BYTES, BUFFER_ALIGN_BYTES, AsyncCopyOp, LdMatrixOp, WgmmaOp, alignment_of
 from accy.dialects.types import element_bytes
 from accy.env import env_flag
 
@@ -898,6 +898,10 @@ def check_bounds(
             elif isinstance(op, LdMatrixOp):  # this work-item's row: 16 bytes, 16-byte aligned
                 check(op, op.tile, [op.index], op.row_elements, env)
                 check_alignment(op, LdMatrixOp.ROW_BYTES, op.tile, [op.index], env)
+            elif isinstance(op, WgmmaOp):  # each operand's whole swizzled rows, from an aligned atom
+                for tile, index, span in zip((op.a_tile, op.b_tile), (op.a_index, op.b_index), op.spans(), strict=True):
+                    check(op, tile, [index], span, env)
+                    check_alignment(op, WgmmaOp.ATOM_BYTES, tile, [index], env)
             elif isinstance(op, AsyncCopyOp):  # the source is read only where valid
                 check(op, op.dst, [op.dst_index], op.elements, env)
                 check(op, op.src, [op.src_index], op.elements, ranges.assume(op.valid, env)[0])

@@ -219,7 +219,7 @@ def _copyable(fa: _Attention, value: SSAValue, along: int, extent: int) -> bool:
 def unsupported(fa: _Attention) -> str | None:
     """Why the tensor-core kernel does not run this attention, or None where it does."""
     profile = fa.kb.profile
-    if profile.mma not in ("sm80", "emulate"):
+    if profile.mma not in ("sm80", "sm90", "emulate"):
         return "the target has no warp matrix instructions (mma)"
     read = operands(fa)
     if isinstance(read, str):

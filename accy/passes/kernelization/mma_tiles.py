@@ -264,6 +264,12 @@ class MmaTiles:
             kb.barrier()
             ahead = self.fetch(kb.idx(self.bk))
             accs = kb.for_(0, p.K, self.bk, [self.acc_zero] * n_acc + ahead, self._k_step)[:n_acc]
+        return self.epilogue(accs)
+
+    def epilogue(self, accs: list[SSAValue]) -> LoweredKernel:
+        """Every warp's sums (mt x nt accumulator fragments), each through the
+        fused epilogue where it lies within M and N; the finished kernel."""
+        kb, p, lay = self.kb, self.p, self.lay
         for mt in range(lay.mt):
             for nt in range(lay.nt):
                 for i, (go, ts, to) in enumerate(ACCUMULATOR_FRAGMENT):
@@ -494,5 +500,11 @@ class MmaTiles:
 
 
 def mma_tiles(p: Product, ops: MmaOperands) -> LoweredKernel:
-    """The tensor-core kernel of `p` over all of k, finishing every output element."""
+    """The tensor-core kernel of `p` over all of k, finishing every output
+    element: Hopper's warpgroup tiles where they apply (`wgmma_tiles`), else
+    the warp tiles of `MmaTiles`."""
+    from accy.passes.kernelization.wgmma_tiles import WgmmaTiles, wgmma_applies
+
+    if wgmma_applies(p.kb.profile, ops):
+        return WgmmaTiles(p, ops).kernel()
     return MmaTiles(p, ops).kernel()

@@ -1,0 +1,134 @@
+"""Warpgroup tensor-core tiles of a GPU product (Hopper's `wgmma`), for a
+target whose `mma` is "sm90": f16 or bf16 operands that async copies stage
+(both operands buffers of aligned 16-byte vectors along k of the lhs and n
+of the rhs: `MmaOperands.copy_a`, `copy_b`), f32 accumulators.
+
+- A work-group of two warpgroups (8 warps, 256 work-items) computes a 128 x
+  256 block of one batch; warpgroup h its rows 64h to 64h + 63 by
+  `accy_kernel.wgmma` m64n256k16, 128 f32 accumulators a work-item (warp w
+  of the work-group holds rows 16w to 16w + 15 as 32 m16n8 accumulator
+  fragments, as `MmaTiles`'s epilogue reads them: a `WarpLayout` of 8 x 1
+  warps of 16 x 256).
+- Each k step stages 64 k (128 bytes a row) of the lhs block k-contiguous
+  and of the rhs block n-contiguous in workgroup memory, 128-byte swizzled
+  as the instruction reads them (`accy_kernel.wgmma`: the 16-byte chunk c
+  of row r of an 8-row atom at c XOR r % 8; the rhs in atoms of 8 k by 64
+  n), zero past M, N and K, by async copies into `STAGES` buffers, copied
+  `STAGES` - 2 steps ahead: a step waits for its own copies, fences them
+  for the matrix instructions' proxy, one barrier, then its four wgmmas (k
+  16 each) as one group, waits until the step before's group is done, and
+  copies the step `STAGES` - 2 ahead into the buffer the step before last
+  used (which both warpgroups' waits before this barrier released).
+- 192 KiB of workgroup memory: past the 48 KiB NVIDIA's driver reports, in
+  `static_local_bytes`. The sums go through `MmaTiles.epilogue`.
+
+Probed first by hand (tools/gpu/wgmma_probe.py, 2026-12-07): the same
+kernel written in OpenCL C gave 4096² f16 in 0.339 ms on an H100 against
+cuBLAS's 0.190 (0.56x; the `mma.sync` tiles 0.42x on the H200).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type
+from xdsl.ir import SSAValue
+
+from accy.dialects.kernel import AsyncWaitOp, WgmmaOp, WgmmaSyncOp
+from accy.dialects.target import TargetProfile
+from accy.dialects.types import element_bytes
+from accy.passes.kernelization.lowered import LoweredKernel
+from accy.passes.kernelization.mma_tiles import WARP, MmaOperands, MmaTiles, WarpLayout
+from accy.passes.kernelization.register_tiles import Product
+
+#: The work-group's warps as the epilogue sees them, the instruction, the
+#: k a step stages and the buffers of each operand.
+LAYOUT = WarpLayout(8, 1, 16, 256)
+SHAPE = "m64n256k16"
+STEP_K = 64
+STAGES = 4
+#: Bytes of a swizzle atom (8 rows of 128 bytes), and from one 64-column atom of the rhs to the next.
+ATOM = WgmmaOp.ATOM_BYTES
+B_N_ATOM = STEP_K // 8 * ATOM
+
+
+def local_bytes(element_width: int) -> int:
+    """Workgroup memory the kernel stages in."""
+    return STAGES * (LAYOUT.bm + LAYOUT.bn) * STEP_K * element_width
+
+
+def wgmma_applies(profile: TargetProfile, ops: MmaOperands) -> bool:
+    """Whether the warpgroup tiles build `ops` on `profile`: "sm90", 16-bit
+    operands staged by async copies, and room for the work-group."""
+    return (
+        profile.mma == "sm90"
+        and ops.pairs
+        and ops.copy_a is not None
+        and ops.copy_b is not None
+        and profile.max_work_group_size >= LAYOUT.threads
+        and local_bytes(element_bytes(ops.element)) <= profile.local_capacity
+    )
+
+
+class WgmmaTiles(MmaTiles):
+    """The kernel on `p`'s builder (module docstring): `MmaTiles`'s copies,
+    slots and epilogue over swizzled buffers and warpgroup instructions."""
+
+    def __init__(self, p: Product, ops: MmaOperands) -> None:
+        kb = p.kb
+        self.p, self.ops, self.kb, self.lay = p, ops, kb, LAYOUT
+        self.copies, self.stages, self.bk = True, STAGES, STEP_K
+        self.row = WgmmaOp.ROW_BYTES // element_bytes(ops.element)  # elements of a staged row
+        self.a_size, self.b_size = LAYOUT.bm * STEP_K, STEP_K * LAYOUT.bn
+        self.a_tile = kb.local_array(STAGES * self.a_size, ops.element, workgroup=True, alignment=ATOM)
+        self.b_tile = kb.local_array(STAGES * self.b_size, ops.element, workgroup=True, alignment=ATOM)
+        self.lane, self.warp = kb.local_id("x"), kb.local_id("y")
+        self.g, self.t = kb.div(self.lane, 4), kb.rem(self.lane, 4)
+        self.wm, self.wn = kb.mul(self.warp, LAYOUT.wm), kb.idx(0)
+        self.n0, self.m0 = kb.mul(kb.group_id("x"), LAYOUT.bn), kb.mul(kb.group_id("y"), LAYOUT.bm)
+        self.bc = kb.delinearize(kb.group_id("z"), p.batch_shape)
+        self.flat = kb.add(kb.mul(self.warp, WARP), self.lane)
+        # The warpgroup's first row of the lhs block: 64 rows of 128 bytes on for the second.
+        self.a_group = kb.mul(kb.div(self.warp, 4), 64 * self.row)
+        self.acc_zero = kb.const(0.0, Float32Type())
+
+    def kernel(self) -> LoweredKernel:
+        kb, p = self.kb, self.p
+        for s in range(STAGES - 2):  # steps 0 .. STAGES - 3 in flight
+            self.issue(kb.idx(s * STEP_K), kb.idx(s))
+        accs = kb.for_(0, p.K, STEP_K, [self.acc_zero] * (LAYOUT.bn // 2), self._step)
+        kb.op(WgmmaSyncOp("wait", 0))
+        kb.op(AsyncWaitOp(0))  # nothing in flight past the kernel's end (copies of steps past K)
+        return self.epilogue(accs)
+
+    def _step(self, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+        """One staged step at k, in buffer (k / 64) % STAGES (module docstring)."""
+        kb = self.kb
+        kb.op(AsyncWaitOp(STAGES - 3))
+        kb.op(WgmmaSyncOp("proxy"))
+        kb.barrier()
+        step = kb.div(k, STEP_K)
+        cur = kb.rem(step, STAGES)
+        a_at = kb.add(kb.mul(cur, self.a_size), self.a_group)
+        b_at = kb.mul(cur, self.b_size)
+        kb.op(WgmmaSyncOp("fence"))
+        for j in range(STEP_K // 16):
+            acc = list(kb.op(WgmmaOp(SHAPE, self.a_tile, a_at, self.b_tile, b_at, acc, j, ATOM, ATOM, B_N_ATOM)).results)
+        kb.op(WgmmaSyncOp("commit"))
+        kb.op(WgmmaSyncOp("wait", 1))
+        self.issue(kb.add(k, (STAGES - 2) * STEP_K), kb.rem(kb.add(step, STAGES - 2), STAGES))
+        return acc
+
+    def _local(self, lhs: bool, row: SSAValue, col: SSAValue, offsets: tuple[SSAValue, SSAValue]) -> tuple[SSAValue, SSAValue]:
+        """A slot's swizzled place (`row`, `col` a multiple of 8): the lhs's
+        [m][k] rows of 64 k; the rhs's [k][n] in atoms of 8 k by 64 n, the 8
+        k atoms of one 64 n consecutive."""
+        kb, r = self.kb, self.row
+        if lhs:
+            line, chunk, at = row, kb.div(col, 8), kb.mul(row, r)
+        else:
+            line = kb.rem(row, 8)
+            chunk = kb.div(kb.rem(col, 64), 8)
+            at = kb.add(kb.mul(kb.div(col, 64), B_N_ATOM // element_bytes(self.ops.element)), kb.mul(row, r))
+        swizzled = kb.val(arith.XOrIOp(chunk, kb.rem(line, 8)))
+        tile, off = (self.a_tile, offsets[0]) if lhs else (self.b_tile, offsets[1])
+        return tile, kb.add(off, kb.add(at, kb.mul(swizzled, 8)))
