@@ -51,6 +51,7 @@ This module reads IR only; it never imports the runtime.
 from __future__ import annotations
 
 import math
+import re
 import struct
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -382,6 +383,7 @@ _SIGNED_OF_BITS = {8: "char", 16: "short", 32: "int", 64: "long"}
 #: the start address, leading and stride byte offsets (16-byte units), the
 #: 128-byte swizzle.
 _WGMMA_DESC = "accy_wgmma_desc"
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _WGMMA_DESC_TEXT = """static inline ulong accy_wgmma_desc(uint address, uint lead, uint stride) {
   return (ulong)((address & 0x3FFFF) >> 4) | ((ulong)(lead & 0x3FFF) << 16) | ((ulong)(stride & 0x3FFF) << 32) | (1UL << 62);
 }"""
@@ -822,8 +824,12 @@ class _KernelEmitter:
         if not self.ptx:
             raise self.fail(op, "wgmma is printed for a target with mma = \"sm90\" only")
         self.helpers.setdefault(_WGMMA_DESC, _WGMMA_DESC_TEXT)
-        names = [self.fresh("v") for _ in op.d]
-        self.line(f"float {', '.join(f'{n} = {self.get(c)}' for n, c in zip(names, op.c, strict=True))};")
+        incoming = [self.get(c) for c in op.c]
+        if all(c.has_one_use() and _IDENTIFIER.fullmatch(n) for c, n in zip(op.c, incoming, strict=True)):
+            names = incoming  # in place: no copy of an accumulator another wgmma may still be writing
+        else:
+            names = [self.fresh("v") for _ in op.d]
+            self.line(f"float {', '.join(f'{n} = {c}' for n, c in zip(names, incoming, strict=True))};")
         self.names.update(zip(op.d, names, strict=True))
         a_start, b_start = op.starts()
         width = {Float16Type: "f16", BFloat16Type: "bf16"}[type(op.element)]
