@@ -84,7 +84,8 @@ once (which every wait finds complete); the LLVM backend declines them (it
 has no workgroup memory). The bounds verifier proves the destination, and
 the source under `valid`, in bounds and both aligned.
 
-`accy_kernel.wgmma` is Hopper's `wgmma.mma_async.sync.aligned` m64nNk16
+`accy_kernel.wgmma` is Hopper's `wgmma.mma_async.sync.aligned` m64nNk16 (N
+256, 128 or 64)
 (f16 or bf16 operands, f32 accumulators), a collective of a warpgroup (four
 consecutive warps, 128 consecutive flat local ids, the first a multiple of
 128): D = A x B + C for A 64 x 16 and B 16 x N in workgroup memory,
@@ -527,7 +528,7 @@ class AsyncWaitOp(IRDLOperation):
 
 
 #: The shapes of `accy_kernel.wgmma`: N by name.
-WGMMA_N = {"m64n256k16": 256, "m64n128k16": 128}
+WGMMA_N = {"m64n256k16": 256, "m64n128k16": 128, "m64n64k16": 64}
 
 
 @irdl_op_definition

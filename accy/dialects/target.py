@@ -52,11 +52,12 @@ tuned) sizes compiles with them.
   TF32 for f32, printed as inline PTX by the OpenCL C backend; compute
   capability 8.0 or later), "sm90" (all of sm80, and f16/bf16 dots whose
   operands async copies stage on Hopper's warpgroup `wgmma`, which the
-  runtime builds for sm_90a; compute capability 9.0) or "emulate" (the
-  same kernels with each matrix
-  instruction done by the warp's work-items through local memory: any
-  GPU-profile device runs them, to test the lowering where no tensor core
-  is). The OpenCL runtime sets "sm80" on an NVIDIA device of compute
+  runtime builds for sm_90a; compute capability 9.0), "emulate" (the
+  sm80 kernels with each matrix instruction done by the warp's work-items
+  through local memory: any GPU-profile device runs them, to test the
+  lowering where no tensor core is) or "emulate-sm90" (so for the sm90
+  kernels: each work-item sums its own accumulators from the swizzled
+  tiles as the instruction reads them). The OpenCL runtime sets "sm80" on an NVIDIA device of compute
   capability 8 or more whose driver builds a probe kernel of inline
   `mma.sync`, "sm90" where the device is of 9.0 and a probe `wgmma`
   built for sm_90a runs right too; a module may set it or clear it (`mma = ""`).
@@ -121,7 +122,7 @@ TARGET_KEY = "accy.target"
 PROFILES = ("cpu", "gpu")
 FORMATS = ("opencl-c", "llvm-ir")
 MATH_TIERS = ("exact", "fast")
-MMA_KINDS = ("", "sm80", "sm90", "emulate")
+MMA_KINDS = ("", "sm80", "sm90", "emulate", "emulate-sm90")
 
 #: Tile and work-group sizes of the lowerings (module docstring).
 TUNING_FIELDS = (

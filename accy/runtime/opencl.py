@@ -199,7 +199,7 @@ WGMMA_PROBE = (
   for (uint e = i; e < 64 * 64; e += 128) a[e] = 0x3C00;  /* f16 ones */
   for (uint e = i; e < 16 * 64; e += 128) {  /* row k of b: k in the 8 n of its chunk 0, swizzled to k % 8 */
     uint k = e / 64, n = e % 64;
-    vstore_half(n / 8 == k % 8 ? (float)k : 0.0f, 0, (half*)&b[e]);
+    vstore_half(n / 8 == k % 8 ? (float)k : 0.0f, 0, (__local half*)&b[e]);
   }
   asm volatile("MARKfence.proxy.async.shared::cta;" ::: "memory");
   barrier(CLK_LOCAL_MEM_FENCE);

@@ -45,7 +45,7 @@ def tensor_core_device(kind: str) -> ProfiledDevice | OpenCLDevice:
         pytest.skip("no OpenCL device")
     if kind == "emulate":
         return emulating()
-    if kind == "emulate-deep":
+    if kind in ("emulate-deep", "emulate-sm90"):
         return emulating_deep()
     device = nvidia(kind)
     if device is None:

@@ -384,6 +384,24 @@ _SIGNED_OF_BITS = {8: "char", 16: "short", 32: "int", 64: "long"}
 #: 128-byte swizzle.
 _WGMMA_DESC = "accy_wgmma_desc"
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+#: The emulated wgmma's 16 products of one accumulator: A's row `row` and
+#: B's column `col` read where the 128-byte swizzle puts them (the address's
+#: bits 4-6 XOR its bits 7-9, atoms 1024-byte aligned), from the tiles'
+#: atom-aligned starts `a` and `b` plus the k step's bytes (`a_at`, `b_at`).
+_WGMMA_EMULATED = """static inline float {name}(__local const ushort* a, uint a_at, uint a_atom, __local const ushort* b,
+    uint b_at, uint b_k_atom, uint b_n_atom, uint row, uint col) {{
+  float sum = 0.0f;
+  for (uint k = 0; k < 16; k++) {{
+    uint ao = a_at + (row / 8) * a_atom + (row % 8) * 128 + 2 * k;
+    uint bo = b_at + (col / 64) * b_n_atom + (k / 8) * b_k_atom + (k % 8) * 128 + 2 * (col % 64);
+    ao ^= (ao >> 3) & 0x70;
+    bo ^= (bo >> 3) & 0x70;
+    sum += {load_a} * {load_b};
+  }}
+  return sum;
+}}"""
+#: How the emulated wgmma reads element i of 16-bit tile p as f32.
+_WGMMA_LOADS = {"f16": "vload_half({i}, (__local const half*){p})", "bf16": "as_float((uint){p}[{i}] << 16)"}
 _WGMMA_DESC_TEXT = """static inline ulong accy_wgmma_desc(uint address, uint lead, uint stride) {
   return (ulong)((address & 0x3FFFF) >> 4) | ((ulong)(lead & 0x3FFF) << 16) | ((ulong)(stride & 0x3FFF) << 32) | (1UL << 62);
 }"""
@@ -822,7 +840,7 @@ class _KernelEmitter:
         (n-contiguous), the scale of D a predicate set true."""
         assert isinstance(op, WgmmaOp)
         if not self.ptx:
-            raise self.fail(op, "wgmma is printed for a target with mma = \"sm90\" only")
+            return self._emulated_wgmma(op)
         self.helpers.setdefault(_WGMMA_DESC, _WGMMA_DESC_TEXT)
         incoming = [self.get(c) for c in op.c]
         if all(c.has_one_use() and _IDENTIFIER.fullmatch(n) for c, n in zip(op.c, incoming, strict=True)):
@@ -850,11 +868,39 @@ class _KernelEmitter:
             f'"l"({descs[0]}), "l"({descs[1]}), "r"(1) : "memory");'
         )
 
+    def _emulated_wgmma(self, op: WgmmaOp) -> None:
+        """`accy_kernel.wgmma` done by each work-item: its accumulators (warp
+        w of the warpgroup rows 16w + g and + 8, columns 8j + 2t and + 1)
+        each plus 16 products read from the tiles where the instruction's
+        descriptors point (`_WGMMA_EMULATED`), at once."""
+        kind = "bf16" if isinstance(op.element, BFloat16Type) else "f16"
+        name = f"accy_wgmma_dot_{kind}"
+        load = _WGMMA_LOADS[kind]
+        loads = {"load_a": load.format(p="a", i="ao / 2"), "load_b": load.format(p="b", i="bo / 2")}
+        self.helpers.setdefault(name, _WGMMA_EMULATED.format(name=name, **loads))
+        a_start, b_start = op.starts()
+        lane = self.fresh("wl")
+        self.line(
+            f"const uint {lane} = (uint)((get_local_id(0) + get_local_size(0) * (get_local_id(1) + "
+            f"get_local_size(1) * get_local_id(2))) % 128);"
+        )
+        a = f"(__local const ushort*)({self.get(op.a_tile)} + {self.get(op.a_index)})"
+        b = f"(__local const ushort*)({self.get(op.b_tile)} + {self.get(op.b_index)})"
+        names = [self.fresh("v") for _ in op.d]
+        for i, (name_i, c) in enumerate(zip(names, op.c, strict=True)):
+            j, e = divmod(i, 4)
+            row = f"16 * ({lane} / 32) + ({lane} % 32) / 4 + {8 * (e // 2)}"
+            col = f"{8 * j} + 2 * ({lane} % 4) + {e % 2}"
+            self.line(
+                f"float {name_i} = {self.get(c)} + {name}({a}, {a_start}, {op.a_atom.value.data}, {b}, {b_start}, "
+                f"{op.b_k_atom.value.data}, {op.b_n_atom.value.data}, {row}, {col});"
+            )
+        self.names.update(zip(op.d, names, strict=True))
+
     def wgmma_sync(self, op: Operation) -> None:
         assert isinstance(op, WgmmaSyncOp)
-        if not self.ptx:
-            raise self.fail(op, "wgmma_sync is printed for a target with mma = \"sm90\" only")
-        self.line(f'asm volatile("{WGMMA_MARK}{op.ptx}" ::: "memory");')
+        if self.ptx:  # emulated, a wgmma is done at once and its operands read as any load
+            self.line(f'asm volatile("{WGMMA_MARK}{op.ptx}" ::: "memory");')
 
     def shuffle_xor(self, op: Operation) -> None:
         """`accy_kernel.shuffle_xor`: with `ptx`, `shfl.sync.bfly.b32` over

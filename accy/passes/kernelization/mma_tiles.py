@@ -202,7 +202,7 @@ def local_bytes(config: TileConfig, element: Attribute, emulated: bool, copies: 
 
 def config_for(profile: TargetProfile, element: Attribute, copies: bool) -> TileConfig | None:
     """The configuration of the kernel on `profile` (`CONFIGS`), or None where none fits."""
-    emulated = profile.mma == "emulate"
+    emulated = profile.mma.startswith("emulate")
     candidates = CONFIGS[element_bytes(element)]
     for config in candidates if copies else candidates[-1:]:
         fits_group = profile.max_work_group_size >= config.layout.threads
@@ -234,7 +234,7 @@ class MmaTiles:
         self.a_tile = kb.local_array(self.stages * self.a_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)
         self.b_tile = kb.local_array(self.stages * self.b_size, ops.element, workgroup=True, alignment=VECTOR_BYTES)
         self.a_off, self.b_off = kb.idx(0), kb.idx(0)
-        self.emulated = kb.profile.mma == "emulate"
+        self.emulated = kb.profile.mma.startswith("emulate")
         if self.emulated:
             x_a, x_b = exchange_elements(ops.shape, lay.warps, lay.mt, lay.nt)
             exchange = (kb.local_array(x_a, ops.element, workgroup=True), kb.local_array(x_b, ops.element, workgroup=True))

@@ -1,5 +1,7 @@
 """Warpgroup tensor-core tiles of a GPU product (Hopper's `wgmma`), for a
-target whose `mma` is "sm90": f16 or bf16 operands that async copies stage
+target whose `mma` is "sm90" (or "emulate-sm90": the same kernel, each
+work-item summing its accumulators from the swizzled tiles itself, so any
+GPU-profile device tests the lowering): f16 or bf16 operands that async copies stage
 (both operands buffers of aligned 16-byte vectors along k of the lhs and n
 of the rhs: `MmaOperands.copy_a`, `copy_b`), f32 accumulators.
 
@@ -40,10 +42,12 @@ from accy.passes.kernelization.lowered import LoweredKernel
 from accy.passes.kernelization.mma_tiles import WARP, MmaOperands, MmaTiles, WarpLayout
 from accy.passes.kernelization.register_tiles import Product
 
-#: The work-group's warps as the epilogue sees them, the instruction, the
-#: k a step stages and the buffers of each operand.
+#: The work-group's warps as the epilogue sees them (16 rows of the block's
+#: 256 columns a warp), the k a step stages and the buffers of each operand.
 LAYOUT = WarpLayout(8, 1, 16, 256)
-SHAPE = "m64n256k16"
+#: Emulated, blocks of 128 x 64 (m64n64k16): 32 sums a work-item, where 128
+#: overflowed the stack of PoCL's work-group threads and took minutes to build.
+EMULATED_LAYOUT = WarpLayout(8, 1, 16, 64)
 STEP_K = 64
 STAGES = 4
 #: Bytes of a swizzle atom (8 rows of 128 bytes), and from one 64-column atom of the rhs to the next.
@@ -51,22 +55,26 @@ ATOM = WgmmaOp.ATOM_BYTES
 B_N_ATOM = STEP_K // 8 * ATOM
 
 
-def local_bytes(element_width: int) -> int:
+def local_bytes(element_width: int, layout: WarpLayout = LAYOUT) -> int:
     """Workgroup memory the kernel stages in."""
-    return STAGES * (LAYOUT.bm + LAYOUT.bn) * STEP_K * element_width
+    return STAGES * (layout.bm + layout.bn) * STEP_K * element_width
 
 
 def wgmma_applies(profile: TargetProfile, ops: MmaOperands) -> bool:
     """Whether the warpgroup tiles build `ops` on `profile`: "sm90", 16-bit
     operands staged by async copies, and room for the work-group."""
     return (
-        profile.mma == "sm90"
+        profile.mma in ("sm90", "emulate-sm90")
         and ops.pairs
         and ops.copy_a is not None
         and ops.copy_b is not None
         and profile.max_work_group_size >= LAYOUT.threads
-        and local_bytes(element_bytes(ops.element)) <= profile.local_capacity
+        and local_bytes(element_bytes(ops.element), _layout(profile)) <= profile.local_capacity
     )
+
+
+def _layout(profile: TargetProfile) -> WarpLayout:
+    return EMULATED_LAYOUT if profile.mma == "emulate-sm90" else LAYOUT
 
 
 class WgmmaTiles(MmaTiles):
@@ -75,16 +83,18 @@ class WgmmaTiles(MmaTiles):
 
     def __init__(self, p: Product, ops: MmaOperands) -> None:
         kb = p.kb
-        self.p, self.ops, self.kb, self.lay = p, ops, kb, LAYOUT
+        self.p, self.ops, self.kb, self.lay = p, ops, kb, _layout(kb.profile)
+        lay = self.lay
+        self.shape = f"m64n{lay.bn}k16"
         self.copies, self.stages, self.bk = True, STAGES, STEP_K
         self.row = WgmmaOp.ROW_BYTES // element_bytes(ops.element)  # elements of a staged row
-        self.a_size, self.b_size = LAYOUT.bm * STEP_K, STEP_K * LAYOUT.bn
+        self.a_size, self.b_size = lay.bm * STEP_K, STEP_K * lay.bn
         self.a_tile = kb.local_array(STAGES * self.a_size, ops.element, workgroup=True, alignment=ATOM)
         self.b_tile = kb.local_array(STAGES * self.b_size, ops.element, workgroup=True, alignment=ATOM)
         self.lane, self.warp = kb.local_id("x"), kb.local_id("y")
         self.g, self.t = kb.div(self.lane, 4), kb.rem(self.lane, 4)
-        self.wm, self.wn = kb.mul(self.warp, LAYOUT.wm), kb.idx(0)
-        self.n0, self.m0 = kb.mul(kb.group_id("x"), LAYOUT.bn), kb.mul(kb.group_id("y"), LAYOUT.bm)
+        self.wm, self.wn = kb.mul(self.warp, lay.wm), kb.idx(0)
+        self.n0, self.m0 = kb.mul(kb.group_id("x"), lay.bn), kb.mul(kb.group_id("y"), lay.bm)
         self.bc = kb.delinearize(kb.group_id("z"), p.batch_shape)
         self.flat = kb.add(kb.mul(self.warp, WARP), self.lane)
         # The warpgroup's first row of the lhs block: 64 rows of 128 bytes on for the second.
@@ -95,7 +105,7 @@ class WgmmaTiles(MmaTiles):
         kb, p = self.kb, self.p
         for s in range(STAGES - 2):  # steps 0 .. STAGES - 3 in flight
             self.issue(kb.idx(s * STEP_K), kb.idx(s))
-        accs = kb.for_(0, p.K, STEP_K, [self.acc_zero] * (LAYOUT.bn // 2), self._step)
+        accs = kb.for_(0, p.K, STEP_K, [self.acc_zero] * (self.lay.bn // 2), self._step)
         kb.op(WgmmaSyncOp("wait", 0))
         kb.op(AsyncWaitOp(0))  # nothing in flight past the kernel's end (copies of steps past K)
         return self.epilogue(accs)
@@ -112,7 +122,7 @@ class WgmmaTiles(MmaTiles):
         b_at = kb.mul(cur, self.b_size)
         kb.op(WgmmaSyncOp("fence"))
         for j in range(STEP_K // 16):
-            acc = list(kb.op(WgmmaOp(SHAPE, self.a_tile, a_at, self.b_tile, b_at, acc, j, ATOM, ATOM, B_N_ATOM)).results)
+            acc = list(kb.op(WgmmaOp(self.shape, self.a_tile, a_at, self.b_tile, b_at, acc, j, ATOM, ATOM, B_N_ATOM)).results)
         kb.op(WgmmaSyncOp("commit"))
         kb.op(WgmmaSyncOp("wait", 1))
         self.issue(kb.add(k, (STAGES - 2) * STEP_K), kb.rem(kb.add(step, STAGES - 2), STAGES))
