@@ -109,7 +109,7 @@ since the last commit form a group) and "wait" {pending = n}
 the results d of the others are final, their operands free). NVIDIA's
 OpenCL compiles for `.target sm_90`, whose ptxas refuses these
 instructions: the OpenCL C backend prints each as a marked PTX comment
-(`WGMMA_MARK`), and the runtime uncomments them in the compiled PTX and
+(`WGMMA_MARK`, accy/backends/opencl/format.py), and the runtime uncomments them in the compiled PTX and
 builds it for sm_90a (docs/runtime.md). Only where the target's `mma` is
 "sm90"; the bounds verifier proves each operand's span in bounds; the LLVM
 backend declines them.
@@ -192,7 +192,6 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from accy.backends.opencl.format import WGMMA_MARK
 from accy.dialects.alignment import ARGUMENT_ACCESS_BYTES, BUFFER_ALIGN_BYTES
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.types import element_bytes
@@ -787,7 +786,6 @@ __all__ = [
     "VCastOp",
     "VCmpOp",
     "VSelectOp",
-    "WGMMA_MARK",
     "WGMMA_N",
     "WORK_ITEM_OPS",
     "WgmmaOp",

@@ -79,11 +79,11 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from accy.backends import kernels as backend_kernels
 from accy.backends.kernels import written_arguments
+from accy.backends.opencl.format import WGMMA_MARK
 from accy.dialects.dense import bf16_bits
 from accy.dialects.host import AddressSpace, AddressSpaceAttr
 from accy.dialects.kernel import (
     ASYNC_COPY_BYTES,
-    WGMMA_MARK,
     AsyncCopyOp,
     AsyncWaitOp,
     LdMatrixOp,
