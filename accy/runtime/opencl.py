@@ -242,7 +242,7 @@ def mma_of_device(device: cl.Device) -> str:
         return ""
     key = _device_key(device)
     if key not in _mma_probed:
-        _mma_probed[key] = _probe_mma(device)
+        _mma_probed[key] = _probe_mma(device, capability)
     return _mma_probed[key]
 
 
@@ -282,14 +282,13 @@ def _run_probe(device: cl.Device, source: str, kernel: str, out: np.ndarray) -> 
     return out
 
 
-def _probe_mma(device: cl.Device) -> str:
+def _probe_mma(device: cl.Device, capability: tuple[int, int]) -> str:
     """Builds and runs `MMA_PROBE` on one warp and, on a GPU of compute
     capability 9.0, `WGMMA_PROBE` on one warpgroup: "sm90" or "sm80" as far
     as every work-item got its 4 · 120, else "" (and one remark why)."""
     if not _probe_runs(device, MMA_PROBE, "accy_mma_probe", 32, "inline PTX mma.sync", "GPU dots run on SIMT register tiles"):
         return ""
-    capability = _nvidia_capability(device)
-    if capability is None or capability[0] != 9:
+    if capability[0] != 9:
         return "sm80"
     wgmma = _probe_runs(device, WGMMA_PROBE, "accy_wgmma_probe", 128, "wgmma built for sm_90a", "GPU dots run on mma.sync tiles")
     return "sm90" if wgmma else "sm80"

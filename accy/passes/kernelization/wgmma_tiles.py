@@ -136,11 +136,10 @@ class WgmmaTiles(MmaTiles):
         k atoms of one 64 n consecutive."""
         kb, r = self.kb, self.row
         if lhs:
-            line, chunk, at = row, kb.div(col, 8), kb.mul(row, r)
+            chunk, at = kb.div(col, 8), kb.mul(row, r)
         else:
-            line = kb.rem(row, 8)
             chunk = kb.div(kb.rem(col, 64), 8)
             at = kb.add(kb.mul(kb.div(col, 64), B_N_ATOM // element_bytes(self.ops.element)), kb.mul(row, r))
-        swizzled = kb.val(arith.XOrIOp(chunk, kb.rem(line, 8)))
+        swizzled = kb.val(arith.XOrIOp(chunk, kb.rem(row, 8)))
         tile, off = (self.a_tile, offsets[0]) if lhs else (self.b_tile, offsets[1])
         return tile, kb.add(off, kb.add(at, kb.mul(swizzled, 8)))
