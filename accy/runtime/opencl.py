@@ -207,11 +207,8 @@ WGMMA_PROBE = (
   ulong db = (ulong)(((uint)(ulong)b & 0x3FFFF) >> 4) | ((ulong)512 << 16) | ((ulong)64 << 32) | (1UL << 62);
   float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
   asm volatile("MARKwgmma.fence.sync.aligned;" ::: "memory");
-  asm volatile("{
-.reg .pred p;
-setp.ne.b32 p, %6, 0;
-MARKwgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, %4, %5, p, 1, 1, 0, 1;
-}"
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+    "MARKwgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, %4, %5, p, 1, 1, 0, 1;\n}"
     : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "l"(da), "l"(db), "r"(1) : "memory");
   asm volatile("MARKwgmma.commit_group.sync.aligned;" ::: "memory");
   asm volatile("MARKwgmma.wait_group.sync.aligned 0;" ::: "memory");

@@ -295,6 +295,8 @@ def test_the_device_probes_are_opencl_c_that_builds(name: str) -> None:
 
     if not ocl.opencl_devices():
         pytest.skip("no OpenCL device")
+    for line in getattr(ocl, name).splitlines():  # a C string literal ends on its line (the wgmma probe's asm once did not)
+        assert len(re.findall(r'(?<!\\)"', line)) % 2 == 0, line
     source = re.sub(r"asm volatile\((.|\n)*?\);", ";", getattr(ocl, name))
     assert "asm" not in source
     cl.Program(cl.Context([ocl.opencl_devices()[0]]), source).build()
