@@ -77,6 +77,7 @@ IR only; it never imports the runtime.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -265,16 +266,23 @@ LIBM_FUNCTIONS = frozenset({
     "atanh", "atan2",
 })  # fmt: skip
 MATH_FUNCTIONS = frozenset(MATH_INTRINSICS) | LIBM_FUNCTIONS | {"rsqrt"}
+#: A kernel computing one math function of one type at this many sites calls
+#: one function of the module for it (`emit_math`'s `shared`): fewer sites
+#: stay inlined, as a loop body's one or two do.
+SHARED_MATH_SITES = 3
 
 
-def emit_math(builder: ir.IRBuilder, op_name: str, value: ir.Value, tier: str, *more: ir.Value) -> ir.Value:
+def emit_math(
+    builder: ir.IRBuilder, op_name: str, value: ir.Value, tier: str, *more: ir.Value, shared: bool = False
+) -> ir.Value:
     """`op_name(value, *more)` (a name of `MATH_FUNCTIONS`; `more` holds the
     other operands of pow, atan2, copysign and fma) on a scalar or a vector,
     under the math tier `tier` ("exact" or "fast").
 
     float32 exp, log, tanh, erf, sin and cos, scalar or vector, are
     `vector_math`'s inlined polynomials (vectorised; the tier picks the
-    accuracy, `vector_math.ERROR_BOUNDS`). Other types and functions call
+    accuracy, `vector_math.ERROR_BOUNDS`; `shared`: as one function of the
+    module that each site calls, `vector_math.emit`). Other types and functions call
     LLVM's intrinsics, which the code generator turns into scalar libm calls
     per lane where the CPU has no instruction, and libm for the functions
     LLVM has no intrinsic for."""
@@ -284,10 +292,11 @@ def emit_math(builder: ir.IRBuilder, op_name: str, value: ir.Value, tier: str, *
         # In float: LLVM promotes some half intrinsics (fma) to double, and
         # rounding double to half is a compiler-rt call the JIT cannot resolve.
         wide = ir.VectorType(ir.FloatType(), value.type.count) if isinstance(value.type, ir.VectorType) else ir.FloatType()
-        result = emit_math(builder, op_name, builder.fpext(value, wide), tier, *(builder.fpext(m, wide) for m in more))
+        wider = (builder.fpext(m, wide) for m in more)
+        result = emit_math(builder, op_name, builder.fpext(value, wide), tier, *wider, shared=shared)
         return builder.fptrunc(result, value.type)
     if op_name in vector_math.FUNCTIONS and isinstance(element, ir.FloatType) and not more:
-        return vector_math.emit(builder, op_name, value, tier)
+        return vector_math.emit(builder, op_name, value, tier, shared)
     if op_name in MATH_INTRINSICS:
         return intrinsic(builder, MATH_INTRINSICS[op_name], args)
     if op_name == "rsqrt":
@@ -391,6 +400,8 @@ class _KernelEmitter:
         self.target = target
         self.values: dict[SSAValue, ir.Value] = {}
         self.memories: dict[SSAValue, _Memory] = {}
+        sites = Counter((op.name, op.results[0].type) for op in func.walk() if type(op) in backend_kernels.MATH_CALLS)
+        self.shared_math = {site for site, count in sites.items() if count >= SHARED_MATH_SITES}
 
     # -- helpers -------------------------------------------------------
 
@@ -603,7 +614,8 @@ class _KernelEmitter:
 
     def math(self, op: Operation, name: str) -> None:
         args = [self.get(v) for v in op.operands]
-        self.set(op, emit_math(self.builder, name, args[0], self.tier, *args[1:]))
+        shared = (op.name, op.results[0].type) in self.shared_math
+        self.set(op, emit_math(self.builder, name, args[0], self.tier, *args[1:], shared=shared))
 
     def absi(self, op: Operation) -> None:
         x = self.get(op.operands[0])
