@@ -25,7 +25,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import xdsl.irdl.operations as _operations
+from accy.dialects import class_code
+
+class_code.install()  # before xDSL's classes are made: their dataclass methods from the bundle
+
+import xdsl.irdl.operations as _operations  # noqa: E402
 
 _installed = False
 
