@@ -59,9 +59,9 @@ tuned) sizes compiles with them.
   kernels: each work-item sums its own accumulators from the swizzled
   tiles as the instruction reads them). The OpenCL runtime sets "sm80" on an NVIDIA device of compute
   capability 8 or more whose driver builds a probe kernel of inline
-  `mma.sync`; a module may set it or clear it (`mma = ""`), and set
-  "sm90" where the device is of 9.0 and a probe `wgmma` built for sm_90a
-  runs right too (not yet a device's default: `opencl.STATED_MMA`).
+  `mma.sync`, and "sm90" where the device is of 9.0 and a probe `wgmma`
+  built for sm_90a runs right too; a module may set either (where the
+  device has it) or clear it (`mma = ""`).
 - tile and work-group sizes (`TUNING_FIELDS`), the shapes lowerings give
   their kernels; each is at most what it says, lowerings take the largest
   power of two within it and the device's `max_work_group_size` where a

@@ -216,12 +216,6 @@ WGMMA_PROBE = (
 }
 """
 ).replace("MARK", WGMMA_MARK)
-#: What a device's own profile states for what it has (`mma_of_device`):
-#: the wgmma tiles run where a module's target asks for them (`mma =
-#: "sm90"`) and are not a device's default until their kernels, built by
-#: the lowering, have run on a card (issue 23; the hand-written probe of the
-#: same kernel has, tools/gpu/wgmma_probe.py).
-STATED_MMA = {"sm90": "sm80"}
 #: Results of `mma_of_device` by device (platform, name, driver).
 _mma_probed: dict[tuple[str, str, str], str] = {}
 
@@ -380,7 +374,7 @@ def profile_of_device(device: cl.Device, math_tier: str = "exact", tensor_cores:
         vector_width=preferred_vector_width(device),
         fp16="cl_khr_fp16" in extensions,
         fp64="cl_khr_fp64" in extensions,
-        mma=STATED_MMA.get(has := mma_of_device(device), has) if not is_cpu and tensor_cores else "",
+        mma=mma_of_device(device) if not is_cpu and tensor_cores else "",
         static_local_bytes=0 if is_cpu else static_local_limit(device),
     )
 

@@ -27,8 +27,8 @@ of the rhs: `MmaOperands.copy_a`, `copy_b`), f32 accumulators.
 Probed first by hand (tools/gpu/wgmma_probe.py, 2026-12-07): the same
 kernel written in OpenCL C gave 4096² f16 in 0.339 ms on an H100 against
 cuBLAS's 0.190 (0.56x; the `mma.sync` tiles 0.455 ms, 0.41x, on the same
-card). The lowering's own kernel has built for sm_90a on the H100 but not
-yet run there: no device states "sm90" by itself (`opencl.STATED_MMA`).
+card). The lowering's own kernel: all of test_mma_dot's sm90 cases pass on
+an H100, and 4096² f16 takes 0.301 ms there (0.61x cuBLAS; docs/kernel-notes.md).
 """
 
 from __future__ import annotations
