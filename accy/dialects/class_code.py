@@ -16,7 +16,7 @@ and the runtime's `__init__` call it) gives the `dataclasses` module an
 `exec` of its own: a source text that a dataclass of an `xdsl.` or `accy.`
 module makes is compiled once per text (`compile(text, "<string>",
 "exec")`, what `exec` of a string does) and kept by its digest; any other
-`exec` is the builtin's. The first such call reads the bundle of code
+`exec` is the builtin's (no future feature of this module's: `dont_inherit`). The first such call reads the bundle of code
 objects an earlier process wrote (`BUNDLE`, in this package's `__pycache__`,
 one per bytecode version); at exit a process that compiled new texts
 writes the bundle again with them, unless Python writes no bytecode
@@ -87,7 +87,8 @@ def _code(source: str) -> types.CodeType:
         _used.add(digest)
         code = _codes.get(digest)
         if code is None:
-            code = _codes[digest] = compile(source, "<string>", "exec")
+            # As `exec` of the text in `dataclasses` (no future features: not this module's annotations).
+            code = _codes[digest] = compile(source, "<string>", "exec", dont_inherit=True)
             _compiled += 1
         return code
 

@@ -31,6 +31,10 @@ inputs = [rng.standard_normal(s).astype(np.float32) for s in ((8, 32), (32, 64),
 (want,) = accy.compile(program, device="reference")(*inputs)
 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 held = class_code.stats()
+from xdsl.irdl.constraints import AnyOf
+from accy.runtime.schedule import Launch
+for cls in (AnyOf, Launch):  # annotations evaluated as dataclasses' own exec does, not left as its locals' names
+    assert not any(str(a).startswith("_type_") for a in cls.__init__.__annotations__.values()), cls.__init__.__annotations__
 
 @dataclasses.dataclass(frozen=True)
 class Mine:
