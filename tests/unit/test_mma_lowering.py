@@ -271,6 +271,29 @@ def test_sm90_dots_that_copies_do_not_stage_keep_mma_sync(et: str, m: int, n: in
     assert "mma.sync.aligned" in source and "wgmma" not in source
 
 
+def _attention(et: str, target: str, sq: int, sk: int, d: int, causal: bool) -> str:
+    q, k, o = f"tensor<2x{sq}x{d}x{et}>", f"tensor<2x{sk}x{d}x{et}>", f"tensor<2x{sq}x{d}x{et}>"
+    return f"""builtin.module attributes {{accy.target = #accy.target<{target}>}} {{
+func.func @main(%q: {q}, %k: {k}, %v: {k}) -> {o} {{
+  %y = "accy.attention"(%q, %k, %v) <{{scale = 0.125 : f32, causal = {str(causal).lower()}}}> : ({q}, {k}, {k}) -> {o}
+  func.return %y : {o}
+}}
+}}"""
+
+
+@pytest.mark.parametrize(("et", "sq", "sk", "d", "causal"), [("f16", 65, 130, 64, False), ("bf16", 130, 65, 80, True), ("f32", 7, 9, 16, True)])
+def test_sm90_attention_is_the_sm80_kernel(et: str, sq: int, sk: int, d: int, causal: bool) -> None:
+    """A Hopper device states mma = "sm90"; its attention keeps mma.sync:
+    the kernels are the sm80 ones byte for byte (run on the H200 under sm80)."""
+    math = ', math = "fast"' if et == "f32" else ""
+    sources = {
+        kind: emit_opencl(_kernelized(_attention(et, f'{GPU}, mma = "{kind}", static_local_bytes = 231424{math}', sq, sk, d, causal)))
+        for kind in ("sm80", "sm90")
+    }
+    assert "mma.sync.aligned" in sources["sm80"] and "flash_attention" in sources["sm80"]
+    assert sources["sm90"] == sources["sm80"]
+
+
 def test_sm90a_ptx_uncomments_the_marked_lines_and_retargets() -> None:
     from accy.backends.opencl.format import WGMMA_MARK
     from accy.runtime.program_cache import sm90a_ptx
