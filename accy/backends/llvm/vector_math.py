@@ -526,8 +526,9 @@ def emit(builder: ir.IRBuilder, name: str, x: ir.Value, tier: str, shared: bool 
     ``shared``: a call of one internal ``noinline`` function of the module
     (defined at its first such call) instead of the inlined operations, for
     a function a kernel computes at many sites (a register tile's unrolled
-    epilogue: the demo MLP's eight ``erf`` of 16 lanes took LLVM's O3 45 ms
-    inlined, 5 as one function). The same operations, so the same results.
+    epilogue: the demo MLP's dot + gelu kernel, eight ``erf`` of 16 lanes,
+    took LLVM 71 ms inlined, 30 ms with one function). The same operations,
+    so the same results.
     """
     if tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}; expected one of {TIERS}")
