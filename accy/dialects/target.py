@@ -97,7 +97,7 @@ tuned) sizes compiles with them.
     registers (24 with 16 lanes, AVX-512's 32 registers; 12 otherwise);
   - `dot_tile`: edge of a GPU dot's square work-group (`dot_tile`²
     work-items, each a register tile);
-  - `stream_bytes`: a CPU kernel stores an output of at least this many
+  - `stream_bytes`: a CPU scan stores an output of at least this many
     bytes with streaming (non-temporal) vector stores, around the caches:
     an output that large would not stay in them, and a streaming store
     saves the read of each cache line a plain first write costs.

@@ -13,11 +13,11 @@ docs/tuning.md has the table):
 | kind | cpu | gpu |
 |---|---|---|
 | dot_general | `dot_rows` x `dot_vectors` (register tile), `vector_width` | `dot_rows`, `dot_tile`, `mma` |
-| row_pipeline | `vector_width`, `stream_bytes`, `group_size` | `row_threads`, `row_segment` |
+| row_pipeline | `vector_width`, `group_size` | `row_threads`, `row_segment` |
 | flash_attention | `query_rows`, `key_tile`, `vector_width` | `query_rows`, `key_tile` |
 | scan | `vector_width`, `group_size`, `stream_bytes` | `row_threads`, `scan_vectors`, `vector_width` |
 | reduction | `reduce_chunk`, `vector_width`, `group_size` | `reduce_threads`, `reduce_chunk` |
-| elementwise (and shape) | `vector_width`, `group_size`, `stream_bytes` | `group_size`, `vector_width` |
+| elementwise (and shape) | `vector_width`, `group_size` | `group_size`, `vector_width` |
 
 The fields are the module's, not a kernel's: two kernels of a program that
 read one field (every CPU kernel reads `vector_width`) share its value, so
@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from accy.dialects.target import TargetProfile
 from accy.passes.kernelization.register_tiles import ACCUMULATORS, DEFAULT_ACCUMULATORS
 
-SPACE_VERSION = 3  # 2: row_segment; 3: the GPU scan's vector_width
+SPACE_VERSION = 4  # 2: row_segment; 3: the GPU scan's vector_width; 4: stream_bytes only for scans
 
 #: One candidate: the fields it sets (the others keep their current values).
 Candidate = dict[str, int | str]
@@ -87,7 +87,7 @@ def _cpu_dot(p: TargetProfile) -> list[Candidate]:
 
 def _cpu_row_pipeline(p: TargetProfile) -> list[Candidate]:
     # A work-item a row: the work-group size is how rows are dealt out to the threads.
-    return _product(vector_width=_widths(p)[:2], stream_bytes=_streaming(p), group_size=(p.group_size, 8))
+    return _product(vector_width=_widths(p)[:2], group_size=(p.group_size, 8))
 
 
 def _cpu_flash_attention(p: TargetProfile) -> list[Candidate]:
@@ -103,7 +103,7 @@ def _cpu_reduction(p: TargetProfile) -> list[Candidate]:
 
 
 def _cpu_elementwise(p: TargetProfile) -> list[Candidate]:
-    return _product(vector_width=_widths(p), group_size=(16, 64, 256), stream_bytes=_streaming(p)[::2])
+    return _product(vector_width=_widths(p), group_size=(16, 64, 256))
 
 
 # -- GPU ---------------------------------------------------------------------------------

@@ -241,7 +241,7 @@ def test_accy_opt_p_tune_prints_the_tuned_module(tmp_path: Path, monkeypatch: py
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         assert accy.cli.opt.main([str(prog), "-p", "tune{device=llvm budget=1}"]) == 0
     fields = target_fields(parse_module(out.getvalue()))
-    assert fields["profile"] == "cpu" and {"vector_width", "stream_bytes"} <= set(fields)
+    assert fields["profile"] == "cpu" and {"vector_width", "group_size"} <= set(fields)
     assert "accy-opt: tune row_pipeline" in err.getvalue()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as bad:
         assert accy.cli.opt.main([str(prog), "-p", "tune{budget=0}"]) != 0

@@ -22,8 +22,8 @@ time. No barriers. When an output is computed from the operand of a
 last-level reduction and that operand costs library math (softmax's
 exp(x - max)), the reduction's pass stores the operand into the output's row
 and the write pass reads it back from there (`_stash`): exp once per
-element, not twice, and the row is still in the cache. That output is then
-written by streaming stores when it is large (`KernelBuilder.streams`).
+element, not twice, and the row is still in the cache, where the write
+pass's plain stores find it (no streaming stores: docs/kernel-notes.md).
 
 GPU profile: one work-group per row; in every pass each work-item takes a
 strided share of the row, and the shares are combined by a tree in local
@@ -378,13 +378,12 @@ class RowPipeline:
                     e = self.expr(w)
                     if stash is not None:
                         e.pin(stash[0], lambda at, w=w: kb.load(kb.access[stash[1]], at, w))
-                    # The output that kept the stash takes streaming stores (c is
-                    # a multiple of w here, as they need): its lines are in the
-                    # cache already, and on Zen 5 softmax rows of 4096 took 1-4%
-                    # less time so; an output written here first (layer norm)
-                    # took 7-12% more.
-                    kept = {stash[1]} if stash is not None and kb.streams(stash[1], w) else set()
-                    e.store(full, self.at_c(row, c), stream=kept)
+                    # Plain stores, never streaming ones: the stash's lines are
+                    # in the cache, dirty, and a streaming store must write each
+                    # back around it. Softmax 4096² so took 1.6-1.7x the time on
+                    # an Intel Xeon, 1.12-1.15x on an AMD EPYC (1-4% less on a
+                    # Zen 5); an output first written here (layer norm) 7-12% more.
+                    e.store(full, self.at_c(row, c))
                     return []
 
                 self._sweep(width, [], [], write)
