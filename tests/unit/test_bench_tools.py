@@ -240,3 +240,36 @@ def test_gpu_bench_tunes_a_row_beside_the_untuned_one_without_torch(tmp_path: Pa
     # A wrong tuned result has no value.
     (wrong,) = gpu_bench.tuned_entries([{**r, "ok": False}], "opencl (GPU profile)")
     assert wrong["value"] is None
+
+
+def test_a_side_script_past_its_time_is_stopped_with_its_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """make bench's side scripts (run.py's `side_script`): one past its time
+    is an error row, and the processes it started stop with it (memory.py's
+    per-device process once ran on for an hour after its parent was killed)."""
+    import os
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "import subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    slow = ModuleType("slow")
+    slow.__file__ = str(script)
+    monkeypatch.setitem(bench_run.SIDE_SCRIPTS, "dispatch", (slow, [], []))
+    monkeypatch.setattr(bench_run, "SIDE_TIMEOUT_S", 3)
+    (row,) = bench_run.side_script("dispatch", ["llvm"], quick=False)
+    assert row["error"] == "dispatch.py took over 3 s"
+    child = int(pid_file.read_text())
+    for _ in range(100):  # reaped by init once killed: gone from the process table
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(child, 9)
+        raise AssertionError("the side script's child outlived it")

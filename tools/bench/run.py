@@ -38,6 +38,7 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -272,13 +273,19 @@ def side_script(name: str, devices: list[str], quick: bool) -> list[dict[str, An
     module, default, fewer = SIDE_SCRIPTS[name]
     argv = [sys.executable, module.__file__, "--json", "-", "--device", ",".join(devices), *(fewer if quick else default)]
     timeout = MEMORY_DEVICE_TIMEOUT_S if name == "memory" else SIDE_TIMEOUT_S
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return [{"device": ",".join(devices), "error": f"{name}.py took over {timeout} s"}]
-    lines = done.stdout.strip().splitlines()
+    # A session of its own, so that a script past its time is stopped with
+    # the processes it started (memory.py's per-device one ran on for an
+    # hour beside the rest of the bench once only its parent was killed).
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return [{"device": ",".join(devices), "error": f"{name}.py took over {timeout} s"}]
+    lines = stdout.strip().splitlines()
     if not lines or not lines[-1].startswith("["):
-        tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        tail = (stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         return [{"device": ",".join(devices), "error": f"{name}.py: {tail}"}]
     return json.loads(lines[-1])
 
