@@ -382,7 +382,7 @@ class RowPipeline:
                     # in the cache, dirty, and a streaming store must write each
                     # back around it. Softmax 4096² so took 1.6-1.7x the time on
                     # an Intel Xeon, 1.12-1.15x on an AMD EPYC (1-4% less on a
-                    # Zen 5); an output first written here (layer norm) 7-12% more.
+                    # Zen 5); layer norm's output, first written here, 7-12% more.
                     e.store(full, self.at_c(row, c))
                     return []
 
