@@ -469,7 +469,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="accy against numpy (and torch) on the workloads of docs/performance.md, as ratios."
     )
-    p.add_argument("--quick", action="store_true", help="smaller sizes and fewer runs (about a minute)")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, fewer runs, calls and compiles")
     p.add_argument("--large", action="store_true", help="add matmul 2048^2")
     p.add_argument(
         "--only",
