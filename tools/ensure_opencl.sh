@@ -18,5 +18,7 @@ if ! command -v apt-get >/dev/null; then
   exit 0
 fi
 echo "accy: installing PoCL (pocl-opencl-icd) from Debian's packages"
-$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq pocl-opencl-icd ocl-icd-libopencl1 >/dev/null
+# Another install holding dpkg's lock is waited for (10 minutes), not an error.
+APT="$SUDO apt-get -o DPkg::Lock::Timeout=600"
+$APT update -qq && DEBIAN_FRONTEND=noninteractive $APT install -y -qq pocl-opencl-icd ocl-icd-libopencl1 >/dev/null
 "$PY" -c 'import pyopencl as cl; print("accy: OpenCL platforms:", [p.name for p in cl.get_platforms()])'

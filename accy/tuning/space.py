@@ -64,8 +64,8 @@ def _widths(profile: TargetProfile) -> tuple[int, ...]:
 
 
 def _streaming(profile: TargetProfile) -> tuple[int, ...]:
-    """Streaming-store thresholds: the current one, a quarter of it, and never."""
-    return (profile.stream_bytes, max(1, profile.stream_bytes // 4), NO_STREAMING)
+    """Streaming-store thresholds: the current one and never."""
+    return (profile.stream_bytes, NO_STREAMING)
 
 
 # -- CPU ---------------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def _cpu_flash_attention(p: TargetProfile) -> list[Candidate]:
 
 
 def _cpu_scan(p: TargetProfile) -> list[Candidate]:
-    return _product(vector_width=_widths(p), group_size=(8, 64), stream_bytes=_streaming(p)[::2])
+    return _product(vector_width=_widths(p), group_size=(8, 64), stream_bytes=_streaming(p))
 
 
 def _cpu_reduction(p: TargetProfile) -> list[Candidate]:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -246,14 +248,11 @@ def test_a_side_script_past_its_time_is_stopped_with_its_children(tmp_path: Path
     """make bench's side scripts (run.py's `side_script`): one past its time
     is an error row, and the processes it started stop with it (memory.py's
     per-device process once ran on for an hour after its parent was killed)."""
-    import os
-    import time
-
     pid_file = tmp_path / "child.pid"
     script = tmp_path / "slow.py"
     script.write_text(
         "import subprocess, sys, time\n"
-        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(60)\n"
     )
