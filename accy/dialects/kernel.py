@@ -85,17 +85,22 @@ has no workgroup memory). The bounds verifier proves the destination, and
 the source under `valid`, in bounds and both aligned.
 
 `accy_kernel.wgmma` is Hopper's `wgmma.mma_async.sync.aligned` m64nNk16 (N
-256, 128 or 64)
-(f16 or bf16 operands, f32 accumulators), a collective of a warpgroup (four
+256, 128 or 64) of f16 or bf16 operands, or m64nNk8 of f32 operands read as
+TF32 (the tensor core keeps 10 of the 23 mantissa bits), f32 accumulators:
+a collective of a warpgroup (four
 consecutive warps, 128 consecutive flat local ids, the first a multiple of
-128): D = A x B + C for A 64 x 16 and B 16 x N in workgroup memory,
+128): D = A x B + C for A 64 x K and B K x N in workgroup memory,
 both 128-byte swizzled (the 16-byte chunk c of a 128-byte row r of a
-1024-byte-aligned atom of 8 rows lies at chunk c XOR (r % 8)), k 16 ·
-`k_step` to 16 · `k_step` + 15 of a staged block 64 k deep. A is
-k-contiguous from element `a_index` of `a_tile` (rows of 64 k, 128 bytes
-apart, the atoms of 8 rows `a_atom` bytes apart); B is n-contiguous from
+1024-byte-aligned atom of 8 rows lies at chunk c XOR (r % 8)), the k of
+the 32 bytes 32 · `k_step` to 32 · `k_step` + 31 of each 128-byte row of a
+staged block (64 k of 16-bit elements, 32 of f32). A is
+k-contiguous from element `a_index` of `a_tile` (rows of 128 bytes along k,
+the atoms of 8 rows `a_atom` bytes apart). A 16-bit B is n-contiguous from
 `b_index` of `b_tile` (atoms of 8 k rows by 64 n: `b_k_atom` bytes from one
-8 k rows to the next, `b_n_atom` bytes from one 64 n to the next); both
+8 k rows to the next, `b_n_atom` bytes from one 64 n to the next); an f32
+B is k-contiguous, as A is (rows of 128 bytes along k, one an n, the atoms
+of 8 n rows `b_n_atom` bytes apart; `b_k_atom` unused: PTX transposes only
+16-bit operands); both
 indices 1024-byte aligned. Operands c, results d:
 N / 2 f32 a work-item, warp w of the warpgroup holding rows 16w to 16w + 15
 as N / 8 accumulator fragments of m16n8 (`ACCUMULATOR_FRAGMENT`, d[4j + i]
@@ -526,8 +531,8 @@ class AsyncWaitOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' waits with pending >= 0 groups")
 
 
-#: The shapes of `accy_kernel.wgmma`: N by name.
-WGMMA_N = {"m64n256k16": 256, "m64n128k16": 128, "m64n64k16": 64}
+#: The shapes of `accy_kernel.wgmma`: N by name (k16 of 16-bit operands, k8 of TF32).
+WGMMA_N = {f"m64n{n}k{k}": n for k in (16, 8) for n in (256, 128, 64)}
 
 
 @irdl_op_definition
@@ -579,17 +584,25 @@ class WgmmaOp(IRDLOperation):
         assert isinstance(t, MemRefType)
         return t.element_type
 
+    @property
+    def b_k_major(self) -> bool:
+        """Whether B is k-contiguous (TF32: f32 operands), else n-contiguous."""
+        return isinstance(self.element, Float32Type)
+
     def starts(self) -> tuple[int, int]:
         """Bytes from a_index and from b_index to where this k step's A and B start (the descriptors' addresses)."""
         step = self.k_step.value.data
-        return 32 * step, 2 * step * self.b_k_atom.value.data
+        return 32 * step, 32 * step if self.b_k_major else 2 * step * self.b_k_atom.value.data
 
     def spans(self) -> tuple[int, int]:
         """Elements from a_index and from b_index that the instruction reads
         within (the bounds verifier's): whole rows, which the swizzle permutes."""
         width, b_start = element_bytes(self.element), self.starts()[1]
         a = 7 * self.a_atom.value.data + self.ATOM_BYTES
-        b = (self.n // 64 - 1) * self.b_n_atom.value.data + b_start + self.b_k_atom.value.data + self.ATOM_BYTES
+        if self.b_k_major:
+            b = (self.n // 8 - 1) * self.b_n_atom.value.data + self.ATOM_BYTES
+        else:
+            b = (self.n // 64 - 1) * self.b_n_atom.value.data + b_start + self.b_k_atom.value.data + self.ATOM_BYTES
         return a // width, b // width
 
     def verify_(self) -> None:
@@ -598,14 +611,17 @@ class WgmmaOp(IRDLOperation):
         for tile in (self.a_tile, self.b_tile):
             t = tile.type
             assert isinstance(t, MemRefType)
-            if _space(t) != AddressSpace.WORKGROUP or not isinstance(t.element_type, Float16Type | BFloat16Type):
-                raise VerifyException(f"'{self.name}' reads f16 or bf16 workgroup (local) memory")
+            if _space(t) != AddressSpace.WORKGROUP or not isinstance(t.element_type, Float16Type | BFloat16Type | Float32Type):
+                raise VerifyException(f"'{self.name}' reads f16, bf16 or f32 workgroup (local) memory")
         if self.a_tile.type.element_type != self.b_tile.type.element_type:  # type: ignore[union-attr]
             raise VerifyException(f"'{self.name}' takes A and B of one element type")
+        k = 8 if isinstance(self.element, Float32Type) else 16
+        if not self.shape.data.endswith(f"k{k}"):
+            raise VerifyException(f"'{self.name}' of {self.element} operands takes a k{k} shape")
         if len(self.c) != self.n // 2 or len(self.d) != self.n // 2:
             raise VerifyException(f"'{self.name}' {self.shape.data} takes and gives {self.n // 2} accumulators")
         if not 0 <= self.k_step.value.data < 4:
-            raise VerifyException(f"'{self.name}' k_step is one of 0 to 3 (16 k each of a 64-k block)")
+            raise VerifyException(f"'{self.name}' k_step is one of 0 to 3 (32 bytes of k each of a 128-byte row)")
         for name in ("a_atom", "b_k_atom", "b_n_atom"):
             value = getattr(self, name).value.data
             if value <= 0 or value % self.ATOM_BYTES or value >> 4 >= 1 << 14:

@@ -59,7 +59,7 @@ QUICK_DEEP = {("f16", 10), ("f32", 10)}
 #: The emulated warpgroup tiles' quick cases: none (PoCL takes 1.5 minutes
 #: or more for each: every work-item sums its own products); the slow ones
 #: have a batch, several blocks, k steps past the pipeline's depth, bf16 and
-#: TF32 (which keeps mma.sync).
+#: TF32 (its rhs packed k-contiguous, or staged as it is where transposed).
 QUICK_SM90: set[tuple[str, int]] = set()
 
 
@@ -114,31 +114,36 @@ def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     exe = accy.compile(_program(batch, m, n, k, ta, tb, et, target), device=device)
     (got,) = exe(*inputs)
     assert exe.stats.fallbacks == 0
-    warps = 4 if et == "f32" else 8  # mma_tiles.CONFIGS: TF32 2 x 2 warps, 16-bit 2 x 4; wgmma_tiles: 8
+    lanes = 16 // DTYPES[et].itemsize
+    copies = not ta and not tb and k % lanes == 0 and n % lanes == 0
+    # sm90: 16-bit operands staged by copies take the warpgroup tiles
+    # (wgmma); TF32 where the lhs is (its rhs packed k-contiguous first where
+    # it is not so); the rest mma.sync.
+    sm90 = kind in ("sm90", "emulate-sm90")
+    tf32_wgmma = sm90 and et == "f32" and not ta and k % lanes == 0
+    wgmma = (sm90 and et != "f32" and copies) or tf32_wgmma
+    warps = 4 if et == "f32" and not wgmma else 8  # mma_tiles.CONFIGS: TF32 2 x 2 warps, 16-bit 2 x 4; wgmma_tiles: 8
     assert f"reqd_work_group_size(32, {warps}, 1)" in exe.program.source  # the tensor-core tiles, not the SIMT ones
     if kind == "emulate-deep":  # the first configuration: its staged lhs tile holds more stages of wider blocks
         deep, width = mma_tiles.CONFIGS[DTYPES[et].itemsize][0], DTYPES[et].itemsize
         rows = deep.stages * deep.layout.bm * (deep.step_bytes + mma_tiles.PAD_BYTES) // width
         assert re.search(rf"__local \w+ l0\[{rows}\]", exe.program.source), "not the deep configuration"
     shape_name = "m16n8k8" if et == "f32" else "m16n8k16"
-    # Operands of whole 16-byte vectors along k (lhs) and n (rhs) are staged
-    # by async copies: cp.async, or emulated plain copies with a zero fill.
-    lanes = 16 // DTYPES[et].itemsize
-    copies = not ta and not tb and k % lanes == 0 and n % lanes == 0
-    # sm90: 16-bit operands staged by copies take the warpgroup tiles (wgmma), the rest mma.sync.
-    wgmma = kind in ("sm90", "emulate-sm90") and et != "f32" and copies
     if wgmma and kind == "emulate-sm90":  # each work-item's sums from the swizzled tiles
         assert "accy_wgmma_dot_" in exe.program.source and "asm volatile" not in exe.program.source
     elif wgmma:
-        assert "wgmma.mma_async.sync.aligned.m64n256k16" in exe.program.source
+        assert f"wgmma.mma_async.sync.aligned.m64n256k{8 if et == 'f32' else 16}" in exe.program.source
         assert "mma.sync" not in exe.program.source
     elif kind in ("sm80", "sm90"):
         assert f"mma.sync.aligned.{shape_name}" in exe.program.source and "wgmma" not in exe.program.source
     else:  # the emulated kernel: the tensor-core tiles' exchange, no inline PTX
         assert "asm volatile" not in exe.program.source and "barrier(" in exe.program.source
     vector = f"{'float' if et == 'f32' else 'ushort'}{lanes}"
+    # Operands of whole 16-byte vectors along k (lhs) and n (rhs) are staged
+    # by async copies: cp.async, or emulated plain copies with a zero fill.
     copied = "cp.async.cg" in exe.program.source if kind in ("sm80", "sm90") else f": ({vector})(0);" in exe.program.source
-    assert copied == copies
+    assert copied == (copies or tf32_wgmma)
+    assert ("dot_general_pack_b(" in exe.program.source) == (tf32_wgmma and not tb)
     (want,) = exe.reference_outputs(inputs)
     assert got.dtype == want.dtype and got.shape == want.shape
     # In float64 from the operands as stored: the tensor-core sums are f32.

@@ -260,15 +260,45 @@ def test_sm90_half_dots_staged_by_copies_print_wgmma(et: str, m: int, n: int, k:
 
 
 @pytest.mark.parametrize(
-    ("et", "m", "n", "k", "math"), [("f16", 40, 24, 20, "exact"), ("bf16", 33, 19, 40, "exact"), ("f32", 40, 24, 32, "fast")]
+    ("et", "m", "n", "k", "math"), [("f16", 40, 24, 20, "exact"), ("bf16", 33, 19, 40, "exact"), ("f32", 40, 24, 30, "fast")]
 )
 def test_sm90_dots_that_copies_do_not_stage_keep_mma_sync(et: str, m: int, n: int, k: int, math: str) -> None:
-    """K (or N) not whole 16-byte vectors, or TF32 (wgmma's tf32 reads B
-    k-contiguous only): the mma.sync tiles, as under sm80."""
+    """K (or N) not whole 16-byte vectors: the mma.sync tiles, as under sm80."""
     module = _kernelized(_matmul(et, f'{SM90}, math = "{math}"', m, n, k))
     assert _mmas(module)
     source = emit_opencl(module)
     assert "mma.sync.aligned" in source and "wgmma" not in source
+
+
+def _tf32_matmul(m: int, n: int, k: int, rhs_k_contiguous: bool) -> str:
+    """A TF32 product whose rhs is [k][n] (n-contiguous) or [n][k] (k-contiguous)."""
+    a, c = f"tensor<{m}x{k}xf32>", f"tensor<{m}x{n}xf32>"
+    b, contract = (f"tensor<{n}x{k}xf32>", 1) if rhs_k_contiguous else (f"tensor<{k}x{n}xf32>", 0)
+    return f"""builtin.module attributes {{accy.target = #accy.target<{SM90}, math = "fast">}} {{
+func.func @main(%a: {a}, %b: {b}) -> {c} {{
+  %d = "accy.dot_general"(%a, %b) <{{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: {contract}>}}> : ({a}, {b}) -> {c}
+  func.return %d : {c}
+}}
+}}"""
+
+
+@pytest.mark.parametrize(("m", "n", "k", "rhs_k_contiguous"), [(40, 24, 32, False), (300, 520, 264, False), (40, 24, 36, True)])
+def test_sm90_tf32_dots_print_wgmma_on_a_k_contiguous_rhs(m: int, n: int, k: int, rhs_k_contiguous: bool) -> None:
+    """Under mma = "sm90" and math = "fast", an f32 dot whose lhs async
+    copies stage takes the warpgroup tiles with m64n256k8 TF32 wgmmas, four
+    a 32-k step, B's descriptor k-major (no transpose immediates: PTX has
+    none for tf32). An n-contiguous rhs is first packed [n][k] into scratch
+    by a launch of its own; a k-contiguous one is staged as it is."""
+    from accy.dialects.kernel import WgmmaOp
+
+    module = _kernelized(_tf32_matmul(m, n, k, rhs_k_contiguous))
+    wgmmas = [op for op in module.walk() if isinstance(op, WgmmaOp)]
+    assert [op.shape.data for op in wgmmas] == ["m64n256k8"] * 4 and all(op.b_k_major for op in wgmmas)
+    assert not _mmas(module)
+    source = emit_opencl(module)
+    assert source.count("// accy-sm90a: wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 ") == 4
+    assert source.count(", p, 1, 1;") == 4 and ", p, 1, 1, 0, 1;" not in source
+    assert ("main_k0_dot_general_pack_b(" in source) is not rhs_k_contiguous
 
 
 def _attention(et: str, target: str, sq: int, sk: int, d: int, causal: bool) -> str:

@@ -114,13 +114,15 @@ class TypedRow(NamedTuple):
 
 #: The tensor-core rows, by row name: the matmul in 16-bit floats on the
 #: device's own matrix instructions (Hopper's wgmma where it has them),
-#: beside it on mma.sync (`_sm80`, no target of its own), and in TF32 (mma.sync).
+#: beside it on mma.sync (`_sm80`, no target of its own), and in TF32 (wgmma
+#: on Hopper, its rhs packed k-contiguous first; beside it on mma.sync).
 TENSOR_CORE_ROWS = {
     "matmul_f16": TypedRow("matmul", "f16", "float16", "float16", tolerance=2e-3),
     "matmul_bf16": TypedRow("matmul", "bf16", "bfloat16", "bfloat16", tolerance=1.6e-2),
     "matmul_f16_sm80": TypedRow("matmul", "f16", "float16", "float16", target='mma = "sm80"', tolerance=2e-3),
     "matmul_bf16_sm80": TypedRow("matmul", "bf16", "bfloat16", "bfloat16", target='mma = "sm80"', tolerance=1.6e-2),
-    "matmul_tf32": TypedRow(
+    "matmul_tf32": TypedRow("matmul", "f32", "float32", "float32", target='math = "fast"', tf32=True, tolerance=2e-3),
+    "matmul_tf32_sm80": TypedRow(
         "matmul", "f32", "float32", "float32", target='math = "fast", mma = "sm80"', tf32=True, tolerance=2e-3
     ),
 }

@@ -97,6 +97,7 @@ from accy.dialects.kernel import (
     is_stream_store,
 )
 from accy.dialects.target import TargetProfile, format_mismatch
+from accy.dialects.types import element_bytes
 
 
 class OpenCLEmitError(ValueError):
@@ -384,27 +385,45 @@ _SIGNED_OF_BITS = {8: "char", 16: "short", 32: "int", 64: "long"}
 #: 128-byte swizzle.
 _WGMMA_DESC = "accy_wgmma_desc"
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-#: The emulated wgmma's 16 products of one accumulator: A's row `row` and
-#: B's column `col` read where the 128-byte swizzle puts them (the address's
-#: bits 4-6 XOR its bits 7-9, atoms 1024-byte aligned), from the tiles'
-#: atom-aligned starts `a` and `b` plus the k step's bytes (`a_at`, `b_at`).
-_WGMMA_EMULATED = """static inline float {name}(__local const ushort* a, uint a_at, uint a_atom, __local const ushort* b,
+#: The emulated wgmma's products of one accumulator (16 of 16-bit
+#: operands, 8 of TF32): A's row `row` and B's column `col` read where the
+#: 128-byte swizzle puts them (the address's bits 4-6 XOR its bits 7-9,
+#: atoms 1024-byte aligned), from the tiles' atom-aligned starts `a` and
+#: `b` plus the k step's bytes (`a_at`, `b_at`); B n-contiguous in atoms of
+#: 8 k by 64 n, or (TF32) k-contiguous as A is.
+_WGMMA_EMULATED = """static inline float {name}(__local const {storage}* a, uint a_at, uint a_atom, __local const {storage}* b,
     uint b_at, uint b_k_atom, uint b_n_atom, uint row, uint col) {{
   float sum = 0.0f;
-  for (uint k = 0; k < 16; k++) {{
-    uint ao = a_at + (row / 8) * a_atom + (row % 8) * 128 + 2 * k;
-    uint bo = b_at + (col / 64) * b_n_atom + (k / 8) * b_k_atom + (k % 8) * 128 + 2 * (col % 64);
+  for (uint k = 0; k < {k}; k++) {{
+    uint ao = a_at + (row / 8) * a_atom + (row % 8) * 128 + {width} * k;
+    uint bo = {b_offset};
     ao ^= (ao >> 3) & 0x70;
     bo ^= (bo >> 3) & 0x70;
     sum += {load_a} * {load_b};
   }}
   return sum;
 }}"""
-#: How the emulated wgmma reads element i of 16-bit tile p as f32.
-_WGMMA_LOADS = {"f16": "vload_half({i}, (__local const half*){p})", "bf16": "as_float((uint){p}[{i}] << 16)"}
+#: Where the emulated wgmma reads B's element (k, col): n-contiguous (16-bit) or k-contiguous (TF32).
+_WGMMA_B_OFFSET = {
+    False: "b_at + (col / 64) * b_n_atom + (k / 8) * b_k_atom + (k % 8) * 128 + 2 * (col % 64)",
+    True: "b_at + (col / 8) * b_n_atom + (col % 8) * 128 + 4 * k",
+}
+#: How the emulated wgmma reads element i of tile p as f32, by operand type:
+#: the storage it reads and the load (TF32 as f32: the products are closer
+#: than the tensor core's, within its tolerance).
+_WGMMA_LOADS = {
+    "f16": ("ushort", "vload_half({i}, (__local const half*){p})"),
+    "bf16": ("ushort", "as_float((uint){p}[{i}] << 16)"),
+    "tf32": ("float", "{p}[{i}]"),
+}
 _WGMMA_DESC_TEXT = """static inline ulong accy_wgmma_desc(uint address, uint lead, uint stride) {
   return (ulong)((address & 0x3FFFF) >> 4) | ((ulong)(lead & 0x3FFF) << 16) | ((ulong)(stride & 0x3FFF) << 32) | (1UL << 62);
 }"""
+
+
+def _wgmma_kind(op: WgmmaOp) -> str:
+    """PTX's name of a wgmma's operand type: f16, bf16, or tf32 for f32 operands."""
+    return {Float16Type: "f16", BFloat16Type: "bf16", Float32Type: "tf32"}[type(op.element)]
 
 
 class _KernelEmitter:
@@ -850,42 +869,51 @@ class _KernelEmitter:
             self.line(f"float {', '.join(f'{n} = {c}' for n, c in zip(names, incoming, strict=True))};")
         self.names.update(zip(op.d, names, strict=True))
         a_start, b_start = op.starts()
-        width = {Float16Type: "f16", BFloat16Type: "bf16"}[type(op.element)]
+        width = _wgmma_kind(op)
         count = len(names)
+        # An f32 (TF32) B is k-contiguous as A is (lead unused: 1); a 16-bit
+        # one n-contiguous, its descriptor the atoms' strides and transposed.
+        b_lead, b_stride = (1, op.b_n_atom.value.data >> 4) if op.b_k_major else (op.b_n_atom.value.data >> 4, op.b_k_atom.value.data >> 4)
         descs = []
         for tile, index, start, lead, stride in (
             (op.a_tile, op.a_index, a_start, 1, op.a_atom.value.data >> 4),
-            (op.b_tile, op.b_index, b_start, op.b_n_atom.value.data >> 4, op.b_k_atom.value.data >> 4),
+            (op.b_tile, op.b_index, b_start, b_lead, b_stride),
         ):
             address = f"(uint)(ulong)({self.get(tile)} + {self.get(index)}) + {start}"
             descs.append(f"{_WGMMA_DESC}({address}, {lead}, {stride})")
         slots = ",".join(f"%{i}" for i in range(count))
         instruction = f"wgmma.mma_async.sync.aligned.{op.shape.data}.f32.{width}.{width}"
+        # PTX's wgmma takes the operands' transposes (imm-trans-a, -b) for 16-bit types only.
+        immediates = "p, 1, 1" if op.b_k_major else "p, 1, 1, 0, 1"
         outs = ", ".join(f'"+f"({n})' for n in names)
         self.line(
             f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n{WGMMA_MARK}{instruction} '
-            f'{{{slots}}}, %{count}, %{count + 1}, p, 1, 1, 0, 1;\\n}}" : {outs} : '
+            f'{{{slots}}}, %{count}, %{count + 1}, {immediates};\\n}}" : {outs} : '
             f'"l"({descs[0]}), "l"({descs[1]}), "r"(1) : "memory");'
         )
 
     def _emulated_wgmma(self, op: WgmmaOp) -> None:
         """`accy_kernel.wgmma` done by each work-item: its accumulators (warp
         w of the warpgroup rows 16w + g and + 8, columns 8j + 2t and + 1)
-        each plus 16 products read from the tiles where the instruction's
+        each plus its products read from the tiles where the instruction's
         descriptors point (`_WGMMA_EMULATED`), at once."""
-        kind = "bf16" if isinstance(op.element, BFloat16Type) else "f16"
+        kind = _wgmma_kind(op)
         name = f"accy_wgmma_dot_{kind}"
-        load = _WGMMA_LOADS[kind]
-        loads = {"load_a": load.format(p="a", i="ao / 2"), "load_b": load.format(p="b", i="bo / 2")}
-        self.helpers.setdefault(name, _WGMMA_EMULATED.format(name=name, **loads))
+        storage, load = _WGMMA_LOADS[kind]
+        width = element_bytes(op.element)
+        loads = {"load_a": load.format(p="a", i=f"ao / {width}"), "load_b": load.format(p="b", i=f"bo / {width}")}
+        text = _WGMMA_EMULATED.format(
+            name=name, storage=storage, k=32 // width, width=width, b_offset=_WGMMA_B_OFFSET[op.b_k_major], **loads
+        )
+        self.helpers.setdefault(name, text)
         a_start, b_start = op.starts()
         lane = self.fresh("wl")
         self.line(
             f"const uint {lane} = (uint)((get_local_id(0) + get_local_size(0) * (get_local_id(1) + "
             f"get_local_size(1) * get_local_id(2))) % 128);"
         )
-        a = f"(__local const ushort*)({self.get(op.a_tile)} + {self.get(op.a_index)})"
-        b = f"(__local const ushort*)({self.get(op.b_tile)} + {self.get(op.b_index)})"
+        a = f"(__local const {storage}*)({self.get(op.a_tile)} + {self.get(op.a_index)})"
+        b = f"(__local const {storage}*)({self.get(op.b_tile)} + {self.get(op.b_index)})"
         names = [self.fresh("v") for _ in op.d]
         for i, (name_i, c) in enumerate(zip(names, op.c, strict=True)):
             j, e = divmod(i, 4)

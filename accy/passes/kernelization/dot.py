@@ -52,15 +52,20 @@ the dot to it (`_Dot` is its `Product`) and picks the kernel.
   Where the target's `mma` is set (NVIDIA's tensor cores, or "emulate"
   for tests), a dot of f16 or bf16 operands, or under `math = fast` of f32
   operands (TF32), takes the tensor-core kernel instead (`mma_tiles`): a
-  product of any size, k not split.
+  product of any size, k not split. TF32 on Hopper's warpgroup tiles
+  reads its rhs k-contiguous: an rhs that is not is first copied [b][n][k]
+  into scratch by a launch of its own (`_Dot.tf32_warpgroup`), O(KN)
+  against the product's O(MNK).
 - Otherwise: one work-item per output element, a scalar loop over k.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 
+from xdsl.dialects import memref
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
 from xdsl.ir import SSAValue
 
@@ -71,7 +76,8 @@ from accy.passes.analyses.bufferization import BufferPlan
 from accy.passes.analyses.outlining import OutlinedKernel
 from accy.passes.kernelization.evaluate import Expr, vectorizable
 from accy.passes.kernelization.kernel_builder import KernelBuilder, anchored_kernel, vectors_aligned
-from accy.passes.kernelization.lowered import LoweredKernel
+from accy.passes.kernelization.launch import stage_kernel
+from accy.passes.kernelization.lowered import LoweredKernel, Scratch
 from accy.passes.kernelization.mma_tiles import VECTOR_BYTES, MmaOperands, config_for, mma_tiles
 from accy.passes.kernelization.register_tiles import (
     can_pack,
@@ -80,6 +86,12 @@ from accy.passes.kernelization.register_tiles import (
     per_element,
     row_tiles,
 )
+from accy.passes.kernelization.wgmma_tiles import wgmma_applies
+
+#: Consecutive k of the rhs that consecutive work-items of the TF32
+#: warpgroup tiles' packing launch copy (`_Dot._pack_k_major`): a warp's
+#: 128-byte run of the [b][n][k] copy.
+PACK_RUN = 32
 
 
 def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
@@ -92,7 +104,15 @@ def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) 
         return per_element(d)
     if profile.profile == "gpu":
         mma = d.mma_operands()
-        return mma_tiles(d, mma) if mma is not None else local_tiles(d, plan)
+        if mma is None:
+            return local_tiles(d, plan)
+        warpgroup = d.tf32_warpgroup(mma, plan)
+        if warpgroup is None:
+            return mma_tiles(d, mma)
+        ops, pack = warpgroup
+        main = mma_tiles(d, ops)
+        main.before = pack
+        return main
     if can_pack(d):
         return packed_tiles(d, plan)
     if d.can_register_tile():
@@ -228,6 +248,54 @@ class _Dot:
             shape, element, partial(self.a_at, source=a), partial(self.b_at, source=b), a_lanes, b_lanes,
             copy_a, copy_b,
         )  # fmt: skip
+
+    def tf32_warpgroup(self, ops: MmaOperands, plan: BufferPlan) -> tuple[MmaOperands, LoweredKernel | None] | None:
+        """TF32 `ops` on Hopper's warpgroup tiles, whose wgmma reads a TF32
+        rhs only k-contiguous: the rhs's async copies along k, of the rhs
+        itself where its last dim is the one contracting dim (whole aligned
+        vectors), else of a scratch copy [b][n][k] that a first launch packs
+        (`_pack_k_major`); with that launch. None where the tiles do not take
+        them (not "sm90", not TF32, an lhs that copies do not stage)."""
+        profile, kb, lhs, rhs = self.kb.profile, self.kb, self.dot.lhs, self.dot.rhs
+        w = ops.a_lanes  # 16 bytes of k where the lhs is read so (K whole vectors)
+        if ops.shape != "m16n8k8" or w == 1 or not (lhs in kb.access and vectors_aligned(kb.access[lhs], w)):
+            return None
+        copy_a = partial(self._copy_source, lhs, self.a_coords)
+        k_major = replace(ops, b_lanes=w, b_k_major=True, copy_a=copy_a, copy_b=ops.copy_b or copy_a)
+        if not wgmma_applies(profile, k_major):  # (copy_b a stand-in until it is known)
+            return None
+        if self.rc == (len(self.b_shape) - 1,) and rhs in kb.access and vectors_aligned(kb.access[rhs], w):
+            return replace(k_major, copy_b=partial(self._copy_source, rhs, self.b_coords)), None
+        scratch = Scratch(Float32Type(), self.B * self.N * self.K)
+        rows = -(-self.K // PACK_RUN)
+        pack = stage_kernel(self.kernel, plan, profile, "pack_b", scratch, self.B * rows * self.N * PACK_RUN, self._pack_k_major)
+        packed = kb.scratch_argument(scratch)
+
+        def place(bc: list[SSAValue], n: SSAValue, kc: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
+            return packed, self._packed_index(kb, kb.linearize(bc, self.batch_shape), n, kb.linearize(kc, self.k_shape))
+
+        return replace(k_major, copy_b=place), pack
+
+    def _packed_index(self, kb: KernelBuilder, b: SSAValue, n: SSAValue, k: SSAValue) -> SSAValue:
+        """The flat index of the rhs's (b, k, n) in its [b][n][k] scratch copy."""
+        return kb.add(kb.mul(kb.add(kb.mul(b, self.N), n), self.K), k)
+
+    def _pack_k_major(self, pk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
+        """One work-item of the rhs's [b][n][k] copy: its element (b, k, n),
+        `PACK_RUN` consecutive work-items consecutive k (a coalesced run of the
+        copy), the next runs the next n (the rhs's rows read together)."""
+        b, rows, n, kk = pk.delinearize(gid, [self.B, -(-self.K // PACK_RUN), self.N, PACK_RUN])
+        k = pk.add(pk.mul(rows, PACK_RUN), kk)
+
+        def copy() -> list[SSAValue]:
+            x = self.b_at(Expr(pk, self.others), pk.delinearize(b, self.batch_shape), n, pk.delinearize(k, self.k_shape))
+            pk.op(memref.StoreOp.get(x, out, [self._packed_index(pk, b, n, k)]))
+            return []
+
+        if self.K % PACK_RUN:
+            pk.if_(pk.lt(k, self.K), copy)
+        else:
+            copy()
 
     def _copy_source(
         self, value: SSAValue,

@@ -168,7 +168,9 @@ class MmaOperands:
     (vectors, `lanes` > 1, only where the caller knows a vector never
     crosses the end of K or N: K, or N's last dim, a multiple of it).
     `copy_a` and `copy_b`, where both operands are buffers whose slots are
-    aligned 16-byte vectors, place their elements for async copies."""
+    aligned 16-byte vectors, place their elements for async copies;
+    `b_k_major`: `copy_b` places `b_lanes` consecutive k of the rhs, not n
+    (the warpgroup tiles' TF32 rhs: `wgmma_tiles`)."""
 
     shape: str
     element: Attribute
@@ -178,6 +180,7 @@ class MmaOperands:
     b_lanes: int = 1
     copy_a: Place | None = None
     copy_b: Place | None = None
+    b_k_major: bool = False
 
     @property
     def k(self) -> int:

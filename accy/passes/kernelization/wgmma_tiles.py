@@ -3,24 +3,29 @@ target whose `mma` is "sm90" (or "emulate-sm90": the same kernel, each
 work-item summing its accumulators from the swizzled tiles itself, so any
 GPU-profile device tests the lowering): f16 or bf16 operands that async copies stage
 (both operands buffers of aligned 16-byte vectors along k of the lhs and n
-of the rhs: `MmaOperands.copy_a`, `copy_b`), f32 accumulators.
+of the rhs: `MmaOperands.copy_a`, `copy_b`), or f32 operands as TF32 (the
+caller's `math = fast`) whose rhs is staged k-contiguous
+(`MmaOperands.b_k_major`: PTX's wgmma reads a TF32 B only so), f32
+accumulators.
 
 - A work-group of two warpgroups (8 warps, 256 work-items) computes a 128 x
   256 block of one batch; warpgroup h its rows 64h to 64h + 63 by
-  `accy_kernel.wgmma` m64n256k16, 128 f32 accumulators a work-item (warp w
+  `accy_kernel.wgmma` m64n256k16 (TF32: k8), 128 f32 accumulators a work-item (warp w
   of the work-group holds rows 16w to 16w + 15 as 32 m16n8 accumulator
   fragments, as `MmaTiles`'s epilogue reads them: a `WarpLayout` of 8 x 1
   warps of 16 x 256).
-- Each k step stages 64 k (128 bytes a row) of the lhs block k-contiguous
-  and of the rhs block n-contiguous in workgroup memory, 128-byte swizzled
+- Each k step stages 128 bytes of k a row (64 k of 16-bit operands, 32 of
+  f32) of the lhs block k-contiguous and of the rhs block n-contiguous
+  (TF32: k-contiguous, a row an n) in workgroup memory, 128-byte swizzled
   as the instruction reads them (`accy_kernel.wgmma`: the 16-byte chunk c
-  of row r of an 8-row atom at c XOR r % 8; the rhs in atoms of 8 k by 64
+  of row r of an 8-row atom at c XOR r % 8; a 16-bit rhs in atoms of 8 k by 64
   n), zero past M, N and K, by async copies into `STAGES` buffers, copied
   `STAGES` - 2 steps ahead: a step waits for its own copies, fences them
   for the matrix instructions' proxy, one barrier, then its four wgmmas (k
   16 each) as one group, waits until the step before's group is done, and
   copies the step `STAGES` - 2 ahead into the buffer the step before last
-  used (which both warpgroups' waits before this barrier released).
+  used (which both warpgroups' waits before this barrier released); four
+  wgmmas a step, 32 bytes of k each.
 - 192 KiB of workgroup memory: past the 48 KiB NVIDIA's driver reports, in
   `static_local_bytes`. The sums go through `MmaTiles.epilogue`.
 
@@ -45,33 +50,34 @@ from accy.passes.kernelization.mma_tiles import WARP, MmaOperands, MmaTiles, War
 from accy.passes.kernelization.register_tiles import Product
 
 #: The work-group's warps as the epilogue sees them (16 rows of the block's
-#: 256 columns a warp), the k a step stages and the buffers of each operand.
+#: 256 columns a warp) and the buffers of each operand.
 LAYOUT = WarpLayout(8, 1, 16, 256)
 #: Emulated, blocks of 128 x 64 (m64n64k16): 32 sums a work-item, where 128
 #: overflowed the stack of PoCL's work-group threads and took minutes to build.
 EMULATED_LAYOUT = WarpLayout(8, 1, 16, 64)
-STEP_K = 64
 STAGES = 4
-#: Bytes of a swizzle atom (8 rows of 128 bytes), and from one 64-column atom of the rhs to the next.
+#: Bytes of a swizzle atom (8 rows of 128 bytes: a staged row is one k step), and of k a wgmma reads a row.
 ATOM = WgmmaOp.ATOM_BYTES
-B_N_ATOM = STEP_K // 8 * ATOM
+ROW = WgmmaOp.ROW_BYTES
+WGMMA_K_BYTES = 32
 
 
-def local_bytes(element_width: int, layout: WarpLayout = LAYOUT) -> int:
-    """Workgroup memory the kernel stages in."""
-    return STAGES * (layout.bm + layout.bn) * STEP_K * element_width
+def local_bytes(layout: WarpLayout = LAYOUT) -> int:
+    """Workgroup memory the kernel stages in (a row of 128 bytes whatever the type)."""
+    return STAGES * (layout.bm + layout.bn) * ROW
 
 
 def wgmma_applies(profile: TargetProfile, ops: MmaOperands) -> bool:
     """Whether the warpgroup tiles build `ops` on `profile`: "sm90", 16-bit
-    operands staged by async copies, and room for the work-group."""
+    operands (an rhs n-contiguous) or TF32 (an rhs k-contiguous) staged by
+    async copies, and room for the work-group."""
     return (
         profile.mma in ("sm90", "emulate-sm90")
-        and ops.pairs
+        and ops.pairs != ops.b_k_major
         and ops.copy_a is not None
         and ops.copy_b is not None
         and profile.max_work_group_size >= LAYOUT.threads
-        and local_bytes(element_bytes(ops.element), _layout(profile)) <= profile.local_capacity
+        and local_bytes(_layout(profile)) <= profile.local_capacity
     )
 
 
@@ -86,11 +92,15 @@ class WgmmaTiles(MmaTiles):
     def __init__(self, p: Product, ops: MmaOperands) -> None:
         kb = p.kb
         self.p, self.ops, self.kb, self.lay = p, ops, kb, _layout(kb.profile)
-        lay = self.lay
-        self.shape = f"m64n{lay.bn}k16"
-        self.copies, self.stages, self.bk = True, STAGES, STEP_K
-        self.row = WgmmaOp.ROW_BYTES // element_bytes(ops.element)  # elements of a staged row
-        self.a_size, self.b_size = lay.bm * STEP_K, STEP_K * lay.bn
+        lay, width = self.lay, element_bytes(ops.element)
+        self.shape = f"m64n{lay.bn}k{WGMMA_K_BYTES // width}"
+        self.row = ROW // width  # elements of a staged row: the k of a step
+        self.copies, self.stages, self.bk = True, STAGES, self.row
+        # From one 8 k rows of a 16-bit rhs to the next, and one 64 n to the
+        # next; a TF32 rhs's rows are one an n, as the lhs's an m.
+        self.b_k_atom = ATOM
+        self.b_n_atom = ATOM if ops.b_k_major else self.bk // 8 * ATOM
+        self.a_size, self.b_size = lay.bm * self.bk, self.bk * lay.bn
         self.a_tile = kb.local_array(STAGES * self.a_size, ops.element, workgroup=True, alignment=ATOM)
         self.b_tile = kb.local_array(STAGES * self.b_size, ops.element, workgroup=True, alignment=ATOM)
         self.lane, self.warp = kb.local_id("x"), kb.local_id("y")
@@ -104,42 +114,64 @@ class WgmmaTiles(MmaTiles):
         self.acc_zero = kb.const(0.0, Float32Type())
 
     def kernel(self) -> LoweredKernel:
-        kb, p = self.kb, self.p
+        kb, p, bk = self.kb, self.p, self.bk
         for s in range(STAGES - 2):  # steps 0 .. STAGES - 3 in flight
-            self.issue(kb.idx(s * STEP_K), kb.idx(s))
-        accs = kb.for_(0, p.K, STEP_K, [self.acc_zero] * (self.lay.bn // 2), self._step)
+            self.issue(kb.idx(s * bk), kb.idx(s))
+        accs = kb.for_(0, p.K, bk, [self.acc_zero] * (self.lay.bn // 2), self._step)
         kb.op(WgmmaSyncOp("wait", 0))
         kb.op(AsyncWaitOp(0))  # nothing in flight past the kernel's end (copies of steps past K)
         return self.epilogue(accs)
 
     def _step(self, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-        """One staged step at k, in buffer (k / 64) % STAGES (module docstring)."""
-        kb = self.kb
+        """One staged step at k, in buffer (k / bk) % STAGES (module docstring)."""
+        kb, bk = self.kb, self.bk
         kb.op(AsyncWaitOp(STAGES - 3))
         kb.op(WgmmaSyncOp("proxy"))
         kb.barrier()
-        step = kb.div(k, STEP_K)
+        step = kb.div(k, bk)
         cur = kb.rem(step, STAGES)
         a_at = kb.add(kb.mul(cur, self.a_size), self.a_group)
         b_at = kb.mul(cur, self.b_size)
         kb.op(WgmmaSyncOp("fence"))
-        for j in range(STEP_K // 16):
-            acc = list(kb.op(WgmmaOp(self.shape, self.a_tile, a_at, self.b_tile, b_at, acc, j, ATOM, ATOM, B_N_ATOM)).results)
+        for j in range(ROW // WGMMA_K_BYTES):
+            wgmma = WgmmaOp(self.shape, self.a_tile, a_at, self.b_tile, b_at, acc, j, ATOM, self.b_k_atom, self.b_n_atom)
+            acc = list(kb.op(wgmma).results)
         kb.op(WgmmaSyncOp("commit"))
         kb.op(WgmmaSyncOp("wait", 1))
-        self.issue(kb.add(k, (STAGES - 2) * STEP_K), kb.rem(kb.add(step, STAGES - 2), STAGES))
+        self.issue(kb.add(k, (STAGES - 2) * bk), kb.rem(kb.add(step, STAGES - 2), STAGES))
         return acc
 
+    def _layout(self) -> list[tuple[bool, SSAValue, SSAValue]]:
+        """`MmaTiles._layout`'s slots, a k-contiguous rhs's as the lhs's:
+        [n][k], k fastest."""
+        if not self.ops.b_k_major:
+            return super()._layout()
+        kb, ops = self.kb, self.ops
+        out = []
+        for lhs, rows, lanes in ((True, self.lay.bm, ops.a_lanes), (False, self.lay.bn, ops.b_lanes)):
+            per_row = self.bk // lanes
+            out += [(lhs, kb.div(s, per_row), kb.mul(kb.rem(s, per_row), lanes)) for s in self._slots(rows, lanes)]
+        return out
+
+    def _source(self, lhs: bool, row: SSAValue, col: SSAValue, k0: SSAValue) -> tuple[SSAValue, int, SSAValue]:
+        """A slot's operand coordinates (`MmaTiles._source`; a k-contiguous rhs's row is its n)."""
+        if lhs or not self.ops.b_k_major:
+            return super()._source(lhs, row, col, k0)
+        kb = self.kb
+        return kb.add(self.n0, row), self.p.N, kb.add(k0, col)
+
     def _local(self, lhs: bool, row: SSAValue, col: SSAValue, offsets: tuple[SSAValue, SSAValue]) -> tuple[SSAValue, SSAValue]:
-        """A slot's swizzled place (`row`, `col` a multiple of 8): the lhs's
-        [m][k] rows of 64 k; the rhs's [k][n] in atoms of 8 k by 64 n, the 8
-        k atoms of one 64 n consecutive."""
+        """A slot's swizzled place (`col` a whole 16-byte chunk): the lhs's
+        [m][k] rows of 128 bytes, a k-contiguous rhs's [n][k] alike; a
+        16-bit rhs's [k][n] in atoms of 8 k by 64 n, the atoms along k of
+        one 64 n consecutive."""
         kb, r = self.kb, self.row
-        if lhs:
-            chunk, at = kb.div(col, 8), kb.mul(row, r)
+        chunk_elements = 16 // element_bytes(self.ops.element)
+        if lhs or self.ops.b_k_major:
+            chunk, at = kb.div(col, chunk_elements), kb.mul(row, r)
         else:
-            chunk = kb.div(kb.rem(col, 64), 8)
-            at = kb.add(kb.mul(kb.div(col, 64), B_N_ATOM // element_bytes(self.ops.element)), kb.mul(row, r))
+            chunk = kb.div(kb.rem(col, 64), chunk_elements)
+            at = kb.add(kb.mul(kb.div(col, 64), self.b_n_atom // element_bytes(self.ops.element)), kb.mul(row, r))
         swizzled = kb.val(arith.XOrIOp(chunk, kb.rem(row, 8)))
         tile, off = (self.a_tile, offsets[0]) if lhs else (self.b_tile, offsets[1])
-        return tile, kb.add(off, kb.add(at, kb.mul(swizzled, 8)))
+        return tile, kb.add(off, kb.add(at, kb.mul(swizzled, chunk_elements)))
