@@ -216,6 +216,35 @@ WGMMA_PROBE = (
 }
 """
 ).replace("MARK", WGMMA_MARK)
+#: One warpgroup's TF32 wgmma m64n8k8 of A = 1 (64x8) by B[k][n] = k (8x8,
+#: k-contiguous as TF32's B must be: a 128-byte swizzled row an n): every
+#: sum is 0 + 1 + ... + 7 = 28, each work-item's four 112. "sm90" needs it
+#: too, since the dot lowering puts TF32 products on wgmma there.
+WGMMA_TF32_PROBE = (
+    r"""__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void accy_wgmma_tf32_probe(__global float* out) {
+  __local float a[64 * 32] __attribute__((aligned(1024)));
+  __local float b[8 * 32] __attribute__((aligned(1024)));
+  uint i = get_local_id(0);
+  for (uint e = i; e < 64 * 32; e += 128) a[e] = 1.0f;
+  for (uint e = i; e < 8 * 32; e += 128) {  /* row n of b: k in chunk k / 4, swizzled to (k / 4) ^ n */
+    uint n = e / 32, c = (e % 32) / 4, k = 4 * (c ^ n) + e % 4;
+    b[e] = k < 8 ? (float)k : 0.0f;
+  }
+  asm volatile("MARKfence.proxy.async.shared::cta;" ::: "memory");
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ulong da = (ulong)(((uint)(ulong)a & 0x3FFFF) >> 4) | ((ulong)1 << 16) | ((ulong)64 << 32) | (1UL << 62);
+  ulong db = (ulong)(((uint)(ulong)b & 0x3FFFF) >> 4) | ((ulong)1 << 16) | ((ulong)64 << 32) | (1UL << 62);
+  float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+  asm volatile("MARKwgmma.fence.sync.aligned;" ::: "memory");
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+    "MARKwgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}"
+    : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "l"(da), "l"(db), "r"(1) : "memory");
+  asm volatile("MARKwgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("MARKwgmma.wait_group.sync.aligned 0;" ::: "memory");
+  out[i] = d0 + d1 + d2 + d3;
+}
+"""
+).replace("MARK", WGMMA_MARK)
 #: Results of `mma_of_device` by device (platform, name, driver).
 _mma_probed: dict[tuple[str, str, str], str] = {}
 
@@ -224,8 +253,9 @@ def mma_of_device(device: cl.Device) -> str:
     """The `mma` profile field of a device: "sm80" on an NVIDIA GPU of
     compute capability 8.0 or later whose driver builds and correctly runs
     a probe kernel of inline-PTX `mma.sync` (`MMA_PROBE`), "sm90" where the
-    GPU is of 9.0 and a probe `wgmma` (`WGMMA_PROBE`, built for sm_90a as
-    `program_cache.sm90a_ptx` builds) runs right as well, once per device
+    GPU is of 9.0 and probes of `wgmma` (`WGMMA_PROBE` in f16,
+    `WGMMA_TF32_PROBE` in TF32, built for sm_90a as
+    `program_cache.sm90a_ptx` builds) run right as well, once per device
     and process; "" elsewhere. Where an NVIDIA driver refuses a probe, a
     remark says so once and the GPU dots keep the tiles it does run."""
     capability = _nvidia_capability(device)
@@ -275,19 +305,25 @@ def _run_probe(device: cl.Device, source: str, kernel: str, out: np.ndarray) -> 
 
 def _probe_mma(device: cl.Device, capability: tuple[int, int]) -> str:
     """Builds and runs `MMA_PROBE` on one warp and, on a GPU of compute
-    capability 9.0, `WGMMA_PROBE` on one warpgroup: "sm90" or "sm80" as far
-    as every work-item got its 4 · 120, else "" (and one remark why)."""
+    capability 9.0, `WGMMA_PROBE` and `WGMMA_TF32_PROBE` on one warpgroup:
+    "sm90" or "sm80" as far as every work-item got its 4 · 120 (4 · 28 in
+    TF32), else "" (and one remark why)."""
     if not _probe_runs(device, MMA_PROBE, "accy_mma_probe", 32, "inline PTX mma.sync", "GPU dots run on SIMT register tiles"):
         return ""
     if capability[0] != 9:
         return "sm80"
-    wgmma = _probe_runs(device, WGMMA_PROBE, "accy_wgmma_probe", 128, "wgmma built for sm_90a", "GPU dots run on mma.sync tiles")
+    instead = "GPU dots run on mma.sync tiles"
+    wgmma = _probe_runs(device, WGMMA_PROBE, "accy_wgmma_probe", 128, "wgmma built for sm_90a", instead) and _probe_runs(
+        device, WGMMA_TF32_PROBE, "accy_wgmma_tf32_probe", 128, "TF32 wgmma built for sm_90a", instead, expect=112.0
+    )
     return "sm90" if wgmma else "sm80"
 
 
-def _probe_runs(device: cl.Device, source: str, kernel: str, items: int, what: str, instead: str) -> bool:
+def _probe_runs(
+    device: cl.Device, source: str, kernel: str, items: int, what: str, instead: str, expect: float = 480.0
+) -> bool:
     """Whether `kernel` of `source` builds and gives each of `items`
-    work-items 480; a remark says where not."""
+    work-items `expect`; a remark says where not."""
     import pyopencl as cl
 
     from accy.passes.kernelization import kernelize
@@ -299,7 +335,7 @@ def _probe_runs(device: cl.Device, source: str, kernel: str, items: int, what: s
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         kernelize.remark(f"{name}: the driver refuses {what} ({first}); {instead}")
         return False
-    if not np.all(out == 480.0):
+    if not np.all(out == expect):
         kernelize.remark(f"{name}: {what} gave wrong sums in the probe; {instead}")
         return False
     return True

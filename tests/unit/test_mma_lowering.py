@@ -337,7 +337,7 @@ def test_sm90a_ptx_uncomments_the_marked_lines_and_retargets() -> None:
             sm90a_ptx(wrong.encode())
 
 
-@pytest.mark.parametrize("name", ["MMA_PROBE", "WGMMA_PROBE"])
+@pytest.mark.parametrize("name", ["MMA_PROBE", "WGMMA_PROBE", "WGMMA_TF32_PROBE"])
 def test_the_device_probes_are_opencl_c_that_builds(name: str) -> None:
     """The probes' OpenCL C, their inline PTX left out, builds on PoCL: a
     probe that NVIDIA's compiler refuses for a C error (an address-space
