@@ -90,6 +90,10 @@ tuned) sizes compiles with them.
   - `key_tile`: keys of a flash attention's tile (CPU: of one register
     tile, whole vectors of `vector_width` lanes; GPU: staged in local
     memory at a time, at most 32 when there are 256 work-groups or more);
+  - `attention_lanes`: floats a local load of a GPU flash attention's f32
+    register tiles takes, 1 or 4 (16-byte vectors from tiles laid out for
+    them: flash_attention.py's `_GpuBlocks`); 1 by default, the layout
+    measured on the H200, 4 a layout for the tuner to try;
   - `dot_rows`: rows of a dot register tile (CPU: of its rows x
     `dot_vectors` vectors; GPU: each work-item's tile is `dot_rows` x
     `dot_rows` outputs);
@@ -129,7 +133,7 @@ MMA_KINDS = ("", "sm80", "sm90", "emulate", "emulate-sm90")
 #: Tile and work-group sizes of the lowerings (module docstring).
 TUNING_FIELDS = (
     "group_size", "reduce_threads", "reduce_chunk", "row_threads", "row_segment", "scan_vectors", "query_rows",
-    "key_tile", "dot_rows", "dot_vectors", "dot_tile", "stream_bytes",
+    "key_tile", "attention_lanes", "dot_rows", "dot_vectors", "dot_tile", "stream_bytes",
 )
 #: Fields no longer part of a profile, and why (a file that sets one is told).
 REMOVED_FIELDS = {
@@ -160,6 +164,7 @@ class TargetProfile:
     scan_vectors: int = 4
     query_rows: int = 4
     key_tile: int = 64
+    attention_lanes: int = 1
     dot_rows: int = 12
     dot_vectors: int = 2
     dot_tile: int = 16
@@ -183,6 +188,8 @@ class TargetProfile:
                 raise ValueError(f"target {name} must be {kind} integer; got {value!r}")
         if self.vector_width not in (1, 2, 4, 8, 16):
             raise ValueError(f"target vector_width must be 1, 2, 4, 8 or 16; got {self.vector_width}")
+        if self.attention_lanes not in (1, 4):
+            raise ValueError(f"target attention_lanes must be 1 or 4; got {self.attention_lanes}")
         for name in _BOOL_FIELDS:
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"target {name} must be a bool; got {getattr(self, name)!r}")

@@ -30,8 +30,8 @@ class SetTargetPass(AccyPass):
     `max_work_group_size`, `local_mem_bytes`, `static_local_bytes`, `vector_width`, `fp16`, `fp64`;
     the GPU dot's matrix instructions `mma` (`mma=sm80`, `mma=emulate`, or
     `mma=""` to clear what a device would set); the tile and work-group sizes `group_size`, `reduce_threads`,
-    `reduce_chunk`, `row_threads`, `row_segment`, `scan_vectors`, `query_rows`, `key_tile`, `dot_rows`,
-    `dot_vectors`, `dot_tile`, `stream_bytes`. A
+    `reduce_chunk`, `row_threads`, `row_segment`, `scan_vectors`, `query_rows`, `key_tile`,
+    `attention_lanes`, `dot_rows`, `dot_vectors`, `dot_tile`, `stream_bytes`. A
     field set here is kept when a device compiles the module. The analyses
     stay valid: they read the functions, never the target (the lowerings
     do)."""
@@ -77,6 +77,8 @@ class SetTargetPass(AccyPass):
     """Query rows of a flash attention's block (CPU: register tiles of a work-item; GPU: a work-group)."""
     key_tile: int | None = None
     """Keys of a flash attention's tile."""
+    attention_lanes: int | None = None
+    """Floats a local load of a GPU flash attention's f32 register tiles takes: 1 or 4."""
     dot_rows: int | None = None
     """Rows of a dot register tile (GPU: each work-item's tile is dot_rows x dot_rows)."""
     dot_vectors: int | None = None

@@ -14,7 +14,7 @@ docs/tuning.md has the table):
 |---|---|---|
 | dot_general | `dot_rows` x `dot_vectors` (register tile), `vector_width` | `dot_rows`, `dot_tile`, `mma` |
 | row_pipeline | `vector_width`, `group_size` | `row_threads`, `row_segment` |
-| flash_attention | `query_rows`, `key_tile`, `vector_width` | `query_rows`, `key_tile` |
+| flash_attention | `query_rows`, `key_tile`, `vector_width` | `query_rows`, `key_tile`, `attention_lanes` |
 | scan | `vector_width`, `group_size`, `stream_bytes` | `row_threads`, `scan_vectors`, `vector_width` |
 | reduction | `reduce_chunk`, `vector_width`, `group_size` | `reduce_threads`, `reduce_chunk` |
 | elementwise (and shape) | `vector_width`, `group_size` | `group_size`, `vector_width` |
@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from accy.dialects.target import TargetProfile
 from accy.passes.kernelization.register_tiles import ACCUMULATORS, DEFAULT_ACCUMULATORS
 
-SPACE_VERSION = 4  # 2: row_segment; 3: the GPU scan's vector_width; 4: stream_bytes only for scans
+SPACE_VERSION = 5  # 2: row_segment; 3: the GPU scan's vector_width; 4: stream_bytes only for scans; 5: attention_lanes
 
 #: One candidate: the fields it sets (the others keep their current values).
 Candidate = dict[str, int | str]
@@ -123,7 +123,10 @@ def _gpu_row_pipeline(p: TargetProfile) -> list[Candidate]:
 
 
 def _gpu_flash_attention(p: TargetProfile) -> list[Candidate]:
-    return _product(query_rows=(16, 32, 64, 128), key_tile=(16, 32, 64))
+    # The vector layout (`attention_lanes = 4`: f32 tiles read 16 bytes at a
+    # time) at the blocks it takes: a work-item's 4 rows and keys whole vectors.
+    vectors = _product(attention_lanes=(4,), query_rows=(32, 64, 128), key_tile=(32, 64))
+    return _product(query_rows=(16, 32, 64, 128), key_tile=(16, 32, 64)) + vectors
 
 
 #: The GPU scan's widths of a work-item's vectors, beside the device's (4 floats on NVIDIA: one 128-bit load).

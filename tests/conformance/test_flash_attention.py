@@ -14,9 +14,12 @@ in a partial tile, float64)."""
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 import pytest
 from check import assert_matches, ty
+from conftest import GPU_PROFILE, ProfiledDevice
 from test_row_pipeline import check_program, normal
 
 import accy
@@ -282,3 +285,43 @@ def test_softmax_without_max_between_the_dots_is_no_attention(sq: int, sk: int, 
     import accy
 
     accy.compile(src, device=device, strict=True)
+
+
+#: (batch, Sq, Sk, D, Dv, form, fused) of the GPU kernel's vector layout
+#: (`attention_lanes = 4`): key tiles whole and partial, causal blocks
+#: skipped, Sq ragged against the 64-row blocks, D odd (q and the keys are
+#: staged [d][row]), Dv past a work-item's last whole vector of columns and
+#: whole, a prologue and an epilogue.
+GPU_VECTOR_CASES = [
+    ([2], 65, 37, 24, 40, "attention", False),
+    ([], 100, 77, 17, 5, "primitive", True),
+    ([1, 2], 64, 96, 32, 64, "softmax", False),
+    ([3], 33, 130, 8, 33, "attention", True),
+]
+GPU_VECTOR_TARGET = 'profile = "gpu", query_rows = 64, key_tile = 32'
+
+
+@pytest.mark.parametrize("case", GPU_VECTOR_CASES, ids=lambda c: "x".join(map(str, [*c[0], *c[1:5]])) + f"-{c[5]}")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_gpu_attention_vector_layout(case, causal: bool) -> None:
+    """`attention_lanes = 4` on the GPU profile: the register tiles read q,
+    the keys, p and the values 16 bytes at a time from tiles laid out for
+    it (`_GpuBlocks`), each work-item's keys and columns interleaved by 4;
+    results as the reference's. `attention_lanes = 1` (the default) prints
+    the same kernel as no field at all, with no vector load of local memory."""
+    batch, sq, sk, d, dv, form, fused = case
+    body = attention_src(batch, sq, sk, d, dv, causal, form, fused)
+    device = _gpu_device()
+    vector = f"builtin.module attributes {{accy.target = #accy.target<{GPU_VECTOR_TARGET}, attention_lanes = 4>}} {{\n{body}\n}}"
+    check_program(vector, inputs(batch, sq, sk, d, dv, fused), device)
+    assert "*(__local float4*)" in accy.compile(vector, device=device).program.source
+    scalar, default = (
+        accy.compile(f"builtin.module attributes {{accy.target = #accy.target<{target}>}} {{\n{body}\n}}", device=device).program.source
+        for target in (f"{GPU_VECTOR_TARGET}, attention_lanes = 1", GPU_VECTOR_TARGET)
+    )
+    assert scalar == default and "*(__local float4*)" not in default
+
+
+@cache
+def _gpu_device() -> ProfiledDevice:
+    return ProfiledDevice(GPU_PROFILE)

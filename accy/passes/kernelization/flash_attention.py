@@ -66,6 +66,7 @@ from xdsl.ir import Operation, SSAValue
 from accy.dialects import accy
 from accy.dialects.dense import splat_value
 from accy.dialects.host import buffer_element_type
+from accy.dialects.kernel import aligned_access
 from accy.dialects.target import TargetProfile
 from accy.dialects.types import element_bytes, numel
 from accy.passes.analyses.attention import AttentionMatch, NoMatch, lowest, match_attention
@@ -102,6 +103,9 @@ GPU_QUERY_ROWS = 4
 #: against 6.30.
 GPU_MANY_BLOCKS = 256
 GPU_MANY_BLOCKS_KEY_TILE = 32
+#: Floats of a vector local load of the GPU kernel's register tiles where
+#: the target's `attention_lanes` is this (`_GpuBlocks`): one 16-byte access.
+GPU_LANES = 4
 
 
 def lower_flash_attention(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) -> LoweredKernel:
@@ -495,6 +499,8 @@ class _Attention:
         while rk > 1 and blocks >= GPU_MANY_BLOCKS and tx * rk > GPU_MANY_BLOCKS_KEY_TILE:
             rk //= 2
         dvp = -(-self.dv // tx) * tx
+        if self.gpu_lanes() > 1:  # whole vectors of a work-item's columns
+            dvp = -(-self.dv // (tx * GPU_LANES)) * tx * GPU_LANES
         while self._gpu_local(tx, ty, rq, rk, dvp) > profile.local_mem_bytes:
             if rq > 1:
                 rq //= 2
@@ -507,10 +513,22 @@ class _Attention:
         return ty, rq, rk, dvp
 
     def _gpu_local(self, tx: int, ty: int, rq: int, rk: int, dvp: int) -> int:
-        """Local memory bytes of the GPU kernel's tiles (`_GpuBlocks`)."""
+        """Local memory bytes of the GPU kernel's tiles (`_GpuBlocks`): of
+        its scalar layout, or of the larger of both where it may take the
+        vector one (`gpu_lanes`)."""
         bq, bk = ty * rq, tx * rk
         q, kv, p = bq * (self.d + 1), max(bk * (self.d + 1), bk * dvp), max(bq * (bk + 1), bq * (tx + 1))
+        if self.gpu_lanes() > 1:
+            pad = GPU_LANES
+            q, kv, p = max(q, self.d * (bq + pad)), max(kv, self.d * (bk + pad)), max(p, bk * (bq + pad))
         return (q + kv + p) * element_bytes(buffer_element_type(self.et))
+
+    def gpu_lanes(self) -> int:
+        """Elements a local load of the GPU kernel's register tiles takes:
+        `GPU_LANES` where the target's `attention_lanes` asks for them and
+        the tiles are f32, else 1 (`_GpuBlocks`)."""
+        lanes = self.kb.profile.attention_lanes
+        return GPU_LANES if lanes == GPU_LANES and isinstance(buffer_element_type(self.et), Float32Type) else 1
 
     def value_or_zero(self, bc: list[SSAValue], j: SSAValue, c: SSAValue, dvp: int) -> SSAValue:
         """v at (key j, column c), 0 in the padding columns past Dv."""
@@ -741,6 +759,15 @@ class _GpuBlocks:
     are masked to -inf with those past the query (causal), whose tiles
     past the block's last query are skipped.
 
+    With `attention_lanes` = 4 (`_Attention.gpu_lanes`; the tiles whole
+    vectors of 4: RQ, RK and Dv/TX multiples of it) the register tiles read
+    local memory a 16-byte vector at a time, as the SIMT dot's do: q staged
+    `[d][Bq+4]` and the keys `[d][Bk+4]` (a work-item's rows, and its keys
+    (TX·j' + tx)·4 + (0..3), consecutive), p `[key][Bq+4]`, and a
+    work-item's output columns (TX·c' + tx)·4 + (0..3); a warp's vector
+    loads then cover 128 consecutive bytes (or broadcast), so each is one
+    pass of the local memory, against one a scalar load.
+
     Building it emits the kernel's preamble (local arrays, ids, the
     block's rows); `kernel` emits the rest."""
 
@@ -754,9 +781,17 @@ class _GpuBlocks:
         bq, bk = self.bq, self.bk
         self.threads = tx_n * self.ty_n
         self.groups = -(-fa.sq // bq)
-        self.q_tile = kb.local_array(bq * (fa.d + 1), st, workgroup=True)
-        self.kv_tile = kb.local_array(max(bk * (fa.d + 1), bk * self.dvp), st, workgroup=True)
-        self.shared = kb.local_array(max(bq * (bk + 1), bq * (tx_n + 1)), st, workgroup=True)
+        lanes = fa.gpu_lanes()
+        self.w = lanes if self.rq % lanes == 0 and self.rk % lanes == 0 and self.cv % lanes == 0 else 1
+        if self.w > 1:  # rows of whole vectors, starting aligned
+            align, self.q_row, self.k_row, self.p_row = 4 * self.w, bq + self.w, bk + self.w, bq + self.w
+            self.q_tile = kb.local_array(fa.d * self.q_row, st, workgroup=True, alignment=align)
+            self.kv_tile = kb.local_array(max(fa.d * self.k_row, bk * self.dvp), st, workgroup=True, alignment=align)
+            self.shared = kb.local_array(max(bk * self.p_row, bq * (tx_n + 1)), st, workgroup=True, alignment=align)
+        else:
+            self.q_tile = kb.local_array(bq * (fa.d + 1), st, workgroup=True)
+            self.kv_tile = kb.local_array(max(bk * (fa.d + 1), bk * self.dvp), st, workgroup=True)
+            self.shared = kb.local_array(max(bq * (bk + 1), bq * (tx_n + 1)), st, workgroup=True)
         self.tx, self.ty = kb.local_id("x"), kb.local_id("y")
         self.flat = kb.add(kb.mul(self.ty, tx_n), self.tx)
         self.q0 = kb.mul(kb.group_id("x"), bq)
@@ -813,16 +848,44 @@ class _GpuBlocks:
         return []
 
     def _put_q(self, r: SSAValue, d: SSAValue) -> None:
-        """q's element d of block row r into `[row][D+1]`."""
+        """q's element d of block row r into `[row][D+1]` (vectors: `[d][Bq+4]`)."""
         fa, kb = self.fa, self.fa.kb
-        self._store(fa.q_at(self.bc, kb.min(kb.add(self.q0, r), fa.sq - 1), d, 1), self.q_tile,
-                    kb.add(kb.mul(r, fa.d + 1), d))
+        self._store(fa.q_at(self.bc, kb.min(kb.add(self.q0, r), fa.sq - 1), d, 1), self.q_tile, self._q_at(r, d))
+
+    def _q_at(self, r: SSAValue, d: SSAValue) -> SSAValue:
+        kb = self.fa.kb
+        return kb.add(kb.mul(d, self.q_row), r) if self.w > 1 else kb.add(kb.mul(r, self.fa.d + 1), d)
 
     def _put_key(self, k0: SSAValue, key: SSAValue, d: SSAValue) -> None:
-        """k's element d of tile key `key` into `[key][D+1]`."""
+        """k's element d of tile key `key` into `[key][D+1]` (vectors: `[d][Bk+4]`)."""
         fa, kb = self.fa, self.fa.kb
-        self._store(fa.k_at(self.bc, kb.min(kb.add(k0, key), fa.sk - 1), d, 1), self.kv_tile,
-                    kb.add(kb.mul(key, fa.d + 1), d))
+        self._store(fa.k_at(self.bc, kb.min(kb.add(k0, key), fa.sk - 1), d, 1), self.kv_tile, self._k_at(key, d))
+
+    def _k_at(self, key: SSAValue, d: SSAValue) -> SSAValue:
+        kb = self.fa.kb
+        return kb.add(kb.mul(d, self.k_row), key) if self.w > 1 else kb.add(kb.mul(key, self.fa.d + 1), d)
+
+    def _my(self, j: int) -> SSAValue:
+        """This work-item's j-th key of a tile (or output column): tx + TX·j,
+        with vectors (TX·(j / 4) + tx)·4 + j % 4."""
+        kb, w = self.fa.kb, self.w
+        if w == 1:
+            return kb.add(self.tx, self.tx_n * j)
+        return kb.add(kb.mul(kb.add(self.tx, self.tx_n * (j // w)), w), j % w)
+
+    def _vector_load(self, buf: SSAValue, at: SSAValue) -> list[SSAValue]:
+        """The `w` elements from `at` (a multiple of w) of a local tile, one aligned load."""
+        kb, st = self.fa.kb, buffer_element_type(self.fa.et)
+        vec = kb.val(aligned_access(vector.LoadOp(buf, [at], VectorType(st, [self.w])), self.w * element_bytes(st)))
+        return [kb.val(vector.ExtractOp(vec, [lane], st)) for lane in range(self.w)]
+
+    def _loads(self, buf: SSAValue, at: Callable[[int], SSAValue], count: int) -> list[SSAValue]:
+        """Elements `at(0)` .. `at(count - 1)` of a local tile, each address
+        built before its load; with vectors, runs of w consecutive ones one
+        load each (`at` of each run's first)."""
+        if self.w == 1:
+            return [self._load(buf, at(i)) for i in range(count)]
+        return [x for v in range(0, count, self.w) for x in self._vector_load(buf, at(v))]
 
     def _put_value(self, k0: SSAValue, key: SSAValue, c: SSAValue) -> None:
         """v's column c of tile key `key` (0 past Dv) into `[key][Dv padded]`."""
@@ -860,16 +923,16 @@ class _GpuBlocks:
 
     def _qk_step(self, d: SSAValue, s: list[SSAValue]) -> list[SSAValue]:
         """One d of the RQ x RK scores, from local q and keys."""
-        fa, kb, rk = self.fa, self.fa.kb, self.rk
-        qs = [self._load(self.q_tile, kb.add(kb.mul(r, fa.d + 1), d)) for r in self.mine]
-        ks = [self._load(self.kv_tile, kb.add(kb.mul(kb.add(self.tx, self.tx_n * j), fa.d + 1), d)) for j in range(rk)]
+        fa, rk = self.fa, self.rk
+        qs = self._loads(self.q_tile, lambda i: self._q_at(self.mine[i], d), self.rq)
+        ks = self._loads(self.kv_tile, lambda j: self._k_at(self._my(j), d), rk)
         return [fa.fma(qs[i], ks[j], s[i * rk + j]) for i in range(self.rq) for j in range(rk)]
 
     def _scores(self, k0: SSAValue, dots: list[SSAValue], limits: list[SSAValue]) -> list[SSAValue]:
         """The score's elementwise work on each dot, keys past Sk (read at
         Sk-1) and past the query (causal) masked to -inf."""
         fa, kb, rk = self.fa, self.fa.kb, self.rk
-        keys = [kb.add(k0, kb.add(self.tx, self.tx_n * j)) for j in range(rk)]
+        keys = [kb.add(k0, self._my(j)) for j in range(rk)]
         scores = []
         for i in range(self.rq):
             for j in range(rk):
@@ -920,16 +983,20 @@ class _GpuBlocks:
         kb = self.fa.kb
         for i, p in enumerate(ps):
             for j in range(self.rk):
-                at = kb.add(kb.mul(self.mine[i], self.bk + 1), kb.add(self.tx, self.tx_n * j))
-                self._store(p[j], self.shared, at)
+                self._store(p[j], self.shared, self._p_at(self.mine[i], self._my(j)))
         self._stage(self.bk, self.dvp, partial(self._put_value, k0))
         kb.barrier()
+
+    def _p_at(self, r: SSAValue, key: SSAValue) -> SSAValue:
+        """Where p of block row r and tile key `key` is: `[row][Bk+1]` (vectors: `[key][Bq+4]`)."""
+        kb = self.fa.kb
+        return kb.add(kb.mul(key, self.p_row), r) if self.w > 1 else kb.add(kb.mul(r, self.bk + 1), key)
 
     def _pv_step(self, kk: SSAValue, o: list[SSAValue]) -> list[SSAValue]:
         """One key of p·v: RQ local p times Dv/TX local values."""
         fa, kb, cv = self.fa, self.fa.kb, self.cv
-        pk = [self._load(self.shared, kb.add(kb.mul(r, self.bk + 1), kk)) for r in self.mine]
-        vs = [self._load(self.kv_tile, kb.add(kb.mul(kk, self.dvp), kb.add(self.tx, self.tx_n * c))) for c in range(cv)]
+        pk = self._loads(self.shared, lambda i: self._p_at(self.mine[i], kk), self.rq)
+        vs = self._loads(self.kv_tile, lambda c: kb.add(kb.mul(kk, self.dvp), self._my(c)), cv)
         return [fa.fma(pk[i], vs[c], o[i * cv + c]) for i in range(self.rq) for c in range(cv)]
 
     # -- the rows stored -----------------------------------------------------------------------
@@ -947,6 +1014,6 @@ class _GpuBlocks:
             inv = fa.inverse(self._fold(kb.mul(self.mine[i], tx_n + 1), arith.AddfOp))
             row = kb.add(self.q0, self.mine[i])
             for c in range(cv):
-                col = kb.add(self.tx, tx_n * c)
                 value = kb.val(arith.MulfOp(final[2 * rq + i * cv + c], inv))
-                fa.finish_guarded(self.bc, row, col, value, fa.sq % self.bq != 0, (c + 1) * tx_n > fa.dv)
+                past_dv = (c // self.w + 1) * tx_n * self.w > fa.dv  # some work-item's column c is past Dv
+                fa.finish_guarded(self.bc, row, self._my(c), value, fa.sq % self.bq != 0, past_dv)
