@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from accy.dialects.target import TargetProfile
 from accy.passes.kernelization.register_tiles import ACCUMULATORS, DEFAULT_ACCUMULATORS
 
-SPACE_VERSION = 5  # 2: row_segment; 3: the GPU scan's vector_width; 4: stream_bytes only for scans; 5: attention_lanes
+SPACE_VERSION = 5  # 2: row_segment; 3: the GPU scan's vector_width; 4: stream_bytes only for scans; 5: attention_lanes, sm80 on sm90
 
 #: One candidate: the fields it sets (the others keep their current values).
 Candidate = dict[str, int | str]
@@ -111,9 +111,12 @@ def _cpu_elementwise(p: TargetProfile) -> list[Candidate]:
 
 def _gpu_dot(p: TargetProfile) -> list[Candidate]:
     # With the tensor cores (`mma`, set by the device where its driver runs
-    # them), the SIMT register tiles too: small or odd products may prefer them.
+    # them), the SIMT register tiles too: small or odd products may prefer
+    # them; on Hopper the warp tiles of mma.sync too (the warpgroup tiles'
+    # 128 x 256 blocks, and TF32's packing launch, may lose on small ones).
     simt: list[Candidate] = [{"mma": ""}] if p.mma else []
-    return _product(dot_rows=(4, 8), dot_tile=(8, 16)) + simt
+    warp: list[Candidate] = [{"mma": "sm80"}] if p.mma == "sm90" else []
+    return _product(dot_rows=(4, 8), dot_tile=(8, 16)) + simt + warp
 
 
 def _gpu_row_pipeline(p: TargetProfile) -> list[Candidate]:

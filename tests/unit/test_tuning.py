@@ -319,6 +319,21 @@ def test_the_gpu_profile_is_tuned_with_its_own_space() -> None:
     np.testing.assert_allclose(exe(*inputs)[0], exe.reference_outputs(inputs)[0], rtol=1e-5, atol=1e-6)
 
 
+def test_the_gpu_spaces_try_the_layouts_no_card_has_timed_yet() -> None:
+    """On Hopper (`mma = "sm90"`) the dot space tries mma.sync's warp tiles
+    beside wgmma's (and the SIMT tiles); the attention space tries the f32
+    tiles' 16-byte loads (`attention_lanes = 4`) at blocks whose work-items
+    hold whole vectors."""
+    hopper = DEFAULTS["gpu"].replace(mma="sm90", static_local_bytes=231424)
+    dots = spaces.candidates(spaces.SPACES[("gpu", "dot_general")], hopper)
+    assert dots[0]["mma"] == "sm90" and {"mma": "sm80"} in [{"mma": c["mma"]} for c in dots[1:]]
+    assert {c.get("mma") for c in spaces.candidates(spaces.SPACES[("gpu", "dot_general")], DEFAULTS["gpu"])} <= {"", None}
+    attention = spaces.candidates(spaces.SPACES[("gpu", "flash_attention")], DEFAULTS["gpu"])
+    lanes = [c for c in attention if c.get("attention_lanes") == 4]
+    assert attention[0].get("attention_lanes", 1) == 1 and len(lanes) == 6
+    assert {c["query_rows"] for c in lanes} == {32, 64, 128} and {c["key_tile"] for c in lanes} == {32, 64}
+
+
 CUMSUM_GPU = """builtin.module attributes {accy.target = #accy.target<profile = "gpu">} {
 func.func @main(%x: tensor<5x301xf32>) -> tensor<5x301xf32> {
   %0 = "accy.scan"(%x) <{kind = "sum", axis = 1 : i64, exclusive = false, reverse = false}> : (tensor<5x301xf32>) -> tensor<5x301xf32>
