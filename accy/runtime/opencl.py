@@ -216,29 +216,40 @@ WGMMA_PROBE = (
 }
 """
 ).replace("MARK", WGMMA_MARK)
-#: One warpgroup's TF32 wgmma m64n8k8 of A = 1 (64x8) by B[k][n] = k (8x8,
-#: k-contiguous as TF32's B must be: a 128-byte swizzled row an n): every
-#: sum is 0 + 1 + ... + 7 = 28, each work-item's four 112. "sm90" needs it
-#: too, since the dot lowering puts TF32 products on wgmma there.
+#: Two of one warpgroup's TF32 wgmma m64n8k8, k 0-7 and then k 8-15 (the
+#: descriptors' start 32 bytes on, as the dot's k steps are), of A[m][k] = 1
+#: + k / 4 (64x16) by B[k][n] = k (16x8), both k-contiguous as TF32's B must
+#: be, in 128-byte swizzled rows (a chunk's k differ from row to row, so a
+#: misread swizzle changes the sums): every sum is 6 + 44 + 114 + 216 = 380,
+#: each work-item's four 1520. "sm90" needs it too, since the dot lowering
+#: puts TF32 products on wgmma there.
 WGMMA_TF32_PROBE = (
-    r"""__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void accy_wgmma_tf32_probe(__global float* out) {
+    r"""static inline ulong accy_probe_desc(uint address) {
+  return (ulong)((address & 0x3FFFF) >> 4) | ((ulong)1 << 16) | ((ulong)64 << 32) | (1UL << 62);
+}
+__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void accy_wgmma_tf32_probe(__global float* out) {
   __local float a[64 * 32] __attribute__((aligned(1024)));
   __local float b[8 * 32] __attribute__((aligned(1024)));
   uint i = get_local_id(0);
-  for (uint e = i; e < 64 * 32; e += 128) a[e] = 1.0f;
-  for (uint e = i; e < 8 * 32; e += 128) {  /* row n of b: k in chunk k / 4, swizzled to (k / 4) ^ n */
-    uint n = e / 32, c = (e % 32) / 4, k = 4 * (c ^ n) + e % 4;
-    b[e] = k < 8 ? (float)k : 0.0f;
+  for (uint e = i; e < 64 * 32; e += 128) {  /* row m: chunk c holds k 4 (c ^ m % 8) to + 3 */
+    uint m = e / 32, k = 4 * (((e % 32) / 4) ^ (m % 8)) + e % 4;
+    a[e] = k < 16 ? (float)(1 + k / 4) : 0.0f;
+  }
+  for (uint e = i; e < 8 * 32; e += 128) {
+    uint n = e / 32, k = 4 * (((e % 32) / 4) ^ n) + e % 4;
+    b[e] = k < 16 ? (float)k : 0.0f;
   }
   asm volatile("MARKfence.proxy.async.shared::cta;" ::: "memory");
   barrier(CLK_LOCAL_MEM_FENCE);
-  ulong da = (ulong)(((uint)(ulong)a & 0x3FFFF) >> 4) | ((ulong)1 << 16) | ((ulong)64 << 32) | (1UL << 62);
-  ulong db = (ulong)(((uint)(ulong)b & 0x3FFFF) >> 4) | ((ulong)1 << 16) | ((ulong)64 << 32) | (1UL << 62);
+  uint at = (uint)(ulong)a, bt = (uint)(ulong)b;
   float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
   asm volatile("MARKwgmma.fence.sync.aligned;" ::: "memory");
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
-    "MARKwgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}"
-    : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "l"(da), "l"(db), "r"(1) : "memory");
+  for (uint s = 0; s < 2; s++) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+      "MARKwgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}"
+      : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "l"(accy_probe_desc(at + 32 * s)), "l"(accy_probe_desc(bt + 32 * s)), "r"(1)
+      : "memory");
+  }
   asm volatile("MARKwgmma.commit_group.sync.aligned;" ::: "memory");
   asm volatile("MARKwgmma.wait_group.sync.aligned 0;" ::: "memory");
   out[i] = d0 + d1 + d2 + d3;
@@ -306,7 +317,7 @@ def _run_probe(device: cl.Device, source: str, kernel: str, out: np.ndarray) -> 
 def _probe_mma(device: cl.Device, capability: tuple[int, int]) -> str:
     """Builds and runs `MMA_PROBE` on one warp and, on a GPU of compute
     capability 9.0, `WGMMA_PROBE` and `WGMMA_TF32_PROBE` on one warpgroup:
-    "sm90" or "sm80" as far as every work-item got its 4 · 120 (4 · 28 in
+    "sm90" or "sm80" as far as every work-item got its 4 · 120 (4 · 380 in
     TF32), else "" (and one remark why)."""
     if not _probe_runs(device, MMA_PROBE, "accy_mma_probe", 32, "inline PTX mma.sync", "GPU dots run on SIMT register tiles"):
         return ""
@@ -314,7 +325,7 @@ def _probe_mma(device: cl.Device, capability: tuple[int, int]) -> str:
         return "sm80"
     instead = "GPU dots run on mma.sync tiles"
     wgmma = _probe_runs(device, WGMMA_PROBE, "accy_wgmma_probe", 128, "wgmma built for sm_90a", instead) and _probe_runs(
-        device, WGMMA_TF32_PROBE, "accy_wgmma_tf32_probe", 128, "TF32 wgmma built for sm_90a", instead, expect=112.0
+        device, WGMMA_TF32_PROBE, "accy_wgmma_tf32_probe", 128, "TF32 wgmma built for sm_90a", instead, expect=1520.0
     )
     return "sm90" if wgmma else "sm80"
 

@@ -406,7 +406,7 @@ _WGMMA_EMULATED = """static inline float {name}(__local const {storage}* a, uint
 #: Where the emulated wgmma reads B's element (k, col): n-contiguous (16-bit) or k-contiguous (TF32).
 _WGMMA_B_OFFSET = {
     False: "b_at + (col / 64) * b_n_atom + (k / 8) * b_k_atom + (k % 8) * 128 + 2 * (col % 64)",
-    True: "b_at + (col / 8) * b_n_atom + (col % 8) * 128 + 4 * k",
+    True: "b_at + (col / 8) * b_n_atom + (col % 8) * 128 + {width} * k",
 }
 #: How the emulated wgmma reads element i of tile p as f32, by operand type:
 #: the storage it reads and the load (TF32 as f32: the products are closer
@@ -869,7 +869,7 @@ class _KernelEmitter:
             self.line(f"float {', '.join(f'{n} = {c}' for n, c in zip(names, incoming, strict=True))};")
         self.names.update(zip(op.d, names, strict=True))
         a_start, b_start = op.starts()
-        width = _wgmma_kind(op)
+        kind = _wgmma_kind(op)
         count = len(names)
         # An f32 (TF32) B is k-contiguous as A is (lead unused: 1); a 16-bit
         # one n-contiguous, its descriptor the atoms' strides and transposed.
@@ -882,7 +882,7 @@ class _KernelEmitter:
             address = f"(uint)(ulong)({self.get(tile)} + {self.get(index)}) + {start}"
             descs.append(f"{_WGMMA_DESC}({address}, {lead}, {stride})")
         slots = ",".join(f"%{i}" for i in range(count))
-        instruction = f"wgmma.mma_async.sync.aligned.{op.shape.data}.f32.{width}.{width}"
+        instruction = f"wgmma.mma_async.sync.aligned.{op.shape.data}.f32.{kind}.{kind}"
         # PTX's wgmma takes the operands' transposes (imm-trans-a, -b) for 16-bit types only.
         immediates = "p, 1, 1" if op.b_k_major else "p, 1, 1, 0, 1"
         outs = ", ".join(f'"+f"({n})' for n in names)
@@ -903,7 +903,8 @@ class _KernelEmitter:
         width = element_bytes(op.element)
         loads = {"load_a": load.format(p="a", i=f"ao / {width}"), "load_b": load.format(p="b", i=f"bo / {width}")}
         text = _WGMMA_EMULATED.format(
-            name=name, storage=storage, k=32 // width, width=width, b_offset=_WGMMA_B_OFFSET[op.b_k_major], **loads
+            name=name, storage=storage, k=32 // width, width=width,
+            b_offset=_WGMMA_B_OFFSET[op.b_k_major].format(width=width), **loads,
         )
         self.helpers.setdefault(name, text)
         a_start, b_start = op.starts()

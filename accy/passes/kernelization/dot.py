@@ -277,7 +277,7 @@ class _Dot:
         return replace(k_major, copy_b=place), pack
 
     def _packed_index(self, kb: KernelBuilder, b: SSAValue, n: SSAValue, k: SSAValue) -> SSAValue:
-        """The flat index of the rhs's (b, k, n) in its [b][n][k] scratch copy."""
+        """The flat index in the rhs's [b][n][k] scratch copy of its element at batch b, n, k."""
         return kb.add(kb.mul(kb.add(kb.mul(b, self.N), n), self.K), k)
 
     def _pack_k_major(self, pk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:

@@ -478,12 +478,24 @@ class _Attention:
 
     # -- GPU: the sizes of the tiles ---------------------------------------------------------
 
-    def gpu_tiles(self) -> tuple[int, int, int, int]:
-        """(TY, RQ, RK, Dv padded) of the GPU kernel: TY x 16 work-items, each
-        RQ query rows by RK keys of a tile; query_rows and key_tile at most,
-        fewer rows while the queries are few, tiles of at most
+    def gpu_tiles(self) -> tuple[int, int, int, int, int]:
+        """(TY, RQ, RK, Dv padded, W) of the GPU kernel: TY x 16 work-items,
+        each RQ query rows by RK keys of a tile; query_rows and key_tile at
+        most, fewer rows while the queries are few, tiles of at most
         GPU_MANY_BLOCKS_KEY_TILE keys for GPU_MANY_BLOCKS work-groups or
-        more, then fewer while the tiles do not fit in local memory."""
+        more, then fewer while the tiles do not fit in local memory. W is the
+        elements a local load of the register tiles takes: `gpu_lanes` where
+        the tiles so fitted are whole vectors of it (RQ, RK and Dv padded /
+        TX), else 1, the tiles fitted again for the scalar layout."""
+        lanes = self.gpu_lanes()
+        if lanes > 1:
+            ty, rq, rk, dvp = self._gpu_fit(lanes)
+            if rq % lanes == 0 and rk % lanes == 0:
+                return ty, rq, rk, dvp, lanes
+        return (*self._gpu_fit(1), 1)
+
+    def _gpu_fit(self, lanes: int) -> tuple[int, int, int, int]:
+        """(TY, RQ, RK, Dv padded) of `gpu_tiles` for the layout of `lanes`."""
         profile = self.kb.profile
         tx = min(GPU_KEY_THREADS, profile.max_work_group_size)
         rq = GPU_QUERY_ROWS
@@ -498,10 +510,8 @@ class _Attention:
         blocks = -(-self.sq // (ty * rq)) * max(numel(self.batch_shape), 1)
         while rk > 1 and blocks >= GPU_MANY_BLOCKS and tx * rk > GPU_MANY_BLOCKS_KEY_TILE:
             rk //= 2
-        dvp = -(-self.dv // tx) * tx
-        if self.gpu_lanes() > 1:  # whole vectors of a work-item's columns
-            dvp = -(-self.dv // (tx * GPU_LANES)) * tx * GPU_LANES
-        while self._gpu_local(tx, ty, rq, rk, dvp) > profile.local_mem_bytes:
+        dvp = -(-self.dv // (tx * lanes)) * tx * lanes  # whole vectors of a work-item's columns
+        while self._gpu_local(tx, ty, rq, rk, dvp, lanes) > profile.local_mem_bytes:
             if rq > 1:
                 rq //= 2
             elif rk > 1:
@@ -512,21 +522,18 @@ class _Attention:
                 raise Decline(f"a query row and a key of D = {self.d}, Dv = {self.dv} do not fit in local memory")
         return ty, rq, rk, dvp
 
-    def _gpu_local(self, tx: int, ty: int, rq: int, rk: int, dvp: int) -> int:
-        """Local memory bytes of the GPU kernel's tiles (`_GpuBlocks`): of
-        its scalar layout, or of the larger of both where it may take the
-        vector one (`gpu_lanes`)."""
+    def _gpu_local(self, tx: int, ty: int, rq: int, rk: int, dvp: int, lanes: int) -> int:
+        """Local memory bytes of the GPU kernel's tiles (`_GpuBlocks`) in the layout of `lanes`."""
         bq, bk = ty * rq, tx * rk
-        q, kv, p = bq * (self.d + 1), max(bk * (self.d + 1), bk * dvp), max(bq * (bk + 1), bq * (tx + 1))
-        if self.gpu_lanes() > 1:
-            pad = GPU_LANES
-            q, kv, p = max(q, self.d * (bq + pad)), max(kv, self.d * (bk + pad)), max(p, bk * (bq + pad))
+        if lanes > 1:
+            q, kv, p = self.d * (bq + lanes), max(self.d * (bk + lanes), bk * dvp), max(bk * (bq + lanes), bq * (tx + 1))
+        else:
+            q, kv, p = bq * (self.d + 1), max(bk * (self.d + 1), bk * dvp), max(bq * (bk + 1), bq * (tx + 1))
         return (q + kv + p) * element_bytes(buffer_element_type(self.et))
 
     def gpu_lanes(self) -> int:
-        """Elements a local load of the GPU kernel's register tiles takes:
-        `GPU_LANES` where the target's `attention_lanes` asks for them and
-        the tiles are f32, else 1 (`_GpuBlocks`)."""
+        """`GPU_LANES` where the target's `attention_lanes` asks for vector
+        loads of the GPU kernel's tiles and they are f32, else 1."""
         lanes = self.kb.profile.attention_lanes
         return GPU_LANES if lanes == GPU_LANES and isinstance(buffer_element_type(self.et), Float32Type) else 1
 
@@ -776,15 +783,14 @@ class _GpuBlocks:
         kb, et = fa.kb, fa.et
         st = buffer_element_type(et)
         self.tx_n = tx_n = min(GPU_KEY_THREADS, kb.profile.max_work_group_size)
-        self.ty_n, self.rq, self.rk, self.dvp = fa.gpu_tiles()
+        self.ty_n, self.rq, self.rk, self.dvp, self.w = fa.gpu_tiles()
         self.bq, self.bk, self.cv = self.ty_n * self.rq, tx_n * self.rk, self.dvp // tx_n
         bq, bk = self.bq, self.bk
         self.threads = tx_n * self.ty_n
         self.groups = -(-fa.sq // bq)
-        lanes = fa.gpu_lanes()
-        self.w = lanes if self.rq % lanes == 0 and self.rk % lanes == 0 and self.cv % lanes == 0 else 1
         if self.w > 1:  # rows of whole vectors, starting aligned
-            align, self.q_row, self.k_row, self.p_row = 4 * self.w, bq + self.w, bk + self.w, bq + self.w
+            align = self.w * element_bytes(st)
+            self.q_row, self.k_row, self.p_row = bq + self.w, bk + self.w, bq + self.w
             self.q_tile = kb.local_array(fa.d * self.q_row, st, workgroup=True, alignment=align)
             self.kv_tile = kb.local_array(max(fa.d * self.k_row, bk * self.dvp), st, workgroup=True, alignment=align)
             self.shared = kb.local_array(max(bk * self.p_row, bq * (tx_n + 1)), st, workgroup=True, alignment=align)

@@ -21,11 +21,11 @@ accumulators.
   of row r of an 8-row atom at c XOR r % 8; a 16-bit rhs in atoms of 8 k by 64
   n), zero past M, N and K, by async copies into `STAGES` buffers, copied
   `STAGES` - 2 steps ahead: a step waits for its own copies, fences them
-  for the matrix instructions' proxy, one barrier, then its four wgmmas (k
-  16 each) as one group, waits until the step before's group is done, and
-  copies the step `STAGES` - 2 ahead into the buffer the step before last
-  used (which both warpgroups' waits before this barrier released); four
-  wgmmas a step, 32 bytes of k each.
+  for the matrix instructions' proxy, one barrier, then its four wgmmas (32
+  bytes of k each: k16, or k8 of TF32) as one group, waits until the step
+  before's group is done, and copies the step `STAGES` - 2 ahead into the
+  buffer the step before last used (which both warpgroups' waits before
+  this barrier released).
 - 192 KiB of workgroup memory: past the 48 KiB NVIDIA's driver reports, in
   `static_local_bytes`. The sums go through `MmaTiles.epilogue`.
 
@@ -50,13 +50,15 @@ from accy.passes.kernelization.mma_tiles import WARP, MmaOperands, MmaTiles, War
 from accy.passes.kernelization.register_tiles import Product
 
 #: The work-group's warps as the epilogue sees them (16 rows of the block's
-#: 256 columns a warp) and the buffers of each operand.
+#: 256 columns a warp).
 LAYOUT = WarpLayout(8, 1, 16, 256)
-#: Emulated, blocks of 128 x 64 (m64n64k16): 32 sums a work-item, where 128
-#: overflowed the stack of PoCL's work-group threads and took minutes to build.
+#: Emulated, blocks of 128 x 64 (m64n64: 32 sums a work-item, where 128
+#: overflowed the stack of PoCL's work-group threads and took minutes to build).
 EMULATED_LAYOUT = WarpLayout(8, 1, 16, 64)
+#: Staging buffers of each operand.
 STAGES = 4
-#: Bytes of a swizzle atom (8 rows of 128 bytes: a staged row is one k step), and of k a wgmma reads a row.
+#: Bytes of a swizzle atom (8 rows), of a staged row (one k step's), and of
+#: the k of a row one wgmma reads.
 ATOM = WgmmaOp.ATOM_BYTES
 ROW = WgmmaOp.ROW_BYTES
 WGMMA_K_BYTES = 32
@@ -71,9 +73,11 @@ def wgmma_applies(profile: TargetProfile, ops: MmaOperands) -> bool:
     """Whether the warpgroup tiles build `ops` on `profile`: "sm90", 16-bit
     operands (an rhs n-contiguous) or TF32 (an rhs k-contiguous) staged by
     async copies, and room for the work-group."""
+    # PTX's wgmma reads a 16-bit B n-contiguous here (transposed), a TF32 one only k-contiguous.
+    rhs_as_read = not ops.b_k_major if ops.pairs else ops.b_k_major
     return (
         profile.mma in ("sm90", "emulate-sm90")
-        and ops.pairs != ops.b_k_major
+        and rhs_as_read
         and ops.copy_a is not None
         and ops.copy_b is not None
         and profile.max_work_group_size >= LAYOUT.threads
