@@ -46,6 +46,7 @@ SHAPES = [
     ((), 136, 264, 72, False, False),  # so, over several blocks along m and n and k steps, all partial
     ((), 70, 264, 200, False, False),  # so, more k steps than the deepest pipeline has stages
     ((), 300, 520, 264, False, False),  # so, 3 x 3 blocks of the warpgroup tiles (128 x 256), 5 k steps of 64
+    ((2,), 19, 33, 44, False, True),  # K whole vectors, the rhs contracted along its last dim: TF32's staged as it is
 ]
 #: The emulated cases a plain run takes, by element type (the others are
 #: `slow`: PoCL takes 10-30 s to build each emulated kernel, whose exchange
@@ -56,11 +57,12 @@ QUICK = {("f16", 5), ("f16", 8), ("bf16", 4), ("bf16", 9), ("f32", 8)}
 #: memory is plenty (`emulating_deep`): the shapes staged by async copies.
 DEEP = {8, 9, 10}
 QUICK_DEEP = {("f16", 10), ("f32", 10)}
-#: The emulated warpgroup tiles' quick cases: none (PoCL takes 1.5 minutes
-#: or more for each: every work-item sums its own products); the slow ones
-#: have a batch, several blocks, k steps past the pipeline's depth, bf16 and
-#: TF32 (its rhs packed k-contiguous, or staged as it is where transposed).
-QUICK_SM90: set[tuple[str, int]] = set()
+#: The emulated warpgroup tiles' quick cases: TF32's, batched, its rhs
+#: packed k-contiguous and staged as it is (a few seconds each; the 16-bit
+#: ones take PoCL 1.5 minutes or more: every work-item sums its own
+#: products); the slow ones have several blocks, k steps past the
+#: pipeline's depth, f16 and bf16.
+QUICK_SM90 = {("f32", 8), ("f32", 12)}
 
 
 def _cases() -> list:
@@ -158,3 +160,34 @@ def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
 def _as_products(a: np.ndarray, b: np.ndarray, ta: bool, tb: bool) -> tuple[np.ndarray, np.ndarray]:
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     return (np.swapaxes(a64, -1, -2) if ta else a64), (np.swapaxes(b64, -1, -2) if tb else b64)
+
+
+#: TF32 products whose rhs the warpgroup tiles' first launch packs [b][n][k]
+#: while evaluating what is fused into it: a prologue (tanh) on the rhs, and
+#: the rhs's batch dim between its contracting and free dims.
+PACKED_RHS = {
+    "prologue": ("tensor<19x44xf32>", "tensor<44x29xf32>", "tensor<19x29xf32>", "array<i64>", "array<i64>", 1, 0, True),
+    "batch-in-the-middle": (
+        "tensor<3x21x28xf32>", "tensor<28x3x35xf32>", "tensor<3x21x35xf32>", "array<i64: 0>", "array<i64: 1>", 2, 0, False,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PACKED_RHS))
+def test_tf32_warpgroup_tiles_pack_any_rhs(case: str) -> None:
+    a, b, out, lb, rb, lc, rc, prologue = PACKED_RHS[case]
+    rhs = "%e" if prologue else "%b"
+    tanh = f'  %e = "accy.tanh"(%b) : ({b}) -> {b}\n' if prologue else ""
+    program = f"""builtin.module attributes {{accy.target = #accy.target<profile = "gpu", mma = "emulate-sm90", math = "fast", fp16 = false>}} {{
+func.func @main(%a: {a}, %b: {b}) -> {out} {{
+{tanh}  %d = "accy.dot_general"(%a, {rhs}) <{{lhs_batch = {lb}, rhs_batch = {rb}, lhs_contract = array<i64: {lc}>, rhs_contract = array<i64: {rc}>}}> : ({a}, {b}) -> {out}
+  func.return %d : {out}
+}}
+}}"""
+    exe = accy.compile(program, device=tensor_core_device("emulate-sm90"), strict=True)
+    assert "dot_general_pack_b(" in exe.program.source and "accy_wgmma_dot_tf32" in exe.program.source
+    rng = np.random.default_rng(zlib.crc32(case.encode()))
+    inputs = exe.random_inputs(int(rng.integers(1 << 30)))
+    (got,), (want,) = exe(*inputs), exe.reference_outputs(inputs)
+    scale = max(1.0, float(np.abs(want).max()))
+    np.testing.assert_allclose(got, want, rtol=4e-3, atol=4e-3 * scale)
