@@ -95,12 +95,12 @@ both 128-byte swizzled (the 16-byte chunk c of a 128-byte row r of a
 the 32 bytes 32 · `k_step` to 32 · `k_step` + 31 of each 128-byte row of a
 staged block (64 k of 16-bit elements, 32 of f32). A is
 k-contiguous from element `a_index` of `a_tile` (rows of 128 bytes along k,
-the atoms of 8 rows `a_atom` bytes apart). A 16-bit B is n-contiguous from
+the atoms of 8 rows `a_atom` bytes apart). B is n-contiguous from
 `b_index` of `b_tile` (atoms of 8 k rows by 64 n: `b_k_atom` bytes from one
-8 k rows to the next, `b_n_atom` bytes from one 64 n to the next); an f32
-B is k-contiguous, as A is (rows of 128 bytes along k, one an n, the atoms
-of 8 n rows `b_n_atom` bytes apart; `b_k_atom` unused: PTX transposes only
-16-bit operands); both
+8 k rows to the next, `b_n_atom` bytes from one 64 n to the next); a B
+under `b_k_major` (a unit property; an f32 B always, PTX transposing only
+16-bit operands) is k-contiguous, as A is (rows of 128 bytes along k, one
+an n, the atoms of 8 n rows `b_n_atom` bytes apart; `b_k_atom` unused); both
 indices 1024-byte aligned. Operands c, results d:
 N / 2 f32 a work-item, warp w of the warpgroup holding rows 16w to 16w + 15
 as N / 8 accumulator fragments of m16n8 (`ACCUMULATOR_FRAGMENT`, d[4j + i]
@@ -551,6 +551,7 @@ class WgmmaOp(IRDLOperation):
     a_atom = prop_def(IntegerAttr)
     b_k_atom = prop_def(IntegerAttr)
     b_n_atom = prop_def(IntegerAttr)
+    b_k_major = opt_prop_def(UnitAttr)
     d = var_result_def(Float32Type)
 
     assembly_format = (
@@ -565,14 +566,14 @@ class WgmmaOp(IRDLOperation):
 
     def __init__(
         self, shape: str, a_tile: SSAValue, a_index: SSAValue, b_tile: SSAValue, b_index: SSAValue,
-        c: Sequence[SSAValue], k_step: int, a_atom: int, b_k_atom: int, b_n_atom: int,
+        c: Sequence[SSAValue], k_step: int, a_atom: int, b_k_atom: int, b_n_atom: int, b_k_major: bool = False,
     ) -> None:  # fmt: skip
         numbers = {"k_step": k_step, "a_atom": a_atom, "b_k_atom": b_k_atom, "b_n_atom": b_n_atom}
-        super().__init__(
-            operands=[a_tile, a_index, b_tile, b_index, c],
-            result_types=[[Float32Type()] * len(c)],
-            properties={"shape": StringAttr(shape), **{k: IntegerAttr(v, IntegerType(64)) for k, v in numbers.items()}},
-        )
+        properties: dict[str, Attribute] = {"shape": StringAttr(shape)}
+        properties.update({k: IntegerAttr(v, IntegerType(64)) for k, v in numbers.items()})
+        if b_k_major:
+            properties["b_k_major"] = UnitAttr()
+        super().__init__(operands=[a_tile, a_index, b_tile, b_index, c], result_types=[[Float32Type()] * len(c)], properties=properties)
 
     @property
     def n(self) -> int:
@@ -585,21 +586,21 @@ class WgmmaOp(IRDLOperation):
         return t.element_type
 
     @property
-    def b_k_major(self) -> bool:
-        """Whether B is k-contiguous (TF32: f32 operands), else n-contiguous."""
-        return isinstance(self.element, Float32Type)
+    def b_is_k_major(self) -> bool:
+        """Whether B is k-contiguous (`b_k_major`; a TF32 B always is), else n-contiguous."""
+        return self.b_k_major is not None
 
     def starts(self) -> tuple[int, int]:
         """Bytes from a_index and from b_index to where this k step's A and B start (the descriptors' addresses)."""
         step = self.k_step.value.data
-        return 32 * step, 32 * step if self.b_k_major else 2 * step * self.b_k_atom.value.data
+        return 32 * step, 32 * step if self.b_is_k_major else 2 * step * self.b_k_atom.value.data
 
     def spans(self) -> tuple[int, int]:
         """Elements from a_index and from b_index that the instruction reads
         within (the bounds verifier's): whole rows, which the swizzle permutes."""
         width, b_start = element_bytes(self.element), self.starts()[1]
         a = 7 * self.a_atom.value.data + self.ATOM_BYTES
-        if self.b_k_major:
+        if self.b_is_k_major:
             b = (self.n // 8 - 1) * self.b_n_atom.value.data + self.ATOM_BYTES
         else:
             b = (self.n // 64 - 1) * self.b_n_atom.value.data + b_start + self.b_k_atom.value.data + self.ATOM_BYTES
@@ -615,9 +616,12 @@ class WgmmaOp(IRDLOperation):
                 raise VerifyException(f"'{self.name}' reads f16, bf16 or f32 workgroup (local) memory")
         if self.a_tile.type.element_type != self.b_tile.type.element_type:  # type: ignore[union-attr]
             raise VerifyException(f"'{self.name}' takes A and B of one element type")
-        k = 8 if isinstance(self.element, Float32Type) else 16
+        tf32 = isinstance(self.element, Float32Type)
+        k = 8 if tf32 else 16
         if not self.shape.data.endswith(f"k{k}"):
             raise VerifyException(f"'{self.name}' of {self.element} operands takes a k{k} shape")
+        if tf32 and not self.b_is_k_major:
+            raise VerifyException(f"'{self.name}' reads a TF32 B only k-contiguous (b_k_major)")
         if len(self.c) != self.n // 2 or len(self.d) != self.n // 2:
             raise VerifyException(f"'{self.name}' {self.shape.data} takes and gives {self.n // 2} accumulators")
         if not 0 <= self.k_step.value.data < 4:

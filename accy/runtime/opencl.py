@@ -216,20 +216,24 @@ WGMMA_PROBE = (
 }
 """
 ).replace("MARK", WGMMA_MARK)
-#: Two of one warpgroup's TF32 wgmma m64n8k8, k 0-7 and then k 8-15 (the
-#: descriptors' start 32 bytes on, as the dot's k steps are), of A[m][k] = 1
-#: + k / 4 (64x16) by B[k][n] = k (16x8), both k-contiguous as TF32's B must
-#: be, in 128-byte swizzled rows (a chunk's k differ from row to row, so a
-#: misread swizzle changes the sums): every sum is 6 + 44 + 114 + 216 = 380,
-#: each work-item's four 1520. "sm90" needs it too, since the dot lowering
-#: puts TF32 products on wgmma there.
-WGMMA_TF32_PROBE = (
+#: The k-contiguous B's of wgmma, one warpgroup's: two TF32 m64n8k8, k 0-7
+#: and then k 8-15 (the descriptors' start 32 bytes on, as the dot's k
+#: steps are), of A[m][k] = 1 + k / 4 (64x16) by B[k][n] = k (16x8), in
+#: 128-byte swizzled rows (a chunk's k differ from row to row, so a misread
+#: swizzle changes the sums): every sum 6 + 44 + 114 + 216 = 380; and one
+#: f16 m64n8k16 of A = 1 by B[k][n] = k, B k-contiguous (imm-trans-b 0):
+#: every sum 120. Each work-item's eight sums add up to 4 · 500 = 2000.
+#: "sm90" needs it too: the dot lowering stages the rhs so for TF32, and
+#: for 16-bit operands where the rhs is contracted along its last dim.
+WGMMA_K_MAJOR_PROBE = (
     r"""static inline ulong accy_probe_desc(uint address) {
   return (ulong)((address & 0x3FFFF) >> 4) | ((ulong)1 << 16) | ((ulong)64 << 32) | (1UL << 62);
 }
-__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void accy_wgmma_tf32_probe(__global float* out) {
+__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void accy_wgmma_k_major_probe(__global float* out) {
   __local float a[64 * 32] __attribute__((aligned(1024)));
   __local float b[8 * 32] __attribute__((aligned(1024)));
+  __local ushort h[64 * 64] __attribute__((aligned(1024)));
+  __local ushort g[8 * 64] __attribute__((aligned(1024)));
   uint i = get_local_id(0);
   for (uint e = i; e < 64 * 32; e += 128) {  /* row m: chunk c holds k 4 (c ^ m % 8) to + 3 */
     uint m = e / 32, k = 4 * (((e % 32) / 4) ^ (m % 8)) + e % 4;
@@ -239,10 +243,15 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void accy_wgmma_tf32_p
     uint n = e / 32, k = 4 * (((e % 32) / 4) ^ n) + e % 4;
     b[e] = k < 16 ? (float)k : 0.0f;
   }
+  for (uint e = i; e < 64 * 64; e += 128) h[e] = 0x3C00;  /* f16 ones */
+  for (uint e = i; e < 8 * 64; e += 128) {  /* row n: chunk c holds k 8 (c ^ n) to + 7 */
+    uint n = e / 64, k = 8 * (((e % 64) / 8) ^ n) + e % 8;
+    vstore_half(k < 16 ? (float)k : 0.0f, 0, (__local half*)&g[e]);
+  }
   asm volatile("MARKfence.proxy.async.shared::cta;" ::: "memory");
   barrier(CLK_LOCAL_MEM_FENCE);
   uint at = (uint)(ulong)a, bt = (uint)(ulong)b;
-  float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+  float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f, e0 = 0.0f, e1 = 0.0f, e2 = 0.0f, e3 = 0.0f;
   asm volatile("MARKwgmma.fence.sync.aligned;" ::: "memory");
   for (uint s = 0; s < 2; s++) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
@@ -250,9 +259,13 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void accy_wgmma_tf32_p
       : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "l"(accy_probe_desc(at + 32 * s)), "l"(accy_probe_desc(bt + 32 * s)), "r"(1)
       : "memory");
   }
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+    "MARKwgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, %4, %5, p, 1, 1, 0, 0;\n}"
+    : "+f"(e0), "+f"(e1), "+f"(e2), "+f"(e3) : "l"(accy_probe_desc((uint)(ulong)h)), "l"(accy_probe_desc((uint)(ulong)g)), "r"(1)
+    : "memory");
   asm volatile("MARKwgmma.commit_group.sync.aligned;" ::: "memory");
   asm volatile("MARKwgmma.wait_group.sync.aligned 0;" ::: "memory");
-  out[i] = d0 + d1 + d2 + d3;
+  out[i] = d0 + d1 + d2 + d3 + e0 + e1 + e2 + e3;
 }
 """
 ).replace("MARK", WGMMA_MARK)
@@ -265,7 +278,7 @@ def mma_of_device(device: cl.Device) -> str:
     compute capability 8.0 or later whose driver builds and correctly runs
     a probe kernel of inline-PTX `mma.sync` (`MMA_PROBE`), "sm90" where the
     GPU is of 9.0 and probes of `wgmma` (`WGMMA_PROBE` in f16,
-    `WGMMA_TF32_PROBE` in TF32, built for sm_90a as
+    `WGMMA_K_MAJOR_PROBE` of a k-contiguous B in TF32 and f16, built for sm_90a as
     `program_cache.sm90a_ptx` builds) run right as well, once per device
     and process; "" elsewhere. Where an NVIDIA driver refuses a probe, a
     remark says so once and the GPU dots keep the tiles it does run."""
@@ -316,16 +329,17 @@ def _run_probe(device: cl.Device, source: str, kernel: str, out: np.ndarray) -> 
 
 def _probe_mma(device: cl.Device, capability: tuple[int, int]) -> str:
     """Builds and runs `MMA_PROBE` on one warp and, on a GPU of compute
-    capability 9.0, `WGMMA_PROBE` and `WGMMA_TF32_PROBE` on one warpgroup:
-    "sm90" or "sm80" as far as every work-item got its 4 · 120 (4 · 380 in
-    TF32), else "" (and one remark why)."""
+    capability 9.0, `WGMMA_PROBE` and `WGMMA_K_MAJOR_PROBE` on one
+    warpgroup: "sm90" or "sm80" as far as every work-item got its 4 · 120
+    (4 · 500 of the k-major B's), else "" (and one remark why)."""
     if not _probe_runs(device, MMA_PROBE, "accy_mma_probe", 32, "inline PTX mma.sync", "GPU dots run on SIMT register tiles"):
         return ""
     if capability[0] != 9:
         return "sm80"
     instead = "GPU dots run on mma.sync tiles"
     wgmma = _probe_runs(device, WGMMA_PROBE, "accy_wgmma_probe", 128, "wgmma built for sm_90a", instead) and _probe_runs(
-        device, WGMMA_TF32_PROBE, "accy_wgmma_tf32_probe", 128, "TF32 wgmma built for sm_90a", instead, expect=1520.0
+        device, WGMMA_K_MAJOR_PROBE, "accy_wgmma_k_major_probe", 128, "wgmma of a k-contiguous B (TF32, f16) built for sm_90a",
+        instead, expect=2000.0,
     )
     return "sm90" if wgmma else "sm80"
 

@@ -270,10 +270,10 @@ def test_sm90_dots_that_copies_do_not_stage_keep_mma_sync(et: str, m: int, n: in
     assert "mma.sync.aligned" in source and "wgmma" not in source
 
 
-def _tf32_matmul(m: int, n: int, k: int, rhs_k_contiguous: bool) -> str:
-    """A TF32 product whose rhs is [k][n] (n-contiguous) or [n][k] (k-contiguous)."""
-    a, c = f"tensor<{m}x{k}xf32>", f"tensor<{m}x{n}xf32>"
-    b, contract = (f"tensor<{n}x{k}xf32>", 1) if rhs_k_contiguous else (f"tensor<{k}x{n}xf32>", 0)
+def _tf32_matmul(m: int, n: int, k: int, rhs_k_contiguous: bool, et: str = "f32") -> str:
+    """A TF32 product (or of `et`) whose rhs is [k][n] (n-contiguous) or [n][k] (k-contiguous)."""
+    a, c = f"tensor<{m}x{k}x{et}>", f"tensor<{m}x{n}x{et}>"
+    b, contract = (f"tensor<{n}x{k}x{et}>", 1) if rhs_k_contiguous else (f"tensor<{k}x{n}x{et}>", 0)
     return f"""builtin.module attributes {{accy.target = #accy.target<{SM90}, math = "fast">}} {{
 func.func @main(%a: {a}, %b: {b}) -> {c} {{
   %d = "accy.dot_general"(%a, %b) <{{lhs_batch = array<i64>, rhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_contract = array<i64: {contract}>}}> : ({a}, {b}) -> {c}
@@ -293,12 +293,27 @@ def test_sm90_tf32_dots_print_wgmma_on_a_k_contiguous_rhs(m: int, n: int, k: int
 
     module = _kernelized(_tf32_matmul(m, n, k, rhs_k_contiguous))
     wgmmas = [op for op in module.walk() if isinstance(op, WgmmaOp)]
-    assert [op.shape.data for op in wgmmas] == ["m64n256k8"] * 4 and all(op.b_k_major for op in wgmmas)
+    assert [op.shape.data for op in wgmmas] == ["m64n256k8"] * 4 and all(op.b_is_k_major for op in wgmmas)
     assert not _mmas(module)
     source = emit_opencl(module)
     assert source.count("// accy-sm90a: wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 ") == 4
     assert source.count(", p, 1, 1;") == 4 and ", p, 1, 1, 0, 1;" not in source
     assert ("main_k0_dot_general_pack_b(" in source) is not rhs_k_contiguous
+
+
+@pytest.mark.parametrize(("et", "m", "n", "k"), [("f16", 40, 24, 32), ("bf16", 300, 33, 264)])
+def test_sm90_half_dots_of_a_k_contiguous_rhs_print_wgmma_untransposed(et: str, m: int, n: int, k: int) -> None:
+    """A 16-bit dot whose rhs is contracted along its last dim (x · Wᵀ; N
+    need not be whole vectors) takes the warpgroup tiles with B staged
+    k-contiguous: wgmma's imm-trans-b 0, no packing launch."""
+    from accy.dialects.kernel import WgmmaOp
+
+    module = _kernelized(_tf32_matmul(m, n, k, True, et))
+    wgmmas = [op for op in module.walk() if isinstance(op, WgmmaOp)]
+    assert [op.shape.data for op in wgmmas] == ["m64n256k16"] * 4 and all(op.b_is_k_major for op in wgmmas)
+    source = emit_opencl(module)
+    assert source.count(f"// accy-sm90a: wgmma.mma_async.sync.aligned.m64n256k16.f32.{et}.{et} ") == 4
+    assert source.count(", p, 1, 1, 0, 0;") == 4 and "pack_b" not in source and "mma.sync" not in source
 
 
 def _attention(et: str, target: str, sq: int, sk: int, d: int, causal: bool) -> str:
@@ -337,7 +352,7 @@ def test_sm90a_ptx_uncomments_the_marked_lines_and_retargets() -> None:
             sm90a_ptx(wrong.encode())
 
 
-@pytest.mark.parametrize("name", ["MMA_PROBE", "WGMMA_PROBE", "WGMMA_TF32_PROBE"])
+@pytest.mark.parametrize("name", ["MMA_PROBE", "WGMMA_PROBE", "WGMMA_K_MAJOR_PROBE"])
 def test_the_device_probes_are_opencl_c_that_builds(name: str) -> None:
     """The probes' OpenCL C, their inline PTX left out, builds on PoCL: a
     probe that NVIDIA's compiler refuses for a C error (an address-space

@@ -873,7 +873,7 @@ class _KernelEmitter:
         count = len(names)
         # An f32 (TF32) B is k-contiguous as A is (lead unused: 1); a 16-bit
         # one n-contiguous, its descriptor the atoms' strides and transposed.
-        b_lead, b_stride = (1, op.b_n_atom.value.data >> 4) if op.b_k_major else (op.b_n_atom.value.data >> 4, op.b_k_atom.value.data >> 4)
+        b_lead, b_stride = (1, op.b_n_atom.value.data >> 4) if op.b_is_k_major else (op.b_n_atom.value.data >> 4, op.b_k_atom.value.data >> 4)
         descs = []
         for tile, index, start, lead, stride in (
             (op.a_tile, op.a_index, a_start, 1, op.a_atom.value.data >> 4),
@@ -883,8 +883,9 @@ class _KernelEmitter:
             descs.append(f"{_WGMMA_DESC}({address}, {lead}, {stride})")
         slots = ",".join(f"%{i}" for i in range(count))
         instruction = f"wgmma.mma_async.sync.aligned.{op.shape.data}.f32.{kind}.{kind}"
-        # PTX's wgmma takes the operands' transposes (imm-trans-a, -b) for 16-bit types only.
-        immediates = "p, 1, 1" if op.b_k_major else "p, 1, 1, 0, 1"
+        # PTX's wgmma takes the operands' transposes (imm-trans-a, -b) for 16-bit types only:
+        # A k-major, B n-major (transposed) or k-major.
+        immediates = "p, 1, 1" if kind == "tf32" else f"p, 1, 1, 0, {0 if op.b_is_k_major else 1}"
         outs = ", ".join(f'"+f"({n})' for n in names)
         self.line(
             f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n{WGMMA_MARK}{instruction} '
@@ -898,13 +899,13 @@ class _KernelEmitter:
         each plus its products read from the tiles where the instruction's
         descriptors point (`_WGMMA_EMULATED`), at once."""
         kind = _wgmma_kind(op)
-        name = f"accy_wgmma_dot_{kind}"
+        name = f"accy_wgmma_dot_{kind}" + ("_kb" if op.b_is_k_major and kind != "tf32" else "")
         storage, load = _WGMMA_LOADS[kind]
         width = element_bytes(op.element)
         loads = {"load_a": load.format(p="a", i=f"ao / {width}"), "load_b": load.format(p="b", i=f"bo / {width}")}
         text = _WGMMA_EMULATED.format(
             name=name, storage=storage, k=32 // width, width=width,
-            b_offset=_WGMMA_B_OFFSET[op.b_k_major].format(width=width), **loads,
+            b_offset=_WGMMA_B_OFFSET[op.b_is_k_major].format(width=width), **loads,
         )
         self.helpers.setdefault(name, text)
         a_start, b_start = op.starts()

@@ -52,10 +52,11 @@ the dot to it (`_Dot` is its `Product`) and picks the kernel.
   Where the target's `mma` is set (NVIDIA's tensor cores, or "emulate"
   for tests), a dot of f16 or bf16 operands, or under `math = fast` of f32
   operands (TF32), takes the tensor-core kernel instead (`mma_tiles`): a
-  product of any size, k not split. TF32 on Hopper's warpgroup tiles
-  reads its rhs k-contiguous: an rhs that is not is first copied [b][n][k]
-  into scratch by a launch of its own (`_Dot.tf32_warpgroup`), O(KN)
-  against the product's O(MNK).
+  product of any size, k not split. Hopper's warpgroup tiles read a TF32
+  rhs only k-contiguous: an rhs that is not is first copied [b][n][k]
+  into scratch by a launch of its own (`_Dot.warpgroup_k_major`), O(KN)
+  against the product's O(MNK); they read a 16-bit rhs n-contiguous, or
+  k-contiguous where it is contracted along its last dim (x · Wᵀ).
 - Otherwise: one work-item per output element, a scalar loop over k.
 """
 
@@ -106,7 +107,7 @@ def lower_dot(kernel: OutlinedKernel, plan: BufferPlan, profile: TargetProfile) 
         mma = d.mma_operands()
         if mma is None:
             return local_tiles(d, plan)
-        warpgroup = d.tf32_warpgroup(mma, plan)
+        warpgroup = d.warpgroup_k_major(mma, plan)
         if warpgroup is None:
             return mma_tiles(d, mma)
         ops, pack = warpgroup
@@ -249,23 +250,32 @@ class _Dot:
             copy_a, copy_b,
         )  # fmt: skip
 
-    def tf32_warpgroup(self, ops: MmaOperands, plan: BufferPlan) -> tuple[MmaOperands, LoweredKernel | None] | None:
-        """TF32 `ops` on Hopper's warpgroup tiles, whose wgmma reads a TF32
-        rhs only k-contiguous: the rhs's async copies along k, of the rhs
-        itself where its last dim is the one contracting dim (whole aligned
-        vectors), else of a scratch copy [b][n][k] that a first launch packs
-        (`_pack_k_major`); with that launch. None where the tiles do not take
-        them (not "sm90", not TF32, an lhs that copies do not stage)."""
-        profile, kb, lhs, rhs = self.kb.profile, self.kb, self.dot.lhs, self.dot.rhs
+    def warpgroup_k_major(self, ops: MmaOperands, plan: BufferPlan) -> tuple[MmaOperands, LoweredKernel | None] | None:
+        """`ops` on Hopper's warpgroup tiles with the rhs staged
+        k-contiguous: TF32 always (its wgmma reads B only so), 16-bit where
+        the rhs is not staged along n but contracted along its last dim (x ·
+        Wᵀ). The rhs's async copies along k: of the rhs itself where its last
+        dim is the one contracting dim (whole aligned vectors), else (TF32)
+        of a scratch copy [b][n][k] that a first launch packs
+        (`_pack_k_major`); with that launch. None where the tiles do not
+        take them (not "sm90", an lhs that copies do not stage, a 16-bit rhs
+        staged along n already or neither way)."""
+        tf32 = ops.shape == "m16n8k8"
+        if not tf32 and ops.copy_b is not None:
+            return None
+        profile, kb = self.kb.profile, self.kb
+        lhs, rhs = (self.dot.lhs, self.dot.rhs) if tf32 else (self._narrow(self.dot.lhs), self._narrow(self.dot.rhs))
         w = ops.a_lanes  # 16 bytes of k where the lhs is read so (K whole vectors)
-        if ops.shape != "m16n8k8" or w == 1 or not (lhs in kb.access and vectors_aligned(kb.access[lhs], w)):
+        if w == 1 or lhs is None or rhs is None or not (lhs in kb.access and vectors_aligned(kb.access[lhs], w)):
             return None
         copy_a = partial(self._copy_source, lhs, self.a_coords)
-        k_major = replace(ops, b_lanes=w, b_k_major=True, copy_a=copy_a, copy_b=ops.copy_b or copy_a)
-        if not wgmma_applies(profile, k_major):  # (copy_b a stand-in until it is known)
+        k_major = replace(ops, b_lanes=w, b_k_major=True, copy_a=copy_a, copy_b=copy_a)  # copy_b: a stand-in
+        if not wgmma_applies(profile, k_major):
             return None
         if self.rc == (len(self.b_shape) - 1,) and rhs in kb.access and vectors_aligned(kb.access[rhs], w):
             return replace(k_major, copy_b=partial(self._copy_source, rhs, self.b_coords)), None
+        if not tf32:
+            return None
         scratch = Scratch(Float32Type(), self.B * self.N * self.K)
         rows = -(-self.K // PACK_RUN)
         pack = stage_kernel(self.kernel, plan, profile, "pack_b", scratch, self.B * rows * self.N * PACK_RUN, self._pack_k_major)

@@ -3,10 +3,10 @@ target whose `mma` is "sm90" (or "emulate-sm90": the same kernel, each
 work-item summing its accumulators from the swizzled tiles itself, so any
 GPU-profile device tests the lowering): f16 or bf16 operands that async copies stage
 (both operands buffers of aligned 16-byte vectors along k of the lhs and n
-of the rhs: `MmaOperands.copy_a`, `copy_b`), or f32 operands as TF32 (the
-caller's `math = fast`) whose rhs is staged k-contiguous
-(`MmaOperands.b_k_major`: PTX's wgmma reads a TF32 B only so), f32
-accumulators.
+of the rhs: `MmaOperands.copy_a`, `copy_b`; or along k of both, an rhs
+contracted along its last dim: `MmaOperands.b_k_major`), or f32 operands
+as TF32 (the caller's `math = fast`) whose rhs is staged k-contiguous
+(PTX's wgmma reads a TF32 B only so), f32 accumulators.
 
 - A work-group of two warpgroups (8 warps, 256 work-items) computes a 128 x
   256 block of one batch; warpgroup h its rows 64h to 64h + 63 by
@@ -16,7 +16,7 @@ accumulators.
   warps of 16 x 256).
 - Each k step stages 128 bytes of k a row (64 k of 16-bit operands, 32 of
   f32) of the lhs block k-contiguous and of the rhs block n-contiguous
-  (TF32: k-contiguous, a row an n) in workgroup memory, 128-byte swizzled
+  (`b_k_major`: k-contiguous, a row an n) in workgroup memory, 128-byte swizzled
   as the instruction reads them (`accy_kernel.wgmma`: the 16-byte chunk c
   of row r of an 8-row atom at c XOR r % 8; a 16-bit rhs in atoms of 8 k by 64
   n), zero past M, N and K, by async copies into `STAGES` buffers, copied
@@ -71,13 +71,12 @@ def local_bytes(layout: WarpLayout = LAYOUT) -> int:
 
 def wgmma_applies(profile: TargetProfile, ops: MmaOperands) -> bool:
     """Whether the warpgroup tiles build `ops` on `profile`: "sm90", 16-bit
-    operands (an rhs n-contiguous) or TF32 (an rhs k-contiguous) staged by
-    async copies, and room for the work-group."""
-    # PTX's wgmma reads a 16-bit B n-contiguous here (transposed), a TF32 one only k-contiguous.
-    rhs_as_read = not ops.b_k_major if ops.pairs else ops.b_k_major
+    operands (an rhs n- or k-contiguous) or TF32 (an rhs k-contiguous)
+    staged by async copies, and room for the work-group."""
+    # PTX's wgmma reads a 16-bit B n-contiguous (transposed) or k-contiguous, a TF32 one only k-contiguous.
     return (
         profile.mma in ("sm90", "emulate-sm90")
-        and rhs_as_read
+        and (ops.pairs or ops.b_k_major)
         and ops.copy_a is not None
         and ops.copy_b is not None
         and profile.max_work_group_size >= LAYOUT.threads
@@ -138,7 +137,9 @@ class WgmmaTiles(MmaTiles):
         b_at = kb.mul(cur, self.b_size)
         kb.op(WgmmaSyncOp("fence"))
         for j in range(ROW // WGMMA_K_BYTES):
-            wgmma = WgmmaOp(self.shape, self.a_tile, a_at, self.b_tile, b_at, acc, j, ATOM, self.b_k_atom, self.b_n_atom)
+            wgmma = WgmmaOp(
+                self.shape, self.a_tile, a_at, self.b_tile, b_at, acc, j, ATOM, self.b_k_atom, self.b_n_atom, self.ops.b_k_major
+            )
             acc = list(kb.op(wgmma).results)
         kb.op(WgmmaSyncOp("commit"))
         kb.op(WgmmaSyncOp("wait", 1))
