@@ -51,8 +51,8 @@ tuned) sizes compiles with them.
   m16n8k16 for f16/bf16 operands and, under `math = "fast"` only, m16n8k8
   TF32 for f32, printed as inline PTX by the OpenCL C backend; compute
   capability 8.0 or later), "sm90" (all of sm80, and f16/bf16 dots whose
-  operands async copies stage (the rhs along n, or along k where it is
-  contracted along its last dim), and TF32 dots whose lhs they stage, on
+  lhs async copies stage (the rhs along n, else along k, packed so first
+  where it is not contracted along its last dim), and TF32 dots alike, on
   Hopper's warpgroup `wgmma`, which the runtime builds for sm_90a; compute
   capability 9.0), "emulate" (the
   sm80 kernels with each matrix instruction done by the warp's work-items

@@ -47,6 +47,7 @@ SHAPES = [
     ((), 70, 264, 200, False, False),  # so, more k steps than the deepest pipeline has stages
     ((), 300, 520, 264, False, False),  # so, 3 x 3 blocks of the warpgroup tiles (128 x 256), 5 k steps of 64
     ((2,), 19, 33, 48, False, True),  # K whole vectors, the rhs contracted along its last dim: staged k-contiguous as it is
+    ((), 21, 45, 64, False, False),  # K whole vectors, N not: on sm90 the rhs packed k-contiguous
 ]
 #: The emulated cases a plain run takes, by element type (the others are
 #: `slow`: PoCL takes 10-30 s to build each emulated kernel, whose exchange
@@ -119,12 +120,12 @@ def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     lanes = 16 // DTYPES[et].itemsize
     copies = not ta and not tb and k % lanes == 0 and n % lanes == 0
     # sm90: 16-bit operands staged by copies take the warpgroup tiles
-    # (wgmma), as do those whose rhs is contracted along its last dim (staged
-    # k-contiguous); TF32 where the lhs is staged (its rhs packed
-    # k-contiguous first where it is not so); the rest mma.sync.
+    # (wgmma), as do those whose lhs alone is (the rhs staged k-contiguous:
+    # as it is where transposed, else packed so first), and TF32 where the
+    # lhs is staged; the rest mma.sync.
     sm90 = kind in ("sm90", "emulate-sm90")
     tf32_wgmma = sm90 and et == "f32" and not ta and k % lanes == 0
-    k_major = sm90 and et != "f32" and tb and not ta and k % lanes == 0
+    k_major = sm90 and et != "f32" and not copies and not ta and k % lanes == 0
     wgmma = (sm90 and et != "f32" and copies) or tf32_wgmma or k_major
     warps = 4 if et == "f32" and not wgmma else 8  # mma_tiles.CONFIGS: TF32 2 x 2 warps, 16-bit 2 x 4; wgmma_tiles: 8
     assert f"reqd_work_group_size(32, {warps}, 1)" in exe.program.source  # the tensor-core tiles, not the SIMT ones
@@ -147,7 +148,7 @@ def test_dot_on_tensor_cores(kind: str, et: str, shape, request) -> None:
     # by async copies: cp.async, or emulated plain copies with a zero fill.
     copied = "cp.async.cg" in exe.program.source if kind in ("sm80", "sm90") else f": ({vector})(0);" in exe.program.source
     assert copied == (copies or tf32_wgmma or k_major)
-    assert ("dot_general_pack_b(" in exe.program.source) == (tf32_wgmma and not tb)
+    assert ("dot_general_pack_b(" in exe.program.source) == ((tf32_wgmma or k_major) and not tb)
     (want,) = exe.reference_outputs(inputs)
     assert got.dtype == want.dtype and got.shape == want.shape
     # In float64 from the operands as stored: the tensor-core sums are f32.

@@ -260,10 +260,12 @@ def test_sm90_half_dots_staged_by_copies_print_wgmma(et: str, m: int, n: int, k:
 
 
 @pytest.mark.parametrize(
-    ("et", "m", "n", "k", "math"), [("f16", 40, 24, 20, "exact"), ("bf16", 33, 19, 40, "exact"), ("f32", 40, 24, 30, "fast")]
+    ("et", "m", "n", "k", "math"), [("f16", 40, 24, 20, "exact"), ("bf16", 33, 19, 44, "exact"), ("f32", 40, 24, 30, "fast")]
 )
 def test_sm90_dots_that_copies_do_not_stage_keep_mma_sync(et: str, m: int, n: int, k: int, math: str) -> None:
-    """K (or N) not whole 16-byte vectors: the mma.sync tiles, as under sm80."""
+    """K not whole 16-byte vectors (the lhs is not staged by copies): the
+    mma.sync tiles, as under sm80. (N not whole vectors, the rhs is packed
+    k-contiguous for the warpgroup tiles.)"""
     module = _kernelized(_matmul(et, f'{SM90}, math = "{math}"', m, n, k))
     assert _mmas(module)
     source = emit_opencl(module)

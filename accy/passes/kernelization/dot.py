@@ -55,8 +55,9 @@ the dot to it (`_Dot` is its `Product`) and picks the kernel.
   product of any size, k not split. Hopper's warpgroup tiles read a TF32
   rhs only k-contiguous: an rhs that is not is first copied [b][n][k]
   into scratch by a launch of its own (`_Dot.warpgroup_k_major`), O(KN)
-  against the product's O(MNK); they read a 16-bit rhs n-contiguous, or
-  k-contiguous where it is contracted along its last dim (x · Wᵀ).
+  against the product's O(MNK); they read a 16-bit rhs n-contiguous where
+  copies stage it so, else k-contiguous (as it is where it is contracted
+  along its last dim, x · Wᵀ, else packed too).
 - Otherwise: one work-item per output element, a scalar loop over k.
 """
 
@@ -253,13 +254,13 @@ class _Dot:
     def warpgroup_k_major(self, ops: MmaOperands, plan: BufferPlan) -> tuple[MmaOperands, LoweredKernel | None] | None:
         """`ops` on Hopper's warpgroup tiles with the rhs staged
         k-contiguous: TF32 always (its wgmma reads B only so), 16-bit where
-        the rhs is not staged along n but contracted along its last dim (x ·
-        Wᵀ). The rhs's async copies along k: of the rhs itself where its last
-        dim is the one contracting dim (whole aligned vectors), else (TF32)
-        of a scratch copy [b][n][k] that a first launch packs
-        (`_pack_k_major`); with that launch. None where the tiles do not
-        take them (not "sm90", an lhs that copies do not stage, a 16-bit rhs
-        staged along n already or neither way)."""
+        async copies do not stage the rhs along n (an rhs contracted along
+        its last dim, x · Wᵀ, or N not whole vectors). The rhs's async copies
+        along k: of the rhs itself where its last dim is the one contracting
+        dim (whole aligned vectors), else of a scratch copy [b][n][k] that a
+        first launch packs (`_pack_k_major`); with that launch. None where
+        the tiles do not take them (not "sm90", an lhs that copies do not
+        stage, a 16-bit rhs that copies stage along n)."""
         tf32 = ops.shape == "m16n8k8"
         if not tf32 and ops.copy_b is not None:
             return None
@@ -274,11 +275,10 @@ class _Dot:
             return None
         if self.rc == (len(self.b_shape) - 1,) and rhs in kb.access and vectors_aligned(kb.access[rhs], w):
             return replace(k_major, copy_b=partial(self._copy_source, rhs, self.b_coords)), None
-        if not tf32:
-            return None
-        scratch = Scratch(Float32Type(), self.B * self.N * self.K)
+        scratch = Scratch(accy.elem_of(rhs), self.B * self.N * self.K)
         rows = -(-self.K // PACK_RUN)
-        pack = stage_kernel(self.kernel, plan, profile, "pack_b", scratch, self.B * rows * self.N * PACK_RUN, self._pack_k_major)
+        body = partial(self._pack_k_major, rhs)
+        pack = stage_kernel(self.kernel, plan, profile, "pack_b", scratch, self.B * rows * self.N * PACK_RUN, body)
         packed = kb.scratch_argument(scratch)
 
         def place(bc: list[SSAValue], n: SSAValue, kc: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
@@ -290,15 +290,16 @@ class _Dot:
         """The flat index in the rhs's [b][n][k] scratch copy of its element at batch b, n, k."""
         return kb.add(kb.mul(kb.add(kb.mul(b, self.N), n), self.K), k)
 
-    def _pack_k_major(self, pk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
-        """One work-item of the rhs's [b][n][k] copy: its element (b, k, n),
+    def _pack_k_major(self, rhs: SSAValue, pk: KernelBuilder, out: SSAValue, gid: SSAValue) -> None:
+        """One work-item of the [b][n][k] copy of `rhs` (the dot's rhs, or the
+        16-bit value a fused cast reads): its element (b, k, n),
         `PACK_RUN` consecutive work-items consecutive k (a coalesced run of the
         copy), the next runs the next n (the rhs's rows read together)."""
         b, rows, n, kk = pk.delinearize(gid, [self.B, -(-self.K // PACK_RUN), self.N, PACK_RUN])
         k = pk.add(pk.mul(rows, PACK_RUN), kk)
 
         def copy() -> list[SSAValue]:
-            x = self.b_at(Expr(pk, self.others), pk.delinearize(b, self.batch_shape), n, pk.delinearize(k, self.k_shape))
+            x = self.b_at(Expr(pk, self.others), pk.delinearize(b, self.batch_shape), n, pk.delinearize(k, self.k_shape), rhs)
             pk.op(memref.StoreOp.get(x, out, [self._packed_index(pk, b, n, k)]))
             return []
 
