@@ -390,7 +390,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 #: 128-byte swizzle puts them (the address's bits 4-6 XOR its bits 7-9,
 #: atoms 1024-byte aligned), from the tiles' atom-aligned starts `a` and
 #: `b` plus the k step's bytes (`a_at`, `b_at`); B n-contiguous in atoms of
-#: 8 k by 64 n, or (TF32) k-contiguous as A is.
+#: 8 k by 64 n, or (`b_k_major`, a TF32 B always) k-contiguous as A is.
 _WGMMA_EMULATED = """static inline float {name}(__local const {storage}* a, uint a_at, uint a_atom, __local const {storage}* b,
     uint b_at, uint b_k_atom, uint b_n_atom, uint row, uint col) {{
   float sum = 0.0f;
@@ -403,7 +403,7 @@ _WGMMA_EMULATED = """static inline float {name}(__local const {storage}* a, uint
   }}
   return sum;
 }}"""
-#: Where the emulated wgmma reads B's element (k, col): n-contiguous (16-bit) or k-contiguous (TF32).
+#: Where the emulated wgmma reads B's element (k, col), by `b_k_major`: n-contiguous (16-bit only) or k-contiguous.
 _WGMMA_B_OFFSET = {
     False: "b_at + (col / 64) * b_n_atom + (k / 8) * b_k_atom + (k % 8) * 128 + 2 * (col % 64)",
     True: "b_at + (col / 8) * b_n_atom + (col % 8) * 128 + {width} * k",
@@ -871,8 +871,8 @@ class _KernelEmitter:
         a_start, b_start = op.starts()
         kind = _wgmma_kind(op)
         count = len(names)
-        # An f32 (TF32) B is k-contiguous as A is (lead unused: 1); a 16-bit
-        # one n-contiguous, its descriptor the atoms' strides and transposed.
+        # A k-contiguous B (a TF32 one always) is read as A is (lead unused:
+        # 1); an n-contiguous one through the atoms' strides, transposed.
         b_lead, b_stride = (1, op.b_n_atom.value.data >> 4) if op.b_is_k_major else (op.b_n_atom.value.data >> 4, op.b_k_atom.value.data >> 4)
         descs = []
         for tile, index, start, lead, stride in (

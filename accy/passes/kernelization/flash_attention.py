@@ -524,12 +524,17 @@ class _Attention:
 
     def _gpu_local(self, tx: int, ty: int, rq: int, rk: int, dvp: int, lanes: int) -> int:
         """Local memory bytes of the GPU kernel's tiles (`_GpuBlocks`) in the layout of `lanes`."""
-        bq, bk = ty * rq, tx * rk
+        return sum(self.gpu_tile_elements(tx, ty * rq, tx * rk, dvp, lanes)) * element_bytes(buffer_element_type(self.et))
+
+    def gpu_tile_elements(self, tx: int, bq: int, bk: int, dvp: int, lanes: int) -> tuple[int, int, int]:
+        """Elements of the GPU kernel's three local tiles (q, keys or values,
+        p or the rows' shares) for blocks of `bq` rows and tiles of `bk`
+        keys: rows padded by 1 element (scalar loads), or `[d][row]` and
+        `[key][row]` rows padded by one vector (`lanes` > 1)."""
+        d, shares = self.d, bq * (tx + 1)
         if lanes > 1:
-            q, kv, p = self.d * (bq + lanes), max(self.d * (bk + lanes), bk * dvp), max(bk * (bq + lanes), bq * (tx + 1))
-        else:
-            q, kv, p = bq * (self.d + 1), max(bk * (self.d + 1), bk * dvp), max(bq * (bk + 1), bq * (tx + 1))
-        return (q + kv + p) * element_bytes(buffer_element_type(self.et))
+            return d * (bq + lanes), max(d * (bk + lanes), bk * dvp), max(bk * (bq + lanes), shares)
+        return bq * (d + 1), max(bk * (d + 1), bk * dvp), max(bq * (bk + 1), shares)
 
     def gpu_lanes(self) -> int:
         """`GPU_LANES` where the target's `attention_lanes` asks for vector
@@ -788,16 +793,13 @@ class _GpuBlocks:
         bq, bk = self.bq, self.bk
         self.threads = tx_n * self.ty_n
         self.groups = -(-fa.sq // bq)
-        if self.w > 1:  # rows of whole vectors, starting aligned
-            align = self.w * element_bytes(st)
-            self.q_row, self.k_row, self.p_row = bq + self.w, bk + self.w, bq + self.w
-            self.q_tile = kb.local_array(fa.d * self.q_row, st, workgroup=True, alignment=align)
-            self.kv_tile = kb.local_array(max(fa.d * self.k_row, bk * self.dvp), st, workgroup=True, alignment=align)
-            self.shared = kb.local_array(max(bk * self.p_row, bq * (tx_n + 1)), st, workgroup=True, alignment=align)
-        else:
-            self.q_tile = kb.local_array(bq * (fa.d + 1), st, workgroup=True)
-            self.kv_tile = kb.local_array(max(bk * (fa.d + 1), bk * self.dvp), st, workgroup=True)
-            self.shared = kb.local_array(max(bq * (bk + 1), bq * (tx_n + 1)), st, workgroup=True)
+        # With vectors, rows of whole vectors (one of padding), starting aligned.
+        self.q_row, self.k_row, self.p_row = bq + self.w, bk + self.w, bq + self.w
+        align = self.w * element_bytes(st) if self.w > 1 else None
+        q, kv, shared = fa.gpu_tile_elements(tx_n, bq, bk, self.dvp, self.w)
+        self.q_tile = kb.local_array(q, st, workgroup=True, alignment=align)
+        self.kv_tile = kb.local_array(kv, st, workgroup=True, alignment=align)
+        self.shared = kb.local_array(shared, st, workgroup=True, alignment=align)
         self.tx, self.ty = kb.local_id("x"), kb.local_id("y")
         self.flat = kb.add(kb.mul(self.ty, tx_n), self.tx)
         self.q0 = kb.mul(kb.group_id("x"), bq)

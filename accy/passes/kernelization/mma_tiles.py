@@ -345,12 +345,15 @@ class MmaTiles:
         """This work-item's slots of a staged step, `a_lanes` or `b_lanes`
         elements each: (of the lhs, row, column) in its tile, the lhs's
         [m][k] k fastest, then the rhs's [k][n] n fastest."""
-        kb, ops = self.kb, self.ops
-        a_row = self.bk // ops.a_lanes
-        out = [(True, kb.div(s, a_row), kb.mul(kb.rem(s, a_row), ops.a_lanes)) for s in self._slots(self.lay.bm, ops.a_lanes)]
-        b_row = self.lay.bn // ops.b_lanes
-        out += [(False, kb.div(s, b_row), kb.mul(kb.rem(s, b_row), ops.b_lanes)) for s in self._slots(self.lay.bn, ops.b_lanes)]
-        return out
+        ops = self.ops
+        return self._tile_slots(True, self.lay.bm, self.bk, ops.a_lanes) + self._tile_slots(False, self.lay.bn, self.lay.bn, ops.b_lanes)
+
+    def _tile_slots(self, lhs: bool, rows: int, row: int, lanes: int) -> list[tuple[bool, SSAValue, SSAValue]]:
+        """This work-item's slots of one operand's staged tile of `rows` (the
+        block's bm or bn, `_slots`) in rows of `row` elements, `lanes` a slot:
+        (of the lhs, row, column)."""
+        kb, per_row = self.kb, row // lanes
+        return [(lhs, kb.div(s, per_row), kb.mul(kb.rem(s, per_row), lanes)) for s in self._slots(rows, lanes)]
 
     def _source(self, lhs: bool, row: SSAValue, col: SSAValue, k0: SSAValue) -> tuple[SSAValue, int, SSAValue]:
         """A slot's operand coordinates in the step at k0: (m, M, k) or (n, N, k)."""

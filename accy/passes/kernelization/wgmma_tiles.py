@@ -99,9 +99,8 @@ class WgmmaTiles(MmaTiles):
         self.shape = f"m64n{lay.bn}k{WGMMA_K_BYTES // width}"
         self.row = ROW // width  # elements of a staged row: the k of a step
         self.copies, self.stages, self.bk = True, STAGES, self.row
-        # From one 8 k rows of a 16-bit rhs to the next, and one 64 n to the
-        # next; a TF32 rhs's rows are one an n, as the lhs's an m.
-        self.b_k_atom = ATOM
+        # From one 64 n of an n-contiguous rhs to the next (its 8 k rows are
+        # an atom apart); a k-contiguous rhs's rows are one an n, as the lhs's an m.
         self.b_n_atom = ATOM if ops.b_k_major else self.bk // 8 * ATOM
         self.a_size, self.b_size = lay.bm * self.bk, self.bk * lay.bn
         self.a_tile = kb.local_array(STAGES * self.a_size, ops.element, workgroup=True, alignment=ATOM)
@@ -138,7 +137,7 @@ class WgmmaTiles(MmaTiles):
         kb.op(WgmmaSyncOp("fence"))
         for j in range(ROW // WGMMA_K_BYTES):
             wgmma = WgmmaOp(
-                self.shape, self.a_tile, a_at, self.b_tile, b_at, acc, j, ATOM, self.b_k_atom, self.b_n_atom, self.ops.b_k_major
+                self.shape, self.a_tile, a_at, self.b_tile, b_at, acc, j, ATOM, ATOM, self.b_n_atom, self.ops.b_k_major
             )
             acc = list(kb.op(wgmma).results)
         kb.op(WgmmaSyncOp("commit"))
@@ -149,14 +148,10 @@ class WgmmaTiles(MmaTiles):
     def _layout(self) -> list[tuple[bool, SSAValue, SSAValue]]:
         """`MmaTiles._layout`'s slots, a k-contiguous rhs's as the lhs's:
         [n][k], k fastest."""
-        if not self.ops.b_k_major:
+        ops = self.ops
+        if not ops.b_k_major:
             return super()._layout()
-        kb, ops = self.kb, self.ops
-        out = []
-        for lhs, rows, lanes in ((True, self.lay.bm, ops.a_lanes), (False, self.lay.bn, ops.b_lanes)):
-            per_row = self.bk // lanes
-            out += [(lhs, kb.div(s, per_row), kb.mul(kb.rem(s, per_row), lanes)) for s in self._slots(rows, lanes)]
-        return out
+        return self._tile_slots(True, self.lay.bm, self.bk, ops.a_lanes) + self._tile_slots(False, self.lay.bn, self.bk, ops.b_lanes)
 
     def _source(self, lhs: bool, row: SSAValue, col: SSAValue, k0: SSAValue) -> tuple[SSAValue, int, SSAValue]:
         """A slot's operand coordinates (`MmaTiles._source`; a k-contiguous rhs's row is its n)."""
